@@ -1,0 +1,254 @@
+/**
+ * One live `claude` child process: exactly one stdin writer, one stdout reader, stderr drained into a tail,
+ * control requests correlated by id, and kill escalation (stdin EOF, SIGTERM, SIGKILL) when its scope closes.
+ * Frames that belong to turns are handed on through `frames`; the process's end arrives there as `Exited`.
+ */
+import { Command, CommandExecutor } from "@effect/platform"
+import {
+  Cause,
+  Clock,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Fiber,
+  FiberSet,
+  Mailbox,
+  Option,
+  Queue,
+  Scope,
+  Stream
+} from "effect"
+import * as Protocol from "./ClaudeProtocol.js"
+import type { ClaudeExecutable } from "./ClaudeCli.js"
+
+export interface ExitInfo {
+  readonly exitCode: number | null
+  readonly stderr: string
+}
+
+export type SessionEvent = Protocol.Frame | { readonly _tag: "Exited"; readonly exit: ExitInfo }
+
+/** A control request this host sent was answered with an error, or the process went away first. */
+export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed")<{
+  readonly subtype: string
+  readonly reason: string
+}> {}
+
+/** Answers the CLI's own control requests (`can_use_tool`, hooks, ...): the inner `response` object. */
+export type ControlHandler = (
+  request: Protocol.ControlRequestFrame["request"]
+) => Effect.Effect<{ readonly _tag: "Success"; readonly response: unknown } | { readonly _tag: "Error"; readonly error: string }>
+
+export interface StartOptions {
+  readonly executable: ClaudeExecutable
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Record<string, string>
+  readonly onControlRequest: ControlHandler
+  /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
+  readonly eofGrace?: Duration.DurationInput
+  readonly termGrace?: Duration.DurationInput
+}
+
+export interface ClaudeSession {
+  readonly pid: number
+  /** Writes one NDJSON line to stdin. */
+  readonly send: (line: string) => Effect.Effect<void>
+  /** Sends a control request and waits for its answer. */
+  readonly request: (request: Record<string, unknown> & { readonly subtype: string }) => Effect.Effect<
+    unknown,
+    ControlRequestFailed
+  >
+  /** Turn frames in order, then `Exited` once stdout has ended. */
+  readonly frames: Queue.Dequeue<SessionEvent>
+  /** Completes when the process has exited. */
+  readonly exited: Deferred.Deferred<ExitInfo>
+  /** Milliseconds (Clock time) of the last stdout line: stall detection reads it. */
+  readonly lastOutputAt: () => number
+  readonly stderrTail: () => string
+  /** Ends stdin: the CLI exits on its own shortly after. */
+  readonly endInput: Effect.Effect<void>
+}
+
+const STDERR_LINES = 40
+
+let requestCounter = 0
+const nextRequestId = () => `flotta_${(++requestCounter).toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+
+/** Starts one process in the current scope; closing the scope stops it (EOF, then SIGTERM, then SIGKILL). */
+export const start = (options: StartOptions): Effect.Effect<
+  ClaudeSession,
+  { readonly _tag: "StartError"; readonly reason: string },
+  CommandExecutor.CommandExecutor | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const executor = yield* CommandExecutor.CommandExecutor
+    const command = Command.make(options.executable.command, ...options.executable.prefixArgs, ...options.args).pipe(
+      Command.workingDirectory(options.cwd),
+      Command.env(options.env, { extendEnv: false }),
+      Command.stdin("pipe")
+    )
+    const proc = yield* executor.start(command).pipe(
+      Effect.mapError((error) => ({ _tag: "StartError", reason: describeStartError(error, options) }) as const)
+    )
+
+    const stderrLines: Array<string> = []
+    let lastOutputAt = yield* Clock.currentTimeMillis
+    const exited = yield* Deferred.make<ExitInfo>()
+    const frames = yield* Queue.unbounded<SessionEvent>()
+    const pending = new Map<string, Deferred.Deferred<unknown, ControlRequestFailed>>()
+    const handlers = yield* FiberSet.make()
+    const handlerFibers = new Map<string, Fiber.RuntimeFiber<void>>()
+    const stdin = yield* Mailbox.make<string>()
+
+    // The one stdin writer. When the mailbox ends, the stream ends and stdin is closed (EOF).
+    yield* Mailbox.toStream(stdin).pipe(
+      Stream.map((line) => line + "\n"),
+      Stream.encodeText,
+      Stream.run(proc.stdin),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    const send = (line: string) => Effect.asVoid(stdin.offer(line))
+
+    // Stderr must always be read: an unread pipe blocks the child.
+    const stderrDone = yield* proc.stderr.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((line) =>
+        Effect.sync(() => {
+          stderrLines.push(line)
+          if (stderrLines.length > STDERR_LINES) stderrLines.shift()
+        }).pipe(Effect.zipRight(Effect.logDebug(line)))
+      ),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    const stderrTail = () => stderrLines.join("\n")
+
+    const answer = (frame: Protocol.ControlRequestFrame) =>
+      options.onControlRequest(frame.request).pipe(
+        Effect.flatMap((outcome) =>
+          send(
+            outcome._tag === "Success"
+              ? Protocol.controlSuccess(frame.request_id, outcome.response)
+              : Protocol.controlError(frame.request_id, outcome.error)
+          )
+        ),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : send(Protocol.controlError(frame.request_id, `host failure: ${Cause.pretty(cause)}`))
+        ),
+        Effect.ensuring(Effect.sync(() => handlerFibers.delete(frame.request_id)))
+      )
+
+    const dispatch = (frame: Protocol.Frame): Effect.Effect<void> => {
+      switch (frame._tag) {
+        case "ControlResponse": {
+          const deferred = pending.get(frame.frame.response.request_id)
+          if (deferred === undefined) return Effect.void // an echo of our own answer, or a late one
+          pending.delete(frame.frame.response.request_id)
+          const response = frame.frame.response
+          return response.subtype === "success"
+            ? Deferred.succeed(deferred, response.response)
+            : Deferred.fail(deferred, new ControlRequestFailed({ subtype: "", reason: response.error ?? "error" }))
+        }
+        case "ControlRequest":
+          return FiberSet.run(handlers, answer(frame.frame)).pipe(
+            Effect.tap((fiber) => Effect.sync(() => handlerFibers.set(frame.frame.request_id, fiber))),
+            Effect.asVoid
+          )
+        case "ControlCancel": {
+          const fiber = handlerFibers.get(frame.requestId)
+          return fiber === undefined ? Effect.void : Fiber.interrupt(fiber).pipe(Effect.asVoid)
+        }
+        default:
+          return Queue.offer(frames, frame).pipe(Effect.asVoid)
+      }
+    }
+
+    // The one stdout reader.
+    yield* proc.stdout.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((line) =>
+        Clock.currentTimeMillis.pipe(
+          Effect.flatMap((now) => {
+            lastOutputAt = now
+            const frame = Protocol.decodeLine(line)
+            return Option.isSome(frame) ? dispatch(frame.value) : Effect.logDebug("non-protocol stdout", line)
+          })
+        )
+      ),
+      Effect.ignore,
+      // stdout has ended: wait for the exit code and for the stderr tail to be complete.
+      Effect.zipRight(proc.exitCode.pipe(Effect.option)),
+      Effect.tap(() => Fiber.join(stderrDone)),
+      Effect.flatMap((code) => {
+        const exit: ExitInfo = { exitCode: Option.getOrNull(code), stderr: stderrTail() }
+        const failure = new ControlRequestFailed({ subtype: "", reason: "the claude process exited" })
+        return Effect.forEach(pending.values(), (deferred) => Deferred.fail(deferred, failure)).pipe(
+          Effect.zipRight(Deferred.succeed(exited, exit)),
+          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit }))
+        )
+      }),
+      Effect.forkScoped
+    )
+
+    const request = (body: Record<string, unknown> & { readonly subtype: string }) =>
+      Effect.gen(function*() {
+        if (yield* Deferred.isDone(exited)) {
+          return yield* new ControlRequestFailed({ subtype: body.subtype, reason: "the claude process has exited" })
+        }
+        const id = nextRequestId()
+        const deferred = yield* Deferred.make<unknown, ControlRequestFailed>()
+        pending.set(id, deferred)
+        yield* send(Protocol.controlRequest(id, body))
+        return yield* Deferred.await(deferred).pipe(
+          Effect.mapError((e) => new ControlRequestFailed({ subtype: body.subtype, reason: e.reason })),
+          Effect.ensuring(Effect.sync(() => pending.delete(id)))
+        )
+      })
+
+    const endInput = Effect.asVoid(stdin.end)
+
+    // Runs before the platform's own finalizer (which sends SIGTERM and waits without a deadline).
+    const eofGrace = options.eofGrace ?? "2 seconds"
+    const termGrace = options.termGrace ?? "5 seconds"
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        if (yield* Deferred.isDone(exited)) return
+        yield* endInput
+        const afterEof = yield* Deferred.await(exited).pipe(Effect.interruptible, Effect.timeoutOption(eofGrace))
+        if (Option.isSome(afterEof)) return
+        const afterTerm = yield* proc.kill("SIGTERM").pipe(Effect.interruptible, Effect.timeoutOption(termGrace))
+        if (Option.isSome(afterTerm)) return
+        yield* proc.kill("SIGKILL").pipe(Effect.interruptible, Effect.timeoutOption("2 seconds"))
+      }).pipe(Effect.ignore)
+    )
+
+    return {
+      pid: proc.pid,
+      send,
+      request,
+      frames,
+      exited,
+      lastOutputAt: () => lastOutputAt,
+      stderrTail,
+      endInput
+    } satisfies ClaudeSession
+  })
+
+const describeStartError = (error: unknown, options: StartOptions): string => {
+  const text = String((error as { readonly message?: unknown })?.message ?? error)
+  if (text.includes("ENOENT")) {
+    return text.includes("access")
+      ? `working directory ${options.cwd} does not exist`
+      : `cannot execute ${options.executable.command}: not found (install @anthropic-ai/claude-code, ` +
+        `set FLOTTA_CLAUDE_PATH, or put claude on PATH)`
+  }
+  if (text.includes("EACCES")) return `cannot execute ${options.executable.command}: permission denied`
+  return text
+}

@@ -1,0 +1,69 @@
+/**
+ * `createFleet(options)`: the fleet for code that does not use Effect. The same operations as the `Flotta`
+ * service, as Promises; a failure rejects with the same typed error object (it carries `_tag`).
+ */
+import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Stream } from "effect"
+import type { AgentOptions } from "./Agent.js"
+import * as Flotta from "./Flotta.js"
+import type { ReportEntry, ReportQuery, SubscribeOptions } from "./ReportLog.js"
+
+export interface SubscribeCallbacks extends SubscribeOptions {
+  /** Called when this subscriber fell behind and `count` entries after seq `after` were not delivered. */
+  readonly onMissed?: (count: number, after: number) => void
+}
+
+const toPromise = <A, E>(runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, never>, effect: Effect.Effect<A, E, Flotta.Flotta>) =>
+  runtime.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    const failure = Cause.failureOption(exit.cause)
+    throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+  })
+
+export const createFleet = (options: Flotta.FleetOptions = {}) => {
+  const runtime = ManagedRuntime.make(Flotta.layer(options))
+  const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
+    toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
+
+  return {
+    spawn: (name: string, spawnOptions?: AgentOptions) => run((f) => f.spawn(name, spawnOptions)),
+    ask: (name: string, text: string, askOptions?: Flotta.AskOptions) => run((f) => f.ask(name, text, askOptions)),
+    askResult: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
+      run((f) => f.askResult(name, text, askOptions)),
+    prompt: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
+      run((f) => f.prompt(name, text, askOptions)),
+    wait: (name: string, turnId: string) => run((f) => f.wait(name, turnId)),
+    status: (name: string) => run((f) => f.status(name)),
+    result: (name: string, turnId: string = "latest") => run((f) => f.result(name, turnId)),
+    transcript: (name: string) => run((f) => f.transcript(name)),
+    info: (name: string) => run((f) => f.info(name)),
+    list: () => run((f) => f.list),
+    interrupt: (name: string) => run((f) => f.interrupt(name)),
+    close: (name: string) => run((f) => f.close(name)),
+    broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
+    reports: (query?: ReportQuery) => run((f) => f.reports(query)),
+    boot: (config: unknown) => run((f) => f.boot(config)),
+    /** Live report entries; returns the function that unsubscribes. */
+    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): (() => void) => {
+      const fiber = runtime.runFork(
+        Effect.flatMap(Flotta.Flotta, (f) =>
+          f.subscribe(callbacks).pipe(
+            Stream.runForEach((notice) =>
+              Effect.sync(() => {
+                if (notice._tag === "Entry") onEntry(notice.entry)
+                else callbacks.onMissed?.(notice.count, notice.after)
+              })
+            )
+          ))
+      )
+      return () => {
+        runtime.runFork(Fiber.interrupt(fiber))
+      }
+    },
+    /** Closes every agent (their children exit) and releases the fleet. */
+    shutdown: () => runtime.dispose(),
+    /** The Effect runtime, for mixing both styles. */
+    runtime
+  }
+}
+
+export type Fleet = ReturnType<typeof createFleet>

@@ -1,0 +1,186 @@
+/**
+ * Every typed failure a caller of the fleet can see. They are `Schema.TaggedError`s because they leave the
+ * process (MCP tool results, CLI output, persisted reports); each carries a message that says what happened.
+ */
+import { Schema } from "effect"
+
+const NullableNumber = Schema.NullOr(Schema.Number)
+
+export class InvalidName extends Schema.TaggedError<InvalidName>()("InvalidName", {
+  name: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid name ${JSON.stringify(this.name)}: ${this.reason}`
+  }
+}
+
+export class InvalidSpec extends Schema.TaggedError<InvalidSpec>()("InvalidSpec", {
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid spec at ${this.path}: ${this.reason}`
+  }
+}
+
+export class AgentAlreadyExists extends Schema.TaggedError<AgentAlreadyExists>()("AgentAlreadyExists", {
+  name: Schema.String
+}) {
+  override get message() {
+    return `an agent named "${this.name}" already exists: close it first or pick another name`
+  }
+}
+
+export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNotFound", {
+  name: Schema.String,
+  live: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    const live = this.live.length === 0 ? "no agents are live" : `live agents: ${this.live.join(", ")}`
+    return `no agent named "${this.name}" (${live})`
+  }
+}
+
+export class SpawnFailed extends Schema.TaggedError<SpawnFailed>()("SpawnFailed", {
+  name: Schema.String,
+  reason: Schema.String,
+  exitCode: NullableNumber,
+  stderr: Schema.String
+}) {
+  override get message() {
+    const code = this.exitCode === null ? "" : ` (exit code ${this.exitCode})`
+    const tail = this.stderr.length === 0 ? "" : `\nstderr:\n${this.stderr}`
+    return `agent "${this.name}" failed to start${code}: ${this.reason}${tail}`
+  }
+}
+
+export class TurnTimeout extends Schema.TaggedError<TurnTimeout>()("TurnTimeout", {
+  name: Schema.String,
+  turnId: Schema.String,
+  timeoutMs: Schema.Number
+}) {
+  override get message() {
+    return `turn ${this.turnId} of "${this.name}" timed out after ${this.timeoutMs} ms and was interrupted`
+  }
+}
+
+export class TurnInterrupted extends Schema.TaggedError<TurnInterrupted>()("TurnInterrupted", {
+  name: Schema.String,
+  turnId: Schema.String
+}) {
+  override get message() {
+    return `turn ${this.turnId} of "${this.name}" was interrupted`
+  }
+}
+
+export class TurnFailed extends Schema.TaggedError<TurnFailed>()("TurnFailed", {
+  name: Schema.String,
+  turnId: Schema.String,
+  status: NullableNumber,
+  subtype: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    const status = this.status === null ? "" : ` (HTTP ${this.status})`
+    return `turn ${this.turnId} of "${this.name}" failed${status}: ${this.reason}`
+  }
+}
+
+export class AgentCrashed extends Schema.TaggedError<AgentCrashed>()("AgentCrashed", {
+  name: Schema.String,
+  turnId: Schema.NullOr(Schema.String),
+  exitCode: NullableNumber,
+  reason: Schema.String,
+  stderr: Schema.String
+}) {
+  override get message() {
+    const code = this.exitCode === null ? "" : ` (exit code ${this.exitCode})`
+    const tail = this.stderr.length === 0 ? "" : `\nstderr:\n${this.stderr}`
+    return `agent "${this.name}" crashed${code}: ${this.reason}${tail}`
+  }
+}
+
+export class AgentClosed extends Schema.TaggedError<AgentClosed>()("AgentClosed", {
+  name: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `agent "${this.name}" is closed: ${this.reason}`
+  }
+}
+
+export class TurnPending extends Schema.TaggedError<TurnPending>()("TurnPending", {
+  name: Schema.String,
+  turnId: Schema.String,
+  status: Schema.Literal("queued", "running")
+}) {
+  override get message() {
+    return `turn ${this.turnId} of "${this.name}" is still ${this.status}: ask again later`
+  }
+}
+
+export class NoResult extends Schema.TaggedError<NoResult>()("NoResult", {
+  name: Schema.String,
+  turnId: Schema.String
+}) {
+  override get message() {
+    return this.turnId === "latest"
+      ? `"${this.name}" has no finished turn yet`
+      : `"${this.name}" has no turn ${this.turnId}`
+  }
+}
+
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  name: Schema.String,
+  costUsd: Schema.Number,
+  turns: Schema.Number,
+  sessionId: Schema.String
+}) {
+  override get message() {
+    return `"${this.name}" stopped at its budget after $${this.costUsd.toFixed(4)} and ${this.turns} model calls`
+  }
+}
+
+export class MaxTurnsReached extends Schema.TaggedError<MaxTurnsReached>()("MaxTurnsReached", {
+  name: Schema.String,
+  costUsd: Schema.Number,
+  turns: Schema.Number,
+  sessionId: Schema.String
+}) {
+  override get message() {
+    return `"${this.name}" stopped at its turn limit after ${this.turns} model calls ($${this.costUsd.toFixed(4)})`
+  }
+}
+
+export class NotAGitRepo extends Schema.TaggedError<NotAGitRepo>()("NotAGitRepo", {
+  cwd: Schema.String
+}) {
+  override get message() {
+    return `${this.cwd} is not inside a git repository`
+  }
+}
+
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  name: Schema.String
+}) {
+  override get message() {
+    return `no run named "${this.name}"`
+  }
+}
+
+export class SchedulerNotEnabled extends Schema.TaggedError<SchedulerNotEnabled>()("SchedulerNotEnabled", {}) {
+  override get message() {
+    return "the scheduler is not enabled: add a `schedule` section to the config"
+  }
+}
+
+/** What a turn can fail with, as seen by `ask` and `result`. */
+export type TurnError =
+  | TurnTimeout
+  | TurnInterrupted
+  | TurnFailed
+  | AgentCrashed
+  | AgentClosed
+  | MaxTurnsReached
+  | BudgetExceeded

@@ -1,0 +1,75 @@
+/**
+ * The engine's own settings: how children are started and supervised. Every field has a default; the
+ * environment can override the ones an operator tunes (`FLOTTA_MAX_CONCURRENT_STARTS`, ...).
+ */
+import { Config, Context, Duration, Effect, Layer, Option } from "effect"
+import * as os from "node:os"
+
+export interface FleetSettings {
+  /** The claude executable; unset = FLOTTA_CLAUDE_PATH, the pinned dependency, then PATH. */
+  readonly claudePath?: string | undefined
+  /** Children starting at once; later starts wait for a slot, and that wait never times out. */
+  readonly maxConcurrentStarts: number
+  /** How long a child may take to answer `initialize` once it has its slot. */
+  readonly startTimeout: Duration.Duration
+  /** Per-turn default when neither the agent nor the call sets one. */
+  readonly turnTimeout: Duration.Duration
+  /** A turn with no stdout for this long is interrupted and its process restarted. */
+  readonly stallTimeout: Duration.Duration
+  /** How long an interrupted turn may take to end before its process is restarted. */
+  readonly interruptGrace: Duration.Duration
+  /** Restarts allowed within `restartWindow` before an agent stays closed. */
+  readonly maxRestarts: number
+  readonly restartWindow: Duration.Duration
+  /** First restart delay; doubles per recent restart, capped at `restartBackoffMax`. */
+  readonly restartBackoff: Duration.Duration
+  readonly restartBackoffMax: Duration.Duration
+  /** Finished turns kept per agent for `result` and `transcript`. */
+  readonly historyLimit: number
+}
+
+export type FleetSettingsInput = { readonly [K in keyof FleetSettings]?: FleetSettings[K] extends Duration.Duration ? Duration.DurationInput : FleetSettings[K] }
+
+export const defaults: FleetSettings = {
+  maxConcurrentStarts: Math.max(2, os.availableParallelism() * 2),
+  startTimeout: Duration.seconds(120),
+  turnTimeout: Duration.seconds(180),
+  stallTimeout: Duration.minutes(10),
+  interruptGrace: Duration.seconds(10),
+  maxRestarts: 5,
+  restartWindow: Duration.minutes(10),
+  restartBackoff: Duration.seconds(1),
+  restartBackoffMax: Duration.seconds(30),
+  historyLimit: 1000
+}
+
+const durationOr = (input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
+  input === undefined ? fallback : Duration.decode(input)
+
+export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
+  claudePath: input.claudePath,
+  maxConcurrentStarts: Math.max(1, Math.floor(input.maxConcurrentStarts ?? defaults.maxConcurrentStarts)),
+  startTimeout: durationOr(input.startTimeout, defaults.startTimeout),
+  turnTimeout: durationOr(input.turnTimeout, defaults.turnTimeout),
+  stallTimeout: durationOr(input.stallTimeout, defaults.stallTimeout),
+  interruptGrace: durationOr(input.interruptGrace, defaults.interruptGrace),
+  maxRestarts: Math.max(0, Math.floor(input.maxRestarts ?? defaults.maxRestarts)),
+  restartWindow: durationOr(input.restartWindow, defaults.restartWindow),
+  restartBackoff: durationOr(input.restartBackoff, defaults.restartBackoff),
+  restartBackoffMax: durationOr(input.restartBackoffMax, defaults.restartBackoffMax),
+  historyLimit: Math.max(1, Math.floor(input.historyLimit ?? defaults.historyLimit))
+})
+
+export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {
+  /** Explicit settings, with the environment's overrides applied on top. */
+  static readonly layer = (input: FleetSettingsInput = {}) =>
+    Layer.effect(
+      FleetConfig,
+      Effect.gen(function*() {
+        const starts = yield* Config.option(Config.integer("FLOTTA_MAX_CONCURRENT_STARTS")).pipe(
+          Effect.orElseSucceed(() => Option.none<number>())
+        )
+        return make({ ...input, ...(Option.isSome(starts) ? { maxConcurrentStarts: starts.value } : {}) })
+      })
+    )
+}

@@ -1,0 +1,185 @@
+/**
+ * The facade: every public operation of the fleet, as Effects. `Flotta.layer(options)` is the whole engine
+ * (Registry, ReportLog, FleetConfig, the claude executable and Node's process executor) in one Layer.
+ */
+import { NodeContext } from "@effect/platform-node"
+import type { Duration } from "effect"
+import { Effect, Layer } from "effect"
+import * as Agent from "./Agent.js"
+import { ClaudeCli } from "./ClaudeCli.js"
+import type { ClaudeExecutable } from "./ClaudeCli.js"
+import type { AgentClosed, AgentNotFound, InvalidSpec, TurnError } from "./Errors.js"
+import { FleetConfig } from "./FleetConfig.js"
+import type { FleetSettingsInput } from "./FleetConfig.js"
+import { Registry } from "./Registry.js"
+import { ReportLog, ReportStore } from "./ReportLog.js"
+import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import * as Spec from "./Spec.js"
+
+export interface AskOptions {
+  /** When it expires the turn is interrupted and fails with TurnTimeout. */
+  readonly timeout?: Duration.DurationInput
+}
+
+export type BroadcastOutcome =
+  | { readonly name: string; readonly ok: true; readonly turnId: string; readonly text: string; readonly costUsd: number }
+  | { readonly name: string; readonly ok: false; readonly error: { readonly _tag: string; readonly message: string } }
+
+export interface BootReport {
+  readonly started: ReadonlyArray<string>
+  readonly templates: ReadonlyArray<string>
+  readonly rejected: ReadonlyArray<Spec.Rejected>
+  /** Valid sessions whose start failed (SpawnFailed, AgentAlreadyExists, ...). */
+  readonly failed: ReadonlyArray<{ readonly name: string; readonly error: { readonly _tag: string; readonly message: string } }>
+}
+
+/** The agent options a spec describes. */
+export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
+  cwd: spec.cwd,
+  model: spec.model,
+  permission: spec.permission,
+  timeout: spec.timeout,
+  role: spec.role,
+  ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
+  ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
+  ...(spec.env === undefined ? {} : { env: spec.env })
+})
+
+const errorView = (error: { readonly _tag: string; readonly message: string }) => ({
+  _tag: error._tag,
+  message: error.message
+})
+
+export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
+  effect: Effect.gen(function*() {
+    const registry = yield* Registry
+    const reportLog = yield* ReportLog
+    const templates = new Map<string, Spec.Spec>()
+
+    const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
+      const agent = yield* registry.spawn(name, options)
+      return yield* agent.info
+    })
+
+    const prompt = (name: string, text: string, options: AskOptions = {}) =>
+      registry.get(name).pipe(Effect.flatMap((agent) => agent.prompt(text, options)))
+
+    /** The whole result of one turn; interrupting the caller cancels the turn. */
+    const askResult = Effect.fn("Flotta.ask")(function*(name: string, text: string, options: AskOptions = {}) {
+      const agent = yield* registry.get(name)
+      const turnId = yield* agent.prompt(text, options)
+      return yield* agent.await(turnId)
+    }) as (name: string, text: string, options?: AskOptions) => Effect.Effect<
+      Agent.TurnResult,
+      AgentNotFound | AgentClosed | InvalidSpec | TurnError
+    >
+
+    /** Blocks for the reply text. */
+    const ask = (name: string, text: string, options: AskOptions = {}) =>
+      Effect.map(askResult(name, text, options), (result) => result.text)
+
+    /** Waits for a turn started with `prompt`. */
+    const wait = (name: string, turnId: string) => registry.get(name).pipe(Effect.flatMap((a) => a.await(turnId)))
+
+    const status = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.status))
+    const result = (name: string, turnId: string = "latest") =>
+      registry.get(name).pipe(Effect.flatMap((a) => a.result(turnId)))
+    const transcript = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.transcript))
+    const info = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.info))
+    const interrupt = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.interrupt))
+    const close = (name: string) => registry.close(name)
+    const list = registry.list
+
+    /** Every live agent at once; one slow or failing agent never holds up the others. */
+    const broadcast = Effect.fn("Flotta.broadcast")(function*(text: string, options: AskOptions = {}) {
+      const agents = yield* registry.agents
+      return yield* Effect.forEach(agents, (agent) =>
+        agent.prompt(text, options).pipe(
+          Effect.flatMap((turnId) => agent.await(turnId)),
+          Effect.match({
+            onFailure: (error): BroadcastOutcome => ({ name: agent.name, ok: false, error: errorView(error) }),
+            onSuccess: (r): BroadcastOutcome => ({
+              name: agent.name,
+              ok: true,
+              turnId: r.turnId,
+              text: r.text,
+              costUsd: r.costUsd
+            })
+          })
+        ), { concurrency: "unbounded" })
+    })
+
+    const reports = (query: ReportQuery = {}) => reportLog.reports(query)
+    const subscribe = (options: SubscribeOptions = {}) => reportLog.stream(options)
+
+    /** Starts a declarative fleet's sessions and keeps its run entries as templates. */
+    const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
+      const fleet = Spec.readFleet(config)
+      for (const template of fleet.templates) templates.set(template.name, template)
+      for (const rejected of fleet.rejected) {
+        yield* Effect.logWarning(`config entry skipped: ${rejected.path}: ${rejected.message}`)
+      }
+      const outcomes = yield* Effect.forEach(
+        fleet.sessions,
+        (spec) => Effect.either(registry.spawn(spec.name, specOptions(spec))),
+        { concurrency: "unbounded" }
+      )
+      const started: Array<string> = []
+      const failed: Array<BootReport["failed"][number]> = []
+      outcomes.forEach((outcome, i) => {
+        const name = fleet.sessions[i]!.name
+        if (outcome._tag === "Right") started.push(name)
+        else failed.push({ name, error: errorView(outcome.left) })
+      })
+      return {
+        started,
+        templates: fleet.templates.map((t) => t.name),
+        rejected: fleet.rejected,
+        failed
+      } satisfies BootReport
+    })
+
+    const template = (name: string) => Effect.sync(() => templates.get(name))
+
+    return {
+      spawn,
+      ask,
+      askResult,
+      prompt,
+      wait,
+      status,
+      result,
+      transcript,
+      info,
+      list,
+      interrupt,
+      close,
+      broadcast,
+      reports,
+      subscribe,
+      boot,
+      template
+    } as const
+  })
+}) {}
+
+export interface FleetOptions extends FleetSettingsInput {
+  /** A custom executable (a wrapper script, or a fake CLI in tests); overrides `claudePath`. */
+  readonly executable?: Pick<ClaudeExecutable, "command" | "prefixArgs">
+}
+
+/** The whole engine as one Layer. It provides Flotta, Registry and ReportLog. */
+export const layer = (options: FleetOptions = {}) => {
+  const { executable, ...settings } = options
+  const cli = executable === undefined
+    ? ClaudeCli.layer(settings.claudePath)
+    : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
+  return Flotta.Default.pipe(
+    Layer.provideMerge(Registry.Default),
+    Layer.provideMerge(ReportLog.Default),
+    Layer.provide(ReportStore.memory),
+    Layer.provide(FleetConfig.layer(settings)),
+    Layer.provide(cli),
+    Layer.provide(NodeContext.layer)
+  )
+}

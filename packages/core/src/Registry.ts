@@ -1,0 +1,116 @@
+/**
+ * Name → agent. Names are unique among live agents (a name is reserved while its agent starts), each agent
+ * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
+ * scope closes every agent: children never outlive the fleet.
+ */
+import { CommandExecutor } from "@effect/platform"
+import { Effect, ExecutionStrategy, Exit, Metric, Scope } from "effect"
+import * as Agent from "./Agent.js"
+import { ClaudeCli } from "./ClaudeCli.js"
+import { AgentAlreadyExists, AgentNotFound, InvalidName } from "./Errors.js"
+import type { SpawnFailed } from "./Errors.js"
+import { FleetConfig } from "./FleetConfig.js"
+import { ReportLog } from "./ReportLog.js"
+import * as Telemetry from "./Telemetry.js"
+
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/
+
+/** Agent and run names: lower-case, 1 to 63 characters, usable as a directory and a branch name. */
+export const validateName = (name: unknown): Effect.Effect<string, InvalidName> => {
+  if (typeof name !== "string") return new InvalidName({ name: String(name), reason: "a name must be a string" })
+  if (!NAME_PATTERN.test(name)) {
+    return new InvalidName({
+      name,
+      reason: "use 1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or a digit"
+    })
+  }
+  return Effect.succeed(name)
+}
+
+type Entry =
+  | { readonly _tag: "Starting" }
+  | { readonly _tag: "Live"; readonly agent: Agent.Agent; readonly scope: Scope.CloseableScope }
+
+export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry", {
+  scoped: Effect.gen(function*() {
+    const settings = yield* FleetConfig
+    const executable = yield* ClaudeCli
+    const executor = yield* CommandExecutor.CommandExecutor
+    const reports = yield* ReportLog
+    const fleetScope = yield* Effect.scope
+    const admission = yield* Effect.makeSemaphore(settings.maxConcurrentStarts)
+    const entries = new Map<string, Entry>()
+
+    const updateGauge = Effect.suspend(() => Metric.set(Telemetry.agentsLive, entries.size))
+
+    const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
+
+    const deps: Agent.AgentDeps = {
+      executable,
+      executor,
+      reports,
+      settings,
+      startPermit: admission.withPermits(1)
+    }
+
+    const spawn = Effect.fn("Registry.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
+      yield* validateName(name)
+      if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
+      entries.set(name, { _tag: "Starting" })
+      const scope = yield* Scope.fork(fleetScope, ExecutionStrategy.sequential)
+      const agent = yield* Agent.make(name, options, deps).pipe(
+        Scope.extend(scope),
+        Effect.tapErrorCause(() => Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))),
+        Effect.onInterrupt(() => Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name))))
+      )
+      entries.set(name, { _tag: "Live", agent, scope })
+      yield* updateGauge
+      return agent
+    }) as (name: string, options?: Agent.AgentOptions) => Effect.Effect<
+      Agent.Agent,
+      InvalidName | AgentAlreadyExists | SpawnFailed
+    >
+
+    const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>
+      Effect.suspend(() => {
+        const entry = entries.get(name)
+        return entry?._tag === "Live" ? Effect.succeed(entry.agent) : new AgentNotFound({ name, live: liveNames() })
+      })
+
+    const stop = (name: string, entry: Entry & { readonly _tag: "Live" }, reason: string) =>
+      Effect.gen(function*() {
+        const wasClosed = (yield* entry.agent.status).status === "closed"
+        yield* entry.agent.shutdown(reason)
+        yield* Scope.close(entry.scope, Exit.void)
+        if (entries.get(name) === entry) entries.delete(name)
+        if (!wasClosed) yield* reports.post(name, "closed", { reason })
+        yield* updateGauge
+      })
+
+    /** Closes one agent: its turns fail with AgentClosed, its child gets EOF, SIGTERM, then SIGKILL. */
+    const close = Effect.fn("Registry.close")(function*(name: string) {
+      const entry = entries.get(name)
+      if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
+      yield* stop(name, entry, "closed by request")
+    })
+
+    const list = Effect.suspend(() =>
+      Effect.forEach(
+        [...entries.values()].flatMap((e) => (e._tag === "Live" ? [e.agent] : [])),
+        (agent) => agent.info
+      )
+    )
+
+    const agents = Effect.sync(() => [...entries.values()].flatMap((e) => (e._tag === "Live" ? [e.agent] : [])))
+
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(
+        [...entries.entries()],
+        ([name, entry]) => (entry._tag === "Live" ? stop(name, entry, "the fleet shut down") : Effect.void),
+        { concurrency: "unbounded", discard: true }
+      )
+    )
+
+    return { spawn, get, close, list, agents, liveNames: Effect.sync(liveNames) } as const
+  })
+}) {}
