@@ -13,7 +13,8 @@ export interface Usage {
 export interface RecordedRequest {
   readonly time: number // epoch ms when the body was complete
   readonly method: string
-  readonly url: string
+  readonly url: string // with the query string, e.g. "/v1/messages?beta=true"
+  readonly headers: http.IncomingHttpHeaders
   readonly model: string | undefined
   readonly body: unknown // parsed JSON, or the raw text if it was not JSON
   readonly rule: string // which rule answered: "ECHO", "READ", "READ:result", "side", "not_found", ...
@@ -69,7 +70,11 @@ const stripReminders = (text: string): string =>
   text.replace(/<system-reminder>[\s\S]*?(<\/system-reminder>|$)/g, "").trim()
 
 const blocksOf = (content: unknown): ReadonlyArray<Json> =>
-  typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content.filter(isObject) : []
+  typeof content === "string"
+    ? [{ type: "text", text: content }]
+    : Array.isArray(content)
+    ? content.filter(isObject)
+    : []
 
 const textOf = (block: Json): string | undefined => {
   if (block.type !== "text" || typeof block.text !== "string") return undefined
@@ -84,23 +89,27 @@ const isInternal = (text: string) => CLI_INTERNAL_PREFIXES.some((p) => text.star
 
 // The text a tool_result carries: a string, or text blocks.
 const toolResultText = (block: Json): string =>
-  typeof block.content === "string" ?
-    block.content :
-    blocksOf(block.content).map((b) => typeof b.text === "string" ? b.text : "").join("")
+  typeof block.content === "string"
+    ? block.content
+    : blocksOf(block.content).map((b) => typeof b.text === "string" ? b.text : "").join("")
 
-const errorTypeOf = (status: number): string =>
-  status === 400 ?
-    "invalid_request_error" :
-    status === 401 ?
-    "authentication_error" :
-    status === 429 ?
-    "rate_limit_error" :
-    status === 529 ?
-    "overloaded_error" :
-    "api_error"
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  429: "rate_limit_error",
+  529: "overloaded_error"
+}
+
+const errorTypeOf = (status: number): string => ERROR_TYPES[status] ?? "api_error"
 
 const errorBody = (status: number, message: string, type = errorTypeOf(status)) =>
   JSON.stringify({ type: "error", error: { type, message } })
+
+// "KEYWORD rest...": keywords are upper case and must start the text.
+const parsePrompt = (prompt: string): { readonly keyword: string; readonly rest: string } => {
+  const match = /^([A-Z_]+)(?:\s+([\s\S]*))?$/.exec(prompt)
+  return { keyword: match?.[1] ?? "", rest: (match?.[2] ?? "").trim() }
+}
 
 // The last `REMEMBER <fact>` in the users' texts: a whole prompt, or a line of a compaction summary.
 const rememberedFact = (messages: ReadonlyArray<Json>): string | undefined => {
@@ -137,9 +146,7 @@ const makeModel = (usage: Usage) => {
 
   // Rules on a user prompt (trimmed, reminders stripped); `messages` is the whole request history.
   const onPrompt = (prompt: string, messages: ReadonlyArray<Json>): Ruled => {
-    const match = /^([A-Z_]+)(?:\s+([\s\S]*))?$/.exec(prompt)
-    const keyword = match?.[1] ?? ""
-    const rest = (match?.[2] ?? "").trim()
+    const { keyword, rest } = parsePrompt(prompt)
     const ruled = (rule: string, decision: Decision): Ruled => ({ rule, prompt, decision })
     switch (keyword) {
       case "REMEMBER":
@@ -205,7 +212,7 @@ const makeModel = (usage: Usage) => {
   // The answer to a tool_result for one of our tool_uses.
   const onToolResult = (result: Json, messages: ReadonlyArray<Json>, lastUser: number): Ruled => {
     const origin = originPrompt(messages, lastUser)
-    if (origin !== undefined && /^LOOP\b/.test(origin)) {
+    if (origin !== undefined && parsePrompt(origin).keyword === "LOOP") {
       return { rule: "LOOP", prompt: origin, decision: tool("Read", { file_path: "/etc/hostname" }) }
     }
     let call: Json | undefined
@@ -235,7 +242,11 @@ const makeModel = (usage: Usage) => {
   // Requests that are not a user's turn get a short text and never reach the rules: model/quota probes
   // (max_tokens 1), prompt suggestions, and compaction (answered with a summary that keeps the facts).
   const sideRequest = (body: Json, messages: ReadonlyArray<Json>, newest: string | undefined): Ruled | undefined => {
-    const side = (rule: string, answer: string): Ruled => ({ rule: `side:${rule}`, prompt: newest, decision: text(answer) })
+    const side = (rule: string, answer: string): Ruled => ({
+      rule: `side:${rule}`,
+      prompt: newest,
+      decision: text(answer)
+    })
     if (typeof body.max_tokens === "number" && body.max_tokens <= 1) return side("probe", "OK")
     if (newest === undefined) return undefined
     if (newest.startsWith("[SUGGESTION MODE")) return side("suggestion", "ECHO suggested")
@@ -267,13 +278,21 @@ const makeModel = (usage: Usage) => {
     if (resultAt >= 0) return onToolResult(blocks[resultAt]!, messages, lastUser)
     // Only CLI-internal text (e.g. a structured-output nudge): answer the earlier prompt again.
     const origin = originPrompt(messages, lastUser + 1)
-    return origin === undefined ? { rule: "empty", prompt: undefined, decision: text("ECHO: ") } : onPrompt(origin, messages)
+    return origin === undefined
+      ? { rule: "empty", prompt: undefined, decision: text("ECHO: ") }
+      : onPrompt(origin, messages)
   }
 
   return { decide }
 }
 
-const messageJson = (id: string, model: string, content: ReadonlyArray<Block>, stopReason: string | null, usage: Usage) => ({
+const messageJson = (
+  id: string,
+  model: string,
+  content: ReadonlyArray<Block>,
+  stopReason: string | null,
+  usage: Usage
+) => ({
   id,
   type: "message",
   role: "assistant",
@@ -307,7 +326,16 @@ export function startFakeMessagesApi(options?: FakeMessagesApiOptions): Promise<
     const reqModel = isObject(body) && typeof body.model === "string" ? body.model : undefined
     const record = (rule: string, prompt: string | undefined) => {
       if (req.method === "POST") {
-        requests.push({ time: Date.now(), method: req.method, url: req.url ?? "", model: reqModel, body, rule, prompt })
+        requests.push({
+          time: Date.now(),
+          method: req.method,
+          url: req.url ?? "",
+          headers: req.headers,
+          model: reqModel,
+          body,
+          rule,
+          prompt
+        })
       }
     }
     if (req.method !== "POST" || pathname !== "/v1/messages") {
@@ -358,7 +386,9 @@ export function startFakeMessagesApi(options?: FakeMessagesApiOptions): Promise<
       "request-id": `req_fake_${messageCounter}`
     })
     const event = (type: string, data: Json) => {
-      if (!res.destroyed && !res.writableEnded) res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`)
+      if (!res.destroyed && !res.writableEnded) {
+        res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`)
+      }
     }
     const usage = decision._tag === "message" ? decision.usage : options?.usage ?? DEFAULT_USAGE
     event("message_start", { message: messageJson(id, name, [], null, { ...usage, output_tokens: 1 }) })

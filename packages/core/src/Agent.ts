@@ -173,6 +173,8 @@ interface Turn {
   readonly id: string
   readonly text: string
   readonly timeoutMs: number
+  /** A caller's own timeout is a deadline from the call, covering the wait in the queue too. */
+  readonly deadlineAt: number | null
   readonly deferred: Deferred.Deferred<TurnResult, TurnError>
   readonly record: MutableRecord
   /** Why an interrupt was sent, so its `error_during_execution` result maps to the right error. */
@@ -420,7 +422,7 @@ export const make = (
         yield* setStatus("working")
         yield* reports.post(name, "turn_started", { prompt: preview(turn.text) }, turn.id)
         yield* session.send(Protocol.userFrame(turn.text))
-        const deadline = startedAt + turn.timeoutMs
+        const deadline = turn.deadlineAt ?? startedAt + turn.timeoutMs
         let interruptedAt: number | null = null
         while (true) {
           if (turn.interruptReason !== null && interruptedAt === null) interruptedAt = yield* Clock.currentTimeMillis
@@ -489,6 +491,10 @@ export const make = (
           const turn = next.right
           waiting.delete(turn.id)
           if (turn.record.status !== "queued") continue // cancelled while it waited
+          if (turn.deadlineAt !== null && (yield* Clock.currentTimeMillis) >= turn.deadlineAt) {
+            yield* fail(turn, new TurnTimeout({ name, turnId: turn.id, timeoutMs: turn.timeoutMs }))
+            continue
+          }
           const end = yield* runTurn(session, turn)
           if (end !== undefined) return { end, turn }
         }
@@ -591,6 +597,9 @@ export const make = (
           return yield* new InvalidSpec({ path: "text", reason: "a prompt must be a non-empty string" })
         }
         const timeoutMs = opts?.timeout === undefined ? defaultTimeoutMs : Duration.toMillis(opts.timeout)
+        if (!(timeoutMs > 0)) {
+          return yield* new InvalidSpec({ path: "timeout", reason: "a timeout must be a positive duration" })
+        }
         const now = yield* Clock.currentTimeMillis
         const id = `t${++turnCounter}`
         const record: MutableRecord = {
@@ -612,6 +621,7 @@ export const make = (
           id,
           text,
           timeoutMs,
+          deadlineAt: opts?.timeout === undefined ? null : now + timeoutMs,
           deferred: yield* Deferred.make<TurnResult, TurnError>(),
           record,
           interruptReason: null
@@ -649,7 +659,20 @@ export const make = (
       Effect.suspend((): Effect.Effect<TurnResult, TurnError | NoResult> => {
         const turn = history.get(turnId)
         if (turn === undefined) return new NoResult({ name, turnId })
-        return Deferred.await(turn.deferred).pipe(Effect.onInterrupt(() => cancel(turnId)))
+        const outcome = Deferred.await(turn.deferred)
+        if (turn.deadlineAt === null) return outcome.pipe(Effect.onInterrupt(() => cancel(turnId)))
+        // At the deadline a turn still queued expires here; a running one is interrupted by the agent.
+        return Clock.currentTimeMillis.pipe(
+          Effect.flatMap((now) => outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, turn.deadlineAt! - now))))),
+          Effect.flatMap(Option.match({
+            onSome: Effect.succeed,
+            onNone: () =>
+              (turn.record.status === "queued"
+                ? fail(turn, new TurnTimeout({ name, turnId, timeoutMs: turn.timeoutMs }))
+                : Effect.void).pipe(Effect.zipRight(outcome))
+          })),
+          Effect.onInterrupt(() => cancel(turnId))
+        )
       })
 
     const result: Agent["result"] = (turnId) =>

@@ -47,12 +47,13 @@ export const createFleet = (options: Flotta.FleetOptions = {}) => {
       const fiber = runtime.runFork(
         Effect.flatMap(Flotta.Flotta, (f) =>
           f.subscribe(callbacks).pipe(
-            Stream.runForEach((notice) =>
+            Effect.flatMap(Stream.runForEach((notice) =>
               Effect.sync(() => {
                 if (notice._tag === "Entry") onEntry(notice.entry)
                 else callbacks.onMissed?.(notice.count, notice.after)
               })
-            )
+            )),
+            Effect.scoped
           ))
       )
       return () => {

@@ -110,7 +110,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     })
 
     const reports = (query: ReportQuery = {}) => reportLog.reports(query)
-    const subscribe = (options: SubscribeOptions = {}) => reportLog.stream(options)
+    /** A live feed of the report log, subscribed once this effect has run (see ReportLog.subscribe). */
+    const subscribe = (options: SubscribeOptions = {}) => reportLog.subscribe(options)
+    const stream = (options: SubscribeOptions = {}) => reportLog.stream(options)
 
     /** Starts a declarative fleet's sessions and keeps its run entries as templates. */
     const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
@@ -157,6 +159,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       broadcast,
       reports,
       subscribe,
+      stream,
       boot,
       template
     } as const

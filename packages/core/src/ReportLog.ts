@@ -3,7 +3,7 @@
  * based; live subscribers get their own bounded queue so a slow one never blocks the fleet, and are told how
  * many entries they missed (they can read them back by cursor). Storage sits behind `ReportStore`.
  */
-import { Chunk, Clock, Context, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Chunk, Clock, Context, Effect, Layer, Option, Queue, Scope, Stream } from "effect"
 
 export type ReportKind =
   | "spawned"
@@ -126,9 +126,12 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
 
     const reports = (query: ReportQuery = {}) => store.read(query)
 
-    /** A live feed; subscribed before the stream's first pull completes. */
-    const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
+    /**
+     * A live feed. The subscription exists once this effect has run (not when the stream is first pulled),
+     * so nothing posted after it is lost; it ends with the scope.
+     */
+    const subscribe = (options: SubscribeOptions = {}): Effect.Effect<Stream.Stream<ReportNotice>, never, Scope.Scope> =>
+      Effect.gen(function*() {
         const queue = yield* Queue.dropping<ReportEntry>(Math.max(1, options.capacity ?? 1024))
         const sub: Subscriber = { queue, agent: options.agent, kinds: options.kinds, missed: 0, lastQueued: 0 }
         yield* Effect.acquireRelease(
@@ -147,8 +150,12 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
             })
           )
         )
-      }))
+      })
 
-    return { post, reports, stream } as const
+    /** The same feed as a stream that subscribes when it starts. */
+    const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>
+      Stream.unwrapScoped(subscribe(options))
+
+    return { post, reports, subscribe, stream } as const
   })
 }) {}

@@ -73,13 +73,15 @@ export const validate = (
   const merged = { ...defaults, ...input }
   const decoded = decodeSpec(merged)
   if (Either.isLeft(decoded)) {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-    return Either.left(issues.map((issue) => ({
-      entry,
-      name,
-      path: formatPath(entry, issue.path),
-      message: issue.message
-    })))
+    // A union reports one issue per member at the same path: say them once, as alternatives.
+    const byPath = new Map<string, Array<string>>()
+    for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
+      const at = formatPath(entry, issue.path)
+      const messages = byPath.get(at) ?? []
+      if (!messages.includes(issue.message)) messages.push(issue.message)
+      byPath.set(at, messages)
+    }
+    return Either.left([...byPath].map(([path, messages]) => ({ entry, name, path, message: messages.join(", or ") })))
   }
   const spec = decoded.right
   if (spec.lifecycle === "session" && Permission.canWrite(spec.permission)) {

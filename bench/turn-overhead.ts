@@ -1,0 +1,196 @@
+/**
+ * Turn overhead: what the fleet adds to one round trip. The same fake child script is driven three ways, each
+ * with one long-lived child: raw child_process (the floor), `fleet.ask`, and the Agent SDK's `query()` in
+ * streaming-input mode. Blocks of turns alternate between the three so drift (JIT, page cache, thermal) hits
+ * all of them alike.
+ *   npx tsx bench/turn-overhead.ts        (BENCH_TURNS=2000 by default)
+ */
+import { query } from "@anthropic-ai/claude-agent-sdk"
+import type { SDKMessage, SDKUserMessage } from "@anthropic-ai/claude-agent-sdk"
+import { createFleet } from "../packages/core/src/Client.js"
+import {
+  FAKE,
+  fmtMs,
+  fmtRatio,
+  isMain,
+  main,
+  percentile,
+  RawChild,
+  row,
+  sortedCopy,
+  sum,
+  targetRow
+} from "./lib.js"
+
+const TURNS = Number(process.env["BENCH_TURNS"] ?? 2000)
+const WARMUP = 300
+const BLOCK = 250
+const TEXT = "hello"
+const EXPECTED = `echo: ${TEXT}`
+
+interface Driver {
+  readonly name: string
+  /** One turn; returns its reply text. */
+  readonly turn: (text: string) => Promise<string>
+  readonly close: () => Promise<void>
+}
+
+const rawDriver = async (): Promise<Driver> => {
+  const raw = RawChild.fake()
+  await raw.initialize()
+  return {
+    name: "raw",
+    turn: async (text) => String((await raw.turn(text))["result"]),
+    close: async () => {
+      await raw.end()
+    }
+  }
+}
+
+const fleetDriver = async (): Promise<Driver> => {
+  const fleet = createFleet({ executable: { command: process.execPath, prefixArgs: [FAKE] } })
+  await fleet.spawn("bench")
+  return {
+    name: "fleet",
+    turn: (text) => fleet.ask("bench", text),
+    close: () => fleet.shutdown()
+  }
+}
+
+/** The SDK in streaming-input mode: the prompt is an async iterable fed one user message per turn. */
+const sdkDriver = async (): Promise<Driver> => {
+  const pending: Array<SDKUserMessage> = []
+  let wake: (() => void) | undefined
+  let done = false
+  const input = async function*(): AsyncGenerator<SDKUserMessage> {
+    while (true) {
+      while (pending.length > 0) yield pending.shift()!
+      if (done) return
+      await new Promise<void>((resolve) => (wake = resolve))
+      wake = undefined
+    }
+  }
+  const q = query({
+    prompt: input(),
+    // A .mjs path is started as `<executable> <path> <flags>`: the same `node fake-claude.mjs` the others run.
+    options: { pathToClaudeCodeExecutable: FAKE, executable: "node" }
+  })
+  const messages = q[Symbol.asyncIterator]()
+  const untilResult = async (): Promise<SDKMessage & { readonly type: "result" }> => {
+    while (true) {
+      const next = await messages.next()
+      if (next.done === true) throw new Error("the SDK query ended before a result")
+      if (next.value.type === "result") return next.value
+    }
+  }
+  const turn = async (text: string) => {
+    pending.push({
+      type: "user",
+      session_id: "",
+      message: { role: "user", content: [{ type: "text", text }] },
+      parent_tool_use_id: null
+    })
+    wake?.()
+    const result = await untilResult()
+    return result.subtype === "success" ? result.result : `error: ${result.subtype}`
+  }
+  // The SDK starts its child on the first message; one turn makes the driver ready like the others.
+  await turn(TEXT)
+  return {
+    name: "sdk",
+    turn,
+    close: async () => {
+      done = true
+      wake?.()
+      // Input ended: the child exits and the message stream completes.
+      while (!(await messages.next()).done) { /* drain */ }
+    }
+  }
+}
+
+export const run = () =>
+  main("turn-overhead", "1. Turn overhead (fake child, sequential turns)", async () => {
+    const drivers = [await rawDriver(), await fleetDriver(), await sdkDriver()]
+    const samples = new Map<string, Array<number>>(drivers.map((d) => [d.name, []]))
+    const notes: Array<string> = []
+
+    for (const d of drivers) {
+      const reply = await d.turn(TEXT)
+      if (reply !== EXPECTED) throw new Error(`${d.name}: expected "${EXPECTED}", got "${reply}"`)
+      for (let i = 0; i < WARMUP; i++) await d.turn(TEXT)
+    }
+
+    // Rotate the order of the drivers each round.
+    const rounds = Math.ceil(TURNS / BLOCK)
+    for (let r = 0; r < rounds; r++) {
+      for (let k = 0; k < drivers.length; k++) {
+        const d = drivers[(r + k) % drivers.length]!
+        const out = samples.get(d.name)!
+        const n = Math.min(BLOCK, TURNS - r * BLOCK)
+        for (let i = 0; i < n; i++) {
+          const t0 = performance.now()
+          await d.turn(TEXT)
+          out.push(performance.now() - t0)
+        }
+      }
+    }
+    for (const d of drivers) await d.close()
+
+    const stats = (name: string) => {
+      const s = sortedCopy(samples.get(name)!)
+      return { p50: percentile(s, 0.5), p99: percentile(s, 0.99), mean: sum(s) / s.length, n: s.length }
+    }
+    const raw = stats("raw")
+    const fleet = stats("fleet")
+    const sdk = stats("sdk")
+    const fleetOver = { p50: fleet.p50 - raw.p50, p99: fleet.p99 - raw.p99 }
+    const sdkOver = { p50: sdk.p50 - raw.p50, p99: sdk.p99 - raw.p99 }
+    const pass = fleetOver.p50 < 0.3 && fleetOver.p50 < sdkOver.p50
+
+    notes.push(
+      `${raw.n} measured turns per driver after ${WARMUP} warm-up turns; means: raw ${fmtMs(raw.mean)}, ` +
+        `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}.`
+    )
+    if (!pass) {
+      notes.push(
+        `MISS: the fleet adds ${fmtMs(fleetOver.p50)} at p50 (target < 0.3 ms and below the SDK's ${fmtMs(sdkOver.p50)}).`
+      )
+    }
+
+    return {
+      method: `One long-lived \`node fake-claude.mjs\` child per driver; ${fmtInt(TURNS)} sequential "${TEXT}" turns each, ` +
+        `in alternating blocks of ${BLOCK}. Raw = write a user frame on stdin with child_process, read stdout lines ` +
+        `until the \`result\` frame. Fleet = \`createFleet(...).ask\`. SDK = \`@anthropic-ai/claude-agent-sdk\` ` +
+        `\`query()\` with an async-iterable prompt (one user message per turn, each after the previous result), ` +
+        `\`pathToClaudeCodeExecutable\` = the fake script. Overhead = driver percentile − raw percentile.`,
+      rows: [
+        row("raw round trip p50 (baseline)", fmtMs(raw.p50), "", "1.00×"),
+        row("raw round trip p99 (baseline)", fmtMs(raw.p99), "", "1.00×"),
+        row("fleet ask p50", fmtMs(fleet.p50), `${fmtMs(raw.p50)} raw`, fmtRatio(fleet.p50, raw.p50)),
+        row("fleet ask p99", fmtMs(fleet.p99), `${fmtMs(raw.p99)} raw`, fmtRatio(fleet.p99, raw.p99)),
+        row("SDK query p50", fmtMs(sdk.p50), `${fmtMs(raw.p50)} raw`, fmtRatio(sdk.p50, raw.p50)),
+        row("SDK query p99", fmtMs(sdk.p99), `${fmtMs(raw.p99)} raw`, fmtRatio(sdk.p99, raw.p99)),
+        targetRow(
+          "fleet overhead p50 (fleet − raw)",
+          fmtMs(fleetOver.p50),
+          `${fmtMs(sdkOver.p50)} SDK overhead`,
+          fmtRatio(fleetOver.p50, sdkOver.p50),
+          "< 0.3 ms and < SDK's",
+          pass
+        ),
+        row(
+          "fleet overhead p99 (fleet − raw)",
+          fmtMs(fleetOver.p99),
+          `${fmtMs(sdkOver.p99)} SDK overhead`,
+          fmtRatio(fleetOver.p99, sdkOver.p99)
+        ),
+        row("SDK overhead p50 (SDK − raw)", fmtMs(sdkOver.p50), `${fmtMs(raw.p50)} raw`, fmtRatio(sdkOver.p50, raw.p50)),
+        row("SDK overhead p99 (SDK − raw)", fmtMs(sdkOver.p99), `${fmtMs(raw.p99)} raw`, fmtRatio(sdkOver.p99, raw.p99))
+      ],
+      notes
+    }
+  })
+
+const fmtInt = (n: number) => n.toLocaleString("en-US")
+
+if (isMain(import.meta.url)) await run()

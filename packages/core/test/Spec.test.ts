@@ -1,0 +1,82 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Either } from "effect"
+import * as Permission from "../src/Permission.js"
+import * as Spec from "../src/Spec.js"
+
+describe("Spec", () => {
+  it("fills the defaults", () => {
+    const spec = Spec.validate({ name: "scout" })
+    assert.isTrue(Either.isRight(spec))
+    if (Either.isRight(spec)) {
+      assert.deepInclude(spec.right, {
+        name: "scout",
+        lifecycle: "session",
+        role: "member",
+        model: "sonnet",
+        permission: "read_only",
+        cwd: ".",
+        timeout: 180_000
+      })
+    }
+  })
+
+  it("never throws: every bad field is reported with its path", () => {
+    const result = Spec.validate({ name: "ok", timeout: -5, permission: "root", model: "" }, {}, "agents[3]")
+    assert.isTrue(Either.isLeft(result))
+    if (Either.isLeft(result)) {
+      const paths = result.left.map((r) => r.path).sort()
+      assert.deepStrictEqual(paths, ["agents[3].model", "agents[3].permission", "agents[3].timeout"])
+      assert.isTrue(result.left.every((r) => r.name === "ok" && r.message.length > 0))
+    }
+    assert.isTrue(Either.isLeft(Spec.validate("not an object")))
+    assert.isTrue(Either.isLeft(Spec.validate(null)))
+  })
+
+  it("refuses a write-capable session but keeps a write-capable run", () => {
+    for (const permission of ["full", { allow: ["Read", "Bash"] }] as const) {
+      const session = Spec.validate({ name: "w", permission })
+      assert.isTrue(Either.isLeft(session))
+      if (Either.isLeft(session)) assert.match(session.left[0]!.message, /write-capable session is refused/)
+    }
+    assert.isTrue(Either.isRight(Spec.validate({ name: "r", lifecycle: "run", permission: "full", worktree: true })))
+    assert.isTrue(Either.isRight(Spec.validate({ name: "g", permission: { allow: ["Read", "Grep"] } })))
+  })
+
+  it("merges fleet defaults under each entry; the entry wins", () => {
+    const fleet = Spec.readFleet({
+      fleetDefaults: { model: "opus", cwd: "/srv" },
+      agents: [{ name: "a" }, { name: "b", model: "haiku" }, { name: "a" }]
+    })
+    assert.deepStrictEqual(fleet.sessions.map((s) => [s.name, s.model, s.cwd]), [["a", "opus", "/srv"], ["b", "haiku", "/srv"]])
+    assert.deepStrictEqual(fleet.rejected.map((r) => r.message), ['duplicate name "a"'])
+  })
+
+  it("reports a bad top level instead of throwing", () => {
+    assert.strictEqual(Spec.readFleet({ agents: {} }).rejected[0]!.path, "agents")
+    assert.strictEqual(Spec.readFleet(42).rejected[0]!.path, "config")
+    assert.strictEqual(Spec.readFleet({ fleetDefaults: [] }).rejected[0]!.path, "fleetDefaults")
+    assert.deepStrictEqual(Spec.readFleet({}).sessions, [])
+  })
+})
+
+describe("Permission", () => {
+  it("turns each form into flags", () => {
+    assert.deepStrictEqual(Permission.flags("read_only"), ["--tools", "Read,Glob,Grep", "--allowedTools", "Read,Glob,Grep"])
+    assert.deepStrictEqual(Permission.flags({ allow: ["Read", "Bash(git *)"] }), [
+      "--tools",
+      "Read,Bash",
+      "--allowedTools",
+      "Read,Bash(git *)"
+    ])
+    assert.deepStrictEqual(Permission.flags("full"), [])
+    assert.deepStrictEqual(Permission.flags(() => ({ behavior: "allow" })), [])
+  })
+
+  it("knows which permissions can write", () => {
+    assert.isFalse(Permission.canWrite("read_only"))
+    assert.isFalse(Permission.canWrite({ allow: ["Read", "Glob"] }))
+    assert.isTrue(Permission.canWrite({ allow: ["Read", "Write"] }))
+    assert.isTrue(Permission.canWrite("full"))
+    assert.isTrue(Permission.canWrite(() => ({ behavior: "deny", message: "no" })))
+  })
+})
