@@ -184,15 +184,17 @@ describe("the engine with the real claude CLI", () => {
 
   it.live("close and shutdown leave no process behind", () =>
     Effect.gen(function*() {
-      const pids = yield* Effect.scoped(Effect.gen(function*() {
-        const fleet = yield* Flotta.Flotta
-        const a = yield* fleet.spawn("closed-one", { cwd: workdir("closed-one"), env })
-        const b = yield* fleet.spawn("left-open", { cwd: workdir("left-open"), env })
-        yield* fleet.prompt("left-open", "SLOW 20000 busy at shutdown")
-        yield* fleet.close("closed-one")
-        assert.isTrue(yield* waitGone(a.pid!), "close left the child running")
-        return [b.pid!]
-      }).pipe(Effect.provide(realFleet())))
+      const pids = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const fleet = yield* Flotta.Flotta
+          const a = yield* fleet.spawn("closed-one", { cwd: workdir("closed-one"), env })
+          const b = yield* fleet.spawn("left-open", { cwd: workdir("left-open"), env })
+          yield* fleet.prompt("left-open", "SLOW 20000 busy at shutdown")
+          yield* fleet.close("closed-one")
+          assert.isTrue(yield* waitGone(a.pid!), "close left the child running")
+          return [b.pid!]
+        }).pipe(Effect.provide(realFleet()))
+      )
       for (const pid of pids) assert.isTrue(yield* waitGone(pid), `pid ${pid} outlived the fleet`)
     }))
 

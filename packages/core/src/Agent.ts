@@ -33,6 +33,7 @@ import {
   MaxTurnsReached,
   NoResult,
   SpawnFailed,
+  StructuredOutputMissing,
   TurnFailed,
   TurnInterrupted,
   TurnPending,
@@ -62,6 +63,10 @@ export interface AgentOptions {
   readonly resume?: string
   /** Further CLI flags, placed after the ones the options produce. */
   readonly extraArgs?: ReadonlyArray<string>
+  /** A run takes one turn and does not report `turn_started` (default: session). */
+  readonly lifecycle?: "session" | "run"
+  /** A turn that succeeds without `structured_output` fails (the CLI can report success without it). */
+  readonly expectStructuredOutput?: boolean
 }
 
 export interface TurnResult {
@@ -266,7 +271,12 @@ export const make = (
       return Permission.decide(permission, tool, input).pipe(
         Effect.tap((decision) => {
           const record: PermissionRecord = decision.behavior === "allow"
-            ? { tool, input, decision: "allow", ...(decision.updatedInput ? { updatedInput: decision.updatedInput } : {}) }
+            ? {
+              tool,
+              input,
+              decision: "allow",
+              ...(decision.updatedInput ? { updatedInput: decision.updatedInput } : {})
+            }
             : { tool, input, decision: "deny", message: decision.message }
           current?.record.permissions.push(record)
           return reports.post(name, "permission", record, current?.id)
@@ -384,7 +394,11 @@ export const make = (
     const classify = (turn: Turn, frame: Protocol.ResultFrame, result: TurnResult): TurnError | undefined => {
       const base = { name, turnId: turn.id }
       const bound = { name, costUsd: result.costUsd, turns: frame.num_turns, sessionId }
-      if (frame.subtype === "success" && !frame.is_error) return undefined
+      if (frame.subtype === "success" && !frame.is_error) {
+        return options.expectStructuredOutput === true && frame.structured_output === undefined
+          ? new StructuredOutputMissing({ name, sessionId, text: result.text })
+          : undefined
+      }
       if (frame.subtype === "success") {
         return new TurnFailed({
           ...base,
@@ -394,7 +408,13 @@ export const make = (
         })
       }
       if (frame.subtype === "error_during_execution" && turn.interruptReason === "timeout") {
-        return new TurnTimeout({ ...base, timeoutMs: turn.timeoutMs })
+        return new TurnTimeout({
+          ...base,
+          timeoutMs: turn.timeoutMs,
+          costUsd: result.costUsd,
+          turns: frame.num_turns,
+          sessionId
+        })
       }
       if (frame.subtype === "error_during_execution" && turn.interruptReason !== null) {
         return new TurnInterrupted(base)
@@ -408,7 +428,11 @@ export const make = (
     }
 
     const sendInterrupt = (session: ClaudeSession.ClaudeSession) =>
-      session.request({ subtype: "interrupt" }).pipe(Effect.timeout("5 seconds"), Effect.ignore, Effect.forkIn(agentScope))
+      session.request({ subtype: "interrupt" }).pipe(
+        Effect.timeout("5 seconds"),
+        Effect.ignore,
+        Effect.forkIn(agentScope)
+      )
 
     /** Sends the turn and reads frames until its result, a crash, or a stall. */
     const runTurn = (session: ClaudeSession.ClaudeSession, turn: Turn): Effect.Effect<ProcessEnd | undefined> =>
@@ -420,7 +444,9 @@ export const make = (
         turn.record.startedAt = iso(startedAt)
         current = turn
         yield* setStatus("working")
-        yield* reports.post(name, "turn_started", { prompt: preview(turn.text) }, turn.id)
+        if (options.lifecycle !== "run") {
+          yield* reports.post(name, "turn_started", { prompt: preview(turn.text) }, turn.id)
+        }
         yield* session.send(Protocol.userFrame(turn.text))
         const deadline = turn.deadlineAt ?? startedAt + turn.timeoutMs
         let interruptedAt: number | null = null
@@ -574,7 +600,8 @@ export const make = (
       cwd,
       model: options.model ?? null,
       permission: Permission.describe(permission),
-      role: options.role ?? "member"
+      role: options.role ?? "member",
+      lifecycle: options.lifecycle ?? "session"
     })
     proc = first
     yield* setStatus("idle")
@@ -633,7 +660,6 @@ export const make = (
         return id
       })
 
-
     const interruptTurn = (turn: Turn, reason: "user" | "timeout") =>
       Effect.gen(function*() {
         if (current !== turn || proc === undefined || turn.interruptReason !== null) return false
@@ -663,7 +689,9 @@ export const make = (
         if (turn.deadlineAt === null) return outcome.pipe(Effect.onInterrupt(() => cancel(turnId)))
         // At the deadline a turn still queued expires here; a running one is interrupted by the agent.
         return Clock.currentTimeMillis.pipe(
-          Effect.flatMap((now) => outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, turn.deadlineAt! - now))))),
+          Effect.flatMap((now) =>
+            outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, turn.deadlineAt! - now))))
+          ),
           Effect.flatMap(Option.match({
             onSome: Effect.succeed,
             onNone: () =>
@@ -717,9 +745,13 @@ export const make = (
       } satisfies AgentInfo
     })
 
-    const transcript = Effect.sync(() => [...history.values()].map((turn) => structuredClone(turn.record) as TurnRecord))
+    const transcript = Effect.sync(() =>
+      [...history.values()].map((turn) => structuredClone(turn.record) as TurnRecord)
+    )
 
-    const interrupt = Effect.suspend(() => (current === undefined ? Effect.succeed(false) : interruptTurn(current, "user")))
+    const interrupt = Effect.suspend(
+      () => (current === undefined ? Effect.succeed(false) : interruptTurn(current, "user"))
+    )
 
     const shutdown = (reason: string) =>
       Effect.gen(function*() {

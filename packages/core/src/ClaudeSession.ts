@@ -19,8 +19,8 @@ import {
   Scope,
   Stream
 } from "effect"
-import * as Protocol from "./ClaudeProtocol.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
+import * as Protocol from "./ClaudeProtocol.js"
 
 export interface ExitInfo {
   readonly exitCode: number | null
@@ -38,7 +38,9 @@ export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed
 /** Answers the CLI's own control requests (`can_use_tool`, hooks, ...): the inner `response` object. */
 export type ControlHandler = (
   request: Protocol.ControlRequestFrame["request"]
-) => Effect.Effect<{ readonly _tag: "Success"; readonly response: unknown } | { readonly _tag: "Error"; readonly error: string }>
+) => Effect.Effect<
+  { readonly _tag: "Success"; readonly response: unknown } | { readonly _tag: "Error"; readonly error: string }
+>
 
 export interface StartOptions {
   readonly executable: ClaudeExecutable

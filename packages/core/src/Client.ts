@@ -6,13 +6,18 @@ import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Stream } from "effe
 import type { AgentOptions } from "./Agent.js"
 import * as Flotta from "./Flotta.js"
 import type { ReportEntry, ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import type { RunOptions } from "./Run.js"
+import type { VerifyOptions } from "./Worktrees.js"
 
 export interface SubscribeCallbacks extends SubscribeOptions {
   /** Called when this subscriber fell behind and `count` entries after seq `after` were not delivered. */
   readonly onMissed?: (count: number, after: number) => void
 }
 
-const toPromise = <A, E>(runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, never>, effect: Effect.Effect<A, E, Flotta.Flotta>) =>
+const toPromise = <A, E>(
+  runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, never>,
+  effect: Effect.Effect<A, E, Flotta.Flotta>
+) =>
   runtime.runPromiseExit(effect).then((exit) => {
     if (Exit.isSuccess(exit)) return exit.value
     const failure = Cause.failureOption(exit.cause)
@@ -42,8 +47,18 @@ export const createFleet = (options: Flotta.FleetOptions = {}) => {
     broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
+    run: (runOptions: RunOptions) => run((f) => f.run(runOptions)),
+    runAsync: (runOptions: RunOptions) => run((f) => f.runAsync(runOptions)),
+    runResult: (name: string) => run((f) => f.runResult(name)),
+    awaitRun: (name: string) => run((f) => f.awaitRun(name)),
+    verify: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
+      run((f) => f.verify(cwd, verifyOptions)),
+    verifyAsync: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
+      run((f) => f.verifyAsync(cwd, verifyOptions)),
+    worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
+    gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
     /** Live report entries; returns the function that unsubscribes. */
-    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): (() => void) => {
+    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): () => void => {
       const fiber = runtime.runFork(
         Effect.flatMap(Flotta.Flotta, (f) =>
           f.subscribe(callbacks).pipe(

@@ -58,7 +58,11 @@ export class SpawnFailed extends Schema.TaggedError<SpawnFailed>()("SpawnFailed"
 export class TurnTimeout extends Schema.TaggedError<TurnTimeout>()("TurnTimeout", {
   name: Schema.String,
   turnId: Schema.String,
-  timeoutMs: Schema.Number
+  timeoutMs: Schema.Number,
+  /** What the interrupted turn had spent, when its result arrived. */
+  costUsd: Schema.optional(Schema.Number),
+  turns: Schema.optional(Schema.Number),
+  sessionId: Schema.optional(Schema.String)
 }) {
   override get message() {
     return `turn ${this.turnId} of "${this.name}" timed out after ${this.timeoutMs} ms and was interrupted`
@@ -184,3 +188,33 @@ export type TurnError =
   | AgentClosed
   | MaxTurnsReached
   | BudgetExceeded
+  | StructuredOutputMissing
+
+export class WorktreeFailed extends Schema.TaggedError<WorktreeFailed>()("WorktreeFailed", {
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `git worktree at ${this.path}: ${this.reason}`
+  }
+}
+
+export class BranchNotFound extends Schema.TaggedError<BranchNotFound>()("BranchNotFound", {
+  cwd: Schema.String,
+  branch: Schema.String
+}) {
+  override get message() {
+    return `no branch or commit named "${this.branch}" in the repository at ${this.cwd}`
+  }
+}
+
+export class StructuredOutputMissing extends Schema.TaggedError<StructuredOutputMissing>()("StructuredOutputMissing", {
+  name: Schema.String,
+  sessionId: Schema.String,
+  text: Schema.String
+}) {
+  override get message() {
+    return `run "${this.name}" was given a JSON schema but its result has no structured output ` +
+      `(the model answered in text: ${JSON.stringify(this.text.slice(0, 200))})`
+  }
+}

@@ -28,7 +28,10 @@ export interface FleetSettings {
   readonly historyLimit: number
 }
 
-export type FleetSettingsInput = { readonly [K in keyof FleetSettings]?: FleetSettings[K] extends Duration.Duration ? Duration.DurationInput : FleetSettings[K] }
+export type FleetSettingsInput = {
+  readonly [K in keyof FleetSettings]?: FleetSettings[K] extends Duration.Duration ? Duration.DurationInput
+    : FleetSettings[K]
+}
 
 export const defaults: FleetSettings = {
   maxConcurrentStarts: Math.max(2, os.availableParallelism() * 2),

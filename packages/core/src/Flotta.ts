@@ -14,6 +14,7 @@ import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Registry } from "./Registry.js"
 import { ReportLog, ReportStore } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
 
 export interface AskOptions {
@@ -22,7 +23,13 @@ export interface AskOptions {
 }
 
 export type BroadcastOutcome =
-  | { readonly name: string; readonly ok: true; readonly turnId: string; readonly text: string; readonly costUsd: number }
+  | {
+    readonly name: string
+    readonly ok: true
+    readonly turnId: string
+    readonly text: string
+    readonly costUsd: number
+  }
   | { readonly name: string; readonly ok: false; readonly error: { readonly _tag: string; readonly message: string } }
 
 export interface BootReport {
@@ -30,7 +37,9 @@ export interface BootReport {
   readonly templates: ReadonlyArray<string>
   readonly rejected: ReadonlyArray<Spec.Rejected>
   /** Valid sessions whose start failed (SpawnFailed, AgentAlreadyExists, ...). */
-  readonly failed: ReadonlyArray<{ readonly name: string; readonly error: { readonly _tag: string; readonly message: string } }>
+  readonly failed: ReadonlyArray<
+    { readonly name: string; readonly error: { readonly _tag: string; readonly message: string } }
+  >
 }
 
 /** The agent options a spec describes. */
@@ -54,7 +63,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
   effect: Effect.gen(function*() {
     const registry = yield* Registry
     const reportLog = yield* ReportLog
-    const templates = new Map<string, Spec.Spec>()
+    const runs = yield* Runs
 
     const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
       const agent = yield* registry.spawn(name, options)
@@ -117,7 +126,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     /** Starts a declarative fleet's sessions and keeps its run entries as templates. */
     const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
       const fleet = Spec.readFleet(config)
-      for (const template of fleet.templates) templates.set(template.name, template)
+      yield* runs.addTemplates(fleet.templates)
       for (const rejected of fleet.rejected) {
         yield* Effect.logWarning(`config entry skipped: ${rejected.path}: ${rejected.message}`)
       }
@@ -141,8 +150,6 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       } satisfies BootReport
     })
 
-    const template = (name: string) => Effect.sync(() => templates.get(name))
-
     return {
       spawn,
       ask,
@@ -161,7 +168,15 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       subscribe,
       stream,
       boot,
-      template
+      template: runs.template,
+      run: runs.run,
+      runAsync: runs.runAsync,
+      runResult: runs.runResult,
+      awaitRun: runs.awaitRun,
+      verify: runs.verify,
+      verifyAsync: runs.verifyAsync,
+      worktrees: runs.worktrees,
+      gcWorktrees: runs.gcWorktrees
     } as const
   })
 }) {}
@@ -178,6 +193,7 @@ export const layer = (options: FleetOptions = {}) => {
     ? ClaudeCli.layer(settings.claudePath)
     : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
   return Flotta.Default.pipe(
+    Layer.provideMerge(Runs.Default),
     Layer.provideMerge(Registry.Default),
     Layer.provideMerge(ReportLog.Default),
     Layer.provide(ReportStore.memory),

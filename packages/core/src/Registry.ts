@@ -60,8 +60,12 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       const scope = yield* Scope.fork(fleetScope, ExecutionStrategy.sequential)
       const agent = yield* Agent.make(name, options, deps).pipe(
         Scope.extend(scope),
-        Effect.tapErrorCause(() => Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))),
-        Effect.onInterrupt(() => Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name))))
+        Effect.tapErrorCause(() =>
+          Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
+        ),
+        Effect.onInterrupt(() =>
+          Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
+        )
       )
       entries.set(name, { _tag: "Live", agent, scope })
       yield* updateGauge
@@ -88,10 +92,10 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       })
 
     /** Closes one agent: its turns fail with AgentClosed, its child gets EOF, SIGTERM, then SIGKILL. */
-    const close = Effect.fn("Registry.close")(function*(name: string) {
+    const close = Effect.fn("Registry.close")(function*(name: string, reason = "closed by request") {
       const entry = entries.get(name)
       if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
-      yield* stop(name, entry, "closed by request")
+      yield* stop(name, entry, reason)
     })
 
     const list = Effect.suspend(() =>

@@ -130,7 +130,9 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
      * A live feed. The subscription exists once this effect has run (not when the stream is first pulled),
      * so nothing posted after it is lost; it ends with the scope.
      */
-    const subscribe = (options: SubscribeOptions = {}): Effect.Effect<Stream.Stream<ReportNotice>, never, Scope.Scope> =>
+    const subscribe = (
+      options: SubscribeOptions = {}
+    ): Effect.Effect<Stream.Stream<ReportNotice>, never, Scope.Scope> =>
       Effect.gen(function*() {
         const queue = yield* Queue.dropping<ReportEntry>(Math.max(1, options.capacity ?? 1024))
         const sub: Subscriber = { queue, agent: options.agent, kinds: options.kinds, missed: 0, lastQueued: 0 }

@@ -102,7 +102,11 @@ export const readFleet = (config: unknown): Fleet => {
   const sessions: Array<Spec> = []
   const templates: Array<Spec> = []
   if (!isRecord(config)) {
-    return { sessions, templates, rejected: [{ entry: "config", name: null, path: "config", message: "expected an object" }] }
+    return {
+      sessions,
+      templates,
+      rejected: [{ entry: "config", name: null, path: "config", message: "expected an object" }]
+    }
   }
   let defaults: Record<string, unknown> = {}
   const rawDefaults = config["fleetDefaults"]

@@ -154,7 +154,9 @@ describe("permission as data", () => {
         permission: (tool, input) => {
           seen.push(tool)
           if (tool === "Bash") return { behavior: "deny", message: "no shell today" }
-          if (tool === "Write") return Promise.resolve({ behavior: "allow", updatedInput: { ...input, content: "safe" } })
+          if (tool === "Write") {
+            return Promise.resolve({ behavior: "allow", updatedInput: { ...input, content: "safe" } })
+          }
           return { behavior: "allow" }
         }
       })
@@ -163,7 +165,10 @@ describe("permission as data", () => {
         yield* fleet.ask("fn", "tool Write {\"file_path\":\"a\",\"content\":\"evil\"}"),
         "allowed Write {\"file_path\":\"a\",\"content\":\"safe\"}"
       )
-      assert.strictEqual(yield* fleet.ask("fn", "tool Read {\"file_path\":\"a\"}"), "allowed Read {\"file_path\":\"a\"}")
+      assert.strictEqual(
+        yield* fleet.ask("fn", "tool Read {\"file_path\":\"a\"}"),
+        "allowed Read {\"file_path\":\"a\"}"
+      )
       assert.deepStrictEqual(seen, ["Bash", "Write", "Read"])
     }).pipe(Effect.provide(fakeFleet())))
 

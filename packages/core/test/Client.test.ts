@@ -1,8 +1,8 @@
 import { afterEach, assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { createFleet } from "../src/Client.js"
 import type { ReportEntry } from "../src/ReportLog.js"
 import { FAKE_CLAUDE, waitGone } from "./support.js"
-import { Effect } from "effect"
 
 const fleets: Array<ReturnType<typeof createFleet>> = []
 const newFleet = () => {

@@ -158,7 +158,9 @@ describe("shutdown and telemetry", () => {
       yield* fleet.spawn("metered")
       yield* fleet.ask("metered", "one")
       yield* Effect.exit(fleet.ask("metered", "error 500"))
-      const ok = yield* Metric.value(Telemetry.turnsTotal.pipe(Metric.tagged("agent", "metered"), Metric.tagged("outcome", "ok")))
+      const ok = yield* Metric.value(
+        Telemetry.turnsTotal.pipe(Metric.tagged("agent", "metered"), Metric.tagged("outcome", "ok"))
+      )
       const failed = yield* Metric.value(
         Telemetry.turnsTotal.pipe(Metric.tagged("agent", "metered"), Metric.tagged("outcome", "TurnFailed"))
       )

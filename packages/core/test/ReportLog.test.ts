@@ -50,7 +50,11 @@ describe("ReportLog", () => {
       yield* log.post("a", "result")
       yield* log.post("a", "closed")
       const got = Chunk.toArray(yield* Fiber.join(fiber))
-      assert.deepStrictEqual(got.map((n) => (n._tag === "Entry" ? n.entry.kind : "missed")), ["spawned", "result", "closed"])
+      assert.deepStrictEqual(got.map((n) => (n._tag === "Entry" ? n.entry.kind : "missed")), [
+        "spawned",
+        "result",
+        "closed"
+      ])
     }).pipe(Effect.provide(LogLive)))
 
   it.scoped("a slow subscriber never blocks posting and is told how many entries it missed", () =>

@@ -47,8 +47,12 @@ describe("Spec", () => {
       fleetDefaults: { model: "opus", cwd: "/srv" },
       agents: [{ name: "a" }, { name: "b", model: "haiku" }, { name: "a" }]
     })
-    assert.deepStrictEqual(fleet.sessions.map((s) => [s.name, s.model, s.cwd]), [["a", "opus", "/srv"], ["b", "haiku", "/srv"]])
-    assert.deepStrictEqual(fleet.rejected.map((r) => r.message), ['duplicate name "a"'])
+    assert.deepStrictEqual(fleet.sessions.map((s) => [s.name, s.model, s.cwd]), [["a", "opus", "/srv"], [
+      "b",
+      "haiku",
+      "/srv"
+    ]])
+    assert.deepStrictEqual(fleet.rejected.map((r) => r.message), ["duplicate name \"a\""])
   })
 
   it("reports a bad top level instead of throwing", () => {
@@ -61,7 +65,12 @@ describe("Spec", () => {
 
 describe("Permission", () => {
   it("turns each form into flags", () => {
-    assert.deepStrictEqual(Permission.flags("read_only"), ["--tools", "Read,Glob,Grep", "--allowedTools", "Read,Glob,Grep"])
+    assert.deepStrictEqual(Permission.flags("read_only"), [
+      "--tools",
+      "Read,Glob,Grep",
+      "--allowedTools",
+      "Read,Glob,Grep"
+    ])
     assert.deepStrictEqual(Permission.flags({ allow: ["Read", "Bash(git *)"] }), [
       "--tools",
       "Read,Bash",

@@ -1,0 +1,389 @@
+/**
+ * Single-shot runs: an agent fired at one bounded task. It does the task, returns a structured result, and
+ * ends. A run is an agent in the same registry (so `list`, `interrupt` and `close` reach it) that takes one
+ * turn, optionally in its own git worktree, within bounds (turns, budget, time). Async runs, and async
+ * verifies, keep their outcome by name for `runResult`.
+ */
+import { CommandExecutor, FileSystem } from "@effect/platform"
+import { Deferred, Effect, FiberMap, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import * as path from "node:path"
+import type * as Agent from "./Agent.js"
+import { AgentAlreadyExists, InvalidSpec, RunNotFound, TurnPending } from "./Errors.js"
+import type {
+  AgentClosed,
+  AgentNotFound,
+  BranchNotFound,
+  InvalidName,
+  NotAGitRepo,
+  SpawnFailed,
+  StructuredOutputMissing,
+  TurnError,
+  WorktreeFailed
+} from "./Errors.js"
+import { FleetConfig } from "./FleetConfig.js"
+import type * as Permission from "./Permission.js"
+import { Registry, validateName } from "./Registry.js"
+import { ReportLog } from "./ReportLog.js"
+import type { Spec } from "./Spec.js"
+import * as Worktrees from "./Worktrees.js"
+
+export interface RunOptions {
+  readonly prompt?: string
+  readonly cwd?: string
+  readonly model?: string
+  readonly permission?: Permission.Permission
+  readonly systemPrompt?: string
+  readonly appendSystemPrompt?: string
+  /** `true` isolates the run in `<repo>/.claude/worktrees/<run name>`; a string names the worktree. */
+  readonly worktree?: boolean | string
+  /** After a successful run, commit what it left and remove its worktree (the branch stays). */
+  readonly cleanup?: boolean
+  /** Unique among live runs and agents; generated when absent. */
+  readonly name?: string
+  /** A JSON Schema: the result's `structuredOutput` then conforms to it. */
+  readonly jsonSchema?: Record<string, unknown>
+  readonly maxTurns?: number
+  readonly maxBudgetUsd?: number
+  /** The run is interrupted when it expires (TurnTimeout). */
+  readonly timeout?: import("effect").Duration.DurationInput
+  readonly env?: Readonly<Record<string, string>>
+  /** A `run` entry of the declarative fleet; the call's own options override its fields. */
+  readonly template?: string
+}
+
+export interface RunWorktree {
+  readonly path: string
+  readonly branch: string
+  /** The branch's head after the run (with `cleanup`, what the run left is committed first). */
+  readonly commit?: string
+  /** Whether `cleanup` removed the worktree. */
+  readonly removed: boolean
+}
+
+export interface RunResult {
+  readonly kind: "run"
+  readonly name: string
+  readonly text: string
+  readonly costUsd: number
+  readonly durationMs: number
+  readonly modelCalls: number
+  /** Resume it later as a session: `spawn(name, { resume: sessionId })`. */
+  readonly sessionId: string
+  readonly structuredOutput?: unknown
+  readonly permissionDenials: Agent.TurnResult["permissionDenials"]
+  readonly worktree?: RunWorktree
+}
+
+export interface VerifyReport extends Worktrees.VerifyResult {
+  readonly kind: "verify"
+  readonly name: string
+}
+
+export type RunError =
+  | TurnError
+  | InvalidName
+  | InvalidSpec
+  | AgentAlreadyExists
+  | AgentNotFound
+  | AgentClosed
+  | SpawnFailed
+  | NotAGitRepo
+  | WorktreeFailed
+  | StructuredOutputMissing
+
+export type VerifyError = InvalidName | InvalidSpec | AgentAlreadyExists | NotAGitRepo | BranchNotFound | WorktreeFailed
+
+const newName = (prefix: string) => `${prefix}-${randomBytes(4).toString("hex")}`
+
+/** A template's fields as run options. */
+const fromTemplate = (spec: Spec): RunOptions => ({
+  cwd: spec.cwd,
+  model: spec.model,
+  permission: spec.permission,
+  timeout: spec.timeout,
+  ...(spec.prompt === undefined ? {} : { prompt: spec.prompt }),
+  ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
+  ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
+  ...(spec.worktree === undefined ? {} : { worktree: spec.worktree }),
+  ...(spec.cleanup === undefined ? {} : { cleanup: spec.cleanup }),
+  ...(spec.jsonSchema === undefined ? {} : { jsonSchema: spec.jsonSchema }),
+  ...(spec.maxTurns === undefined ? {} : { maxTurns: spec.maxTurns }),
+  ...(spec.maxBudgetUsd === undefined ? {} : { maxBudgetUsd: spec.maxBudgetUsd }),
+  ...(spec.env === undefined ? {} : { env: spec.env })
+})
+
+/** The CLI flags for a run's bounds and schema. */
+export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
+  ...(options.maxTurns === undefined ? [] : ["--max-turns", String(options.maxTurns)]),
+  ...(options.maxBudgetUsd === undefined ? [] : ["--max-budget-usd", String(options.maxBudgetUsd)]),
+  ...(options.jsonSchema === undefined ? [] : ["--json-schema", JSON.stringify(options.jsonSchema)])
+]
+
+const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
+
+const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSpec> => {
+  if (typeof options.prompt !== "string" || options.prompt.trim().length === 0) {
+    return invalid("prompt", "a run needs a non-empty prompt")
+  }
+  if (options.maxTurns !== undefined && !(Number.isInteger(options.maxTurns) && options.maxTurns > 0)) {
+    return invalid("maxTurns", "must be a positive integer")
+  }
+  if (options.maxBudgetUsd !== undefined && !(options.maxBudgetUsd > 0)) {
+    return invalid("maxBudgetUsd", "must be a positive number of dollars")
+  }
+  if (options.jsonSchema !== undefined && (typeof options.jsonSchema !== "object" || options.jsonSchema === null)) {
+    return invalid("jsonSchema", "must be a JSON Schema object")
+  }
+  if (options.cleanup === true && (options.worktree === undefined || options.worktree === false)) {
+    return invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
+  }
+  return Effect.void
+}
+
+type Outcome = Deferred.Deferred<RunResult | VerifyReport, RunError | VerifyError>
+
+export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
+  scoped: Effect.gen(function*() {
+    const registry = yield* Registry
+    const reports = yield* ReportLog
+    const settings = yield* FleetConfig
+    const executor = yield* CommandExecutor.CommandExecutor
+    const fileSystem = yield* FileSystem.FileSystem
+    const background = yield* FiberMap.make<string>()
+    /** Live and finished async outcomes, by name. */
+    const outcomes = new Map<string, Outcome>()
+    /** Names of runs and verifies in progress (sync and async). */
+    const live = new Set<string>()
+    /** Worktrees whose run is still going: gc leaves them alone. */
+    const busyWorktrees = new Set<string>()
+    /** `run` entries of the declarative fleet, by name. */
+    const templates = new Map<string, Spec>()
+
+    const provide = <A, E>(effect: Effect.Effect<A, E, CommandExecutor.CommandExecutor | FileSystem.FileSystem>) =>
+      effect.pipe(
+        Effect.provideService(CommandExecutor.CommandExecutor, executor),
+        Effect.provideService(FileSystem.FileSystem, fileSystem)
+      )
+
+    /** Applies the template, checks the options, and reserves the name. */
+    const prepare = (input: RunOptions) =>
+      Effect.gen(function*() {
+        let options = input
+        if (input.template !== undefined) {
+          const template = templates.get(input.template)
+          if (template === undefined) return yield* invalid("template", `no run template named "${input.template}"`)
+          options = { ...fromTemplate(template), ...input }
+        }
+        yield* checkOptions(options)
+        const name = yield* validateName(options.name ?? newName(input.template ?? "run"))
+        if (typeof options.worktree === "string") yield* validateName(options.worktree)
+        if (live.has(name) || (yield* registry.liveNames).includes(name)) {
+          return yield* new AgentAlreadyExists({ name })
+        }
+        live.add(name)
+        return { name, options }
+      })
+
+    const execute = (name: string, options: RunOptions): Effect.Effect<RunResult, RunError> =>
+      Effect.gen(function*() {
+        const cwd = path.resolve(options.cwd ?? ".")
+        let worktree: Worktrees.Worktree | undefined
+        let runCwd = cwd
+        if (options.worktree !== undefined && options.worktree !== false) {
+          const repo = yield* provide(Worktrees.repoRoot(cwd))
+          const worktreeName = typeof options.worktree === "string" ? options.worktree : name
+          worktree = yield* provide(Worktrees.create(repo, worktreeName))
+          busyWorktrees.add(worktree.path)
+          runCwd = path.join(worktree.path, path.relative(repo, cwd))
+        }
+        const held = worktree
+        const agentOptions: Agent.AgentOptions = {
+          cwd: runCwd,
+          lifecycle: "run",
+          extraArgs: boundFlags(options),
+          expectStructuredOutput: options.jsonSchema !== undefined,
+          ...(options.model === undefined ? {} : { model: options.model }),
+          ...(options.permission === undefined ? {} : { permission: options.permission }),
+          ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
+          ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
+          ...(options.env === undefined ? {} : { env: options.env })
+        }
+        const turn = yield* registry.spawn(name, agentOptions).pipe(
+          Effect.flatMap((agent) =>
+            agent.prompt(options.prompt!, { timeout: options.timeout ?? settings.turnTimeout }).pipe(
+              Effect.flatMap(agent.await)
+            )
+          ),
+          Effect.ensuring(registry.close(name, "the run ended").pipe(Effect.ignore)),
+          Effect.ensuring(
+            held === undefined
+              ? Effect.void
+              : Effect.sync(() => busyWorktrees.delete(held.path)).pipe(
+                // An unfinished run's worktree stays for inspection, unlocked so gc may collect it.
+                Effect.zipRight(provide(Worktrees.git(held.path, "worktree", "unlock", held.path)).pipe(Effect.ignore))
+              )
+          ),
+          Effect.catchTag("NoResult", () => Effect.dieMessage("a run's own turn vanished"))
+        )
+        let runWorktree: RunWorktree | undefined
+        if (held !== undefined) {
+          if (options.cleanup === true) {
+            const commit = yield* provide(Worktrees.commitAll(held, `flotta run ${name}`))
+            const repo = yield* provide(Worktrees.repoRoot(cwd))
+            yield* provide(Worktrees.remove(repo, held.path))
+            runWorktree = { ...held, commit, removed: true }
+          } else {
+            runWorktree = { ...held, removed: false }
+          }
+        }
+        return {
+          kind: "run",
+          name,
+          text: turn.text,
+          costUsd: turn.costUsd,
+          durationMs: turn.durationMs,
+          modelCalls: turn.modelCalls,
+          sessionId: turn.sessionId,
+          permissionDenials: turn.permissionDenials,
+          ...(turn.structuredOutput === undefined ? {} : { structuredOutput: turn.structuredOutput }),
+          ...(runWorktree === undefined ? {} : { worktree: runWorktree })
+        } satisfies RunResult
+      }).pipe(
+        Effect.catchTag("CommandFailed", (e) => Effect.dieMessage(`git failed: ${e.reason}`)),
+        Effect.tapError((error) =>
+          // Failures before the agent existed (a bad worktree, say) still reach the report log.
+          error._tag === "NotAGitRepo" || error._tag === "WorktreeFailed"
+            ? reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
+            : Effect.void
+        ),
+        Effect.ensuring(Effect.sync(() => live.delete(name))),
+        Effect.withSpan("flotta.run", { attributes: { "flotta.run": name } })
+      )
+
+    /** Runs synchronously: the result, or the run's typed failure. */
+    const run = Effect.fn("Runs.run")(function*(options: RunOptions) {
+      const prepared = yield* prepare(options).pipe(Effect.mapError((e) => e as RunError))
+      return yield* execute(prepared.name, prepared.options)
+    })
+
+    /** Starts a run under supervision and returns its name at once. */
+    const runAsync = Effect.fn("Runs.runAsync")(function*(options: RunOptions) {
+      const prepared = yield* prepare(options)
+      const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
+      outcomes.set(prepared.name, outcome)
+      yield* FiberMap.run(
+        background,
+        prepared.name,
+        execute(prepared.name, prepared.options).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => Deferred.done(outcome, exit))
+        )
+      )
+      return prepared.name
+    })
+
+    const verifyNamed = (name: string, cwd: string, options: Worktrees.VerifyOptions) =>
+      Effect.gen(function*() {
+        yield* reports.post(name, "spawned", { kind: "verify", branch: options.branch, checks: options.checks })
+        const result = yield* provide(Worktrees.verify(path.resolve(cwd), options))
+        const report: VerifyReport = { kind: "verify", name, ...result }
+        yield* reports.post(name, "result", {
+          passed: result.passed,
+          commit: result.commit,
+          checks: result.checks.map(({ command, exitCode, ok, timedOut }) => ({ command, ok, exitCode, timedOut }))
+        })
+        return report
+      }).pipe(
+        Effect.tapError((error) =>
+          reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
+        ),
+        Effect.ensuring(reports.post(name, "closed", {}).pipe(Effect.zipRight(Effect.sync(() => live.delete(name)))))
+      )
+
+    const prepareVerify = (options: Worktrees.VerifyOptions & { readonly name?: string }) =>
+      Effect.gen(function*() {
+        if (typeof options.branch !== "string" || options.branch.length === 0) {
+          return yield* invalid("branch", "name the branch (or commit) to verify")
+        }
+        if (!Array.isArray(options.checks) || options.checks.length === 0) {
+          return yield* invalid("checks", "give at least one shell command to run")
+        }
+        if (options.checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
+          return yield* invalid("checks", "every check must be a non-empty shell command")
+        }
+        const name = yield* validateName(options.name ?? newName("verify"))
+        if (live.has(name)) return yield* new AgentAlreadyExists({ name })
+        live.add(name)
+        return name
+      })
+
+    /** Runs shell checks against a branch in a throwaway worktree. */
+    const verify = Effect.fn("Runs.verify")(function*(
+      cwd: string,
+      options: Worktrees.VerifyOptions & { readonly name?: string }
+    ) {
+      const name = yield* prepareVerify(options)
+      return yield* verifyNamed(name, cwd, options)
+    })
+
+    const verifyAsync = Effect.fn("Runs.verifyAsync")(function*(
+      cwd: string,
+      options: Worktrees.VerifyOptions & { readonly name?: string }
+    ) {
+      const name = yield* prepareVerify(options)
+      const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
+      outcomes.set(name, outcome)
+      yield* FiberMap.run(
+        background,
+        name,
+        verifyNamed(name, cwd, options).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(outcome, exit)))
+      )
+      return name
+    })
+
+    /** An async run's (or verify's) outcome: the result, TurnPending while it runs, or its typed failure. */
+    const runResult = (name: string) =>
+      Effect.gen(function*() {
+        const outcome = outcomes.get(name)
+        if (outcome === undefined) return yield* new RunNotFound({ name })
+        const done = yield* Deferred.poll(outcome)
+        if (Option.isNone(done)) return yield* new TurnPending({ name, turnId: name, status: "running" })
+        return yield* done.value
+      })
+
+    /** Waits for an async run (or verify) to finish. */
+    const awaitRun = (name: string) =>
+      Effect.suspend((): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> => {
+        const outcome = outcomes.get(name)
+        return outcome === undefined ? new RunNotFound({ name }) : Deferred.await(outcome)
+      })
+
+    const worktrees = (cwd: string) => provide(Worktrees.list(path.resolve(cwd)))
+
+    const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
+      provide(Worktrees.gc(path.resolve(cwd), { busy: busyWorktrees, ...options }))
+
+    const addTemplates = (specs: ReadonlyArray<Spec>) =>
+      Effect.sync(() => {
+        for (const spec of specs) templates.set(spec.name, spec)
+      })
+
+    const template = (name: string) => Effect.sync(() => templates.get(name))
+
+    yield* Effect.addFinalizer(() => FiberMap.clear(background))
+
+    return {
+      run,
+      runAsync,
+      runResult,
+      awaitRun,
+      verify,
+      verifyAsync,
+      worktrees,
+      gcWorktrees,
+      addTemplates,
+      template
+    } as const
+  })
+}) {}

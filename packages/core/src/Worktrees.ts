@@ -1,0 +1,261 @@
+/**
+ * Git worktrees for runs: created under `<repo>/.claude/worktrees/<name>` on branch `worktree-<name>`, listed,
+ * garbage-collected; and `verify`, which runs shell checks against a branch in a throwaway worktree. The
+ * user's working tree is never touched: the worktrees directory is excluded through `.git/info/exclude`.
+ */
+import type { CommandExecutor } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
+import { Clock, Duration, Effect, Option } from "effect"
+import * as os from "node:os"
+import * as path from "node:path"
+import { BranchNotFound, NotAGitRepo, WorktreeFailed } from "./Errors.js"
+import * as Proc from "./internal/process.js"
+
+export const WORKTREES_DIR = path.join(".claude", "worktrees")
+
+export interface Worktree {
+  readonly path: string
+  readonly branch: string
+}
+
+export interface WorktreeInfo extends Worktree {
+  /** No uncommitted changes. */
+  readonly clean: boolean
+  readonly locked: boolean
+  readonly ageMs: number
+}
+
+export interface CheckResult {
+  readonly command: string
+  readonly ok: boolean
+  readonly exitCode: number | null
+  readonly timedOut: boolean
+  readonly durationMs: number
+  /** The tail of stdout and stderr together. */
+  readonly output: string
+}
+
+export interface VerifyResult {
+  readonly passed: boolean
+  readonly branch: string
+  readonly commit: string
+  readonly checks: ReadonlyArray<CheckResult>
+}
+
+export interface VerifyOptions {
+  readonly branch: string
+  readonly checks: ReadonlyArray<string>
+  /** Per check (default 10 minutes). */
+  readonly timeout?: Duration.DurationInput
+}
+
+type Env = CommandExecutor.CommandExecutor | FileSystem.FileSystem
+
+/** Runs git; a non-zero exit is a failure carrying git's own message. */
+export const git = (cwd: string, ...args: ReadonlyArray<string>) =>
+  Proc.run("git", args, { cwd, timeout: "60 seconds" }).pipe(
+    Effect.flatMap((outcome) =>
+      outcome.exitCode === 0
+        ? Effect.succeed(outcome.output.trim())
+        : Effect.fail(new Proc.CommandFailed({ command: `git ${args.join(" ")}`, reason: outcome.output.trim() }))
+    )
+  )
+
+/** The top of the repository that contains `cwd`. */
+export const repoRoot = (cwd: string): Effect.Effect<string, NotAGitRepo, Env> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const exists = yield* fs.exists(cwd).pipe(Effect.orElseSucceed(() => false))
+    if (!exists) return yield* new NotAGitRepo({ cwd })
+    return yield* git(cwd, "rev-parse", "--show-toplevel").pipe(Effect.mapError(() => new NotAGitRepo({ cwd })))
+  })
+
+/** Keeps run worktrees out of the user's `git status`, without touching a tracked file. */
+const excludeWorktreesDir = (repo: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const common = yield* git(repo, "rev-parse", "--git-common-dir")
+    const exclude = path.resolve(repo, common, "info", "exclude")
+    const line = "/.claude/worktrees/"
+    const current = yield* fs.readFileString(exclude).pipe(Effect.orElseSucceed(() => ""))
+    if (current.split("\n").includes(line)) return
+    yield* fs.makeDirectory(path.dirname(exclude), { recursive: true }).pipe(Effect.ignore)
+    yield* fs.writeFileString(
+      exclude,
+      (current.length === 0 || current.endsWith("\n") ? current : current + "\n") + line + "\n"
+    )
+  })
+
+/** A new worktree for a run, from HEAD, locked while the run goes on. */
+export const create = (repo: string, name: string): Effect.Effect<Worktree, WorktreeFailed, Env> => {
+  const worktreePath = path.join(repo, WORKTREES_DIR, name)
+  const branch = `worktree-${name}`
+  return Effect.gen(function*() {
+    yield* excludeWorktreesDir(repo)
+    yield* git(repo, "worktree", "add", "-b", branch, worktreePath, "HEAD")
+    yield* git(repo, "worktree", "lock", "--reason", `flotta run ${name}`, worktreePath)
+    return { path: worktreePath, branch }
+  }).pipe(
+    Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: "reason" in e ? e.reason : String(e) }))
+  )
+}
+
+/** Commits whatever the run left uncommitted, so removing the worktree loses nothing; returns the commit. */
+export const commitAll = (worktree: Worktree, message: string) =>
+  Effect.gen(function*() {
+    const status = yield* git(worktree.path, "status", "--porcelain")
+    if (status.length > 0) {
+      yield* git(worktree.path, "add", "-A")
+      yield* git(
+        worktree.path,
+        "-c",
+        "user.name=flotta",
+        "-c",
+        "user.email=flotta@localhost",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        message
+      )
+    }
+    return yield* git(worktree.path, "rev-parse", "HEAD")
+  })
+
+/** Unlocks and removes a worktree; its branch stays. */
+export const remove = (repo: string, worktreePath: string, force = true) =>
+  Effect.gen(function*() {
+    yield* git(repo, "worktree", "unlock", worktreePath).pipe(Effect.ignore)
+    yield* git(repo, "worktree", "remove", ...(force ? ["--force"] : []), worktreePath)
+    yield* git(repo, "worktree", "prune").pipe(Effect.ignore)
+  })
+
+interface Porcelain {
+  readonly path: string
+  readonly branch: string | null
+  readonly locked: boolean
+}
+
+const parsePorcelain = (text: string): ReadonlyArray<Porcelain> =>
+  text.split("\n\n").flatMap((block) => {
+    const lines = block.split("\n")
+    const worktree = lines.find((l) => l.startsWith("worktree "))
+    if (worktree === undefined) return []
+    const branch = lines.find((l) => l.startsWith("branch "))
+    return [{
+      path: worktree.slice("worktree ".length),
+      branch: branch === undefined ? null : branch.slice("branch ".length).replace(/^refs\/heads\//, ""),
+      locked: lines.some((l) => l === "locked" || l.startsWith("locked "))
+    }]
+  })
+
+/** The run worktrees of the repository that contains `cwd`. */
+export const list = (cwd: string): Effect.Effect<ReadonlyArray<WorktreeInfo>, NotAGitRepo | WorktreeFailed, Env> =>
+  Effect.gen(function*() {
+    const repo = yield* repoRoot(cwd)
+    const fs = yield* FileSystem.FileSystem
+    const now = yield* Clock.currentTimeMillis
+    const prefix = path.join(repo, WORKTREES_DIR) + path.sep
+    const all = parsePorcelain(yield* git(repo, "worktree", "list", "--porcelain"))
+    return yield* Effect.forEach(all.filter((w) => w.path.startsWith(prefix)), (w) =>
+      Effect.gen(function*() {
+        const status = yield* git(w.path, "status", "--porcelain").pipe(Effect.option)
+        const info = yield* fs.stat(w.path).pipe(Effect.option)
+        const born = Option.flatMap(info, (i) => Option.orElse(i.birthtime, () => i.mtime))
+        return {
+          path: w.path,
+          branch: w.branch ?? "",
+          clean: Option.match(status, { onNone: () => false, onSome: (s) => s.length === 0 }),
+          locked: w.locked,
+          ageMs: Option.match(born, { onNone: () => 0, onSome: (d) => Math.max(0, now - d.getTime()) })
+        }
+      }))
+  }).pipe(Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwd, reason: e.reason })))
+
+export interface GcResult {
+  readonly removed: ReadonlyArray<string>
+  readonly kept: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+}
+
+/** Unlocks and removes clean run worktrees (dirty ones too with `force`), never one whose run goes on. */
+export const gc = (cwd: string, options: { readonly force?: boolean; readonly busy: ReadonlySet<string> }) =>
+  Effect.gen(function*() {
+    const repo = yield* repoRoot(cwd)
+    const removed: Array<string> = []
+    const kept: Array<{ path: string; reason: string }> = []
+    for (const worktree of yield* list(repo)) {
+      if (options.busy.has(worktree.path)) {
+        kept.push({ path: worktree.path, reason: "its run is still going" })
+        continue
+      }
+      if (!worktree.clean && options.force !== true) {
+        kept.push({ path: worktree.path, reason: "it has uncommitted changes (use force to remove it anyway)" })
+        continue
+      }
+      const outcome = yield* Effect.either(remove(repo, worktree.path, true))
+      if (outcome._tag === "Right") removed.push(worktree.path)
+      else kept.push({ path: worktree.path, reason: outcome.left.reason })
+    }
+    return { removed, kept } satisfies GcResult
+  })
+
+/** Runs each check in a throwaway worktree of `branch`, removed afterwards whatever happens. */
+export const verify = (
+  cwd: string,
+  options: VerifyOptions
+): Effect.Effect<VerifyResult, NotAGitRepo | BranchNotFound | WorktreeFailed, Env> =>
+  Effect.gen(function*() {
+    const repo = yield* repoRoot(cwd)
+    const commit = yield* git(repo, "rev-parse", "--verify", "--quiet", `${options.branch}^{commit}`).pipe(
+      Effect.mapError(() => new BranchNotFound({ cwd: repo, branch: options.branch }))
+    )
+    const fs = yield* FileSystem.FileSystem
+    const timeout = options.timeout ?? Duration.minutes(10)
+    return yield* Effect.acquireUseRelease(
+      Effect.gen(function*() {
+        const dir = yield* fs.makeTempDirectory({ directory: os.tmpdir(), prefix: "flotta-verify-" }).pipe(
+          Effect.mapError((e) => new WorktreeFailed({ path: os.tmpdir(), reason: e.message }))
+        )
+        const worktreePath = path.join(dir, "tree")
+        yield* git(repo, "worktree", "add", "--detach", worktreePath, commit).pipe(
+          Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: e.reason }))
+        )
+        return { dir, worktreePath }
+      }),
+      ({ worktreePath }) =>
+        Effect.forEach(options.checks, (command) =>
+          Proc.run("sh", ["-c", command], { cwd: worktreePath, timeout, maxOutput: 4000 }).pipe(
+            Effect.map((o): CheckResult => ({
+              command,
+              ok: o.exitCode === 0 && !o.timedOut,
+              exitCode: o.exitCode,
+              timedOut: o.timedOut,
+              durationMs: o.durationMs,
+              output: o.output
+            })),
+            Effect.catchTag("CommandFailed", (e) =>
+              Effect.succeed<CheckResult>({
+                command,
+                ok: false,
+                exitCode: null,
+                timedOut: false,
+                durationMs: 0,
+                output: e.reason
+              }))
+          )),
+      ({ dir, worktreePath }) =>
+        remove(repo, worktreePath).pipe(
+          Effect.ignore,
+          Effect.zipRight(fs.remove(dir, { recursive: true }).pipe(Effect.ignore))
+        )
+    ).pipe(
+      Effect.map((checks) => ({
+        passed: checks.every((c) =>
+          c.ok
+        ),
+        branch: options.branch,
+        commit,
+        checks
+      }))
+    )
+  })

@@ -1,0 +1,174 @@
+/**
+ * Single-shot runs, worktrees and bounds against the real pinned `claude` binary and the fake Messages API.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Flotta from "../packages/core/src/Flotta.js"
+import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
+
+const CLAUDE = path.resolve(import.meta.dirname, "..", "node_modules", ".bin", "claude")
+
+let api: FakeMessagesApi
+let root: string
+let env: Record<string, string>
+
+beforeAll(async () => {
+  api = await startFakeMessagesApi()
+  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-runs-")))
+  env = offlineEnv(api, root)
+})
+afterAll(async () => {
+  await api.close()
+  fs.rmSync(root, { recursive: true, force: true })
+})
+
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
+
+const newRepo = (name: string) => {
+  const dir = path.join(root, "repos", name)
+  fs.mkdirSync(dir, { recursive: true })
+  git(dir, "init", "-q", "-b", "main")
+  fs.writeFileSync(path.join(dir, "README"), "hello\n")
+  git(dir, "add", "README")
+  git(dir, "commit", "-qm", "first")
+  return dir
+}
+
+const realFleet = Flotta.layer({ claudePath: CLAUDE })
+
+const errorOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isFailure(exit) && exit.cause._tag === "Fail") return exit.cause.error
+  throw new Error(`expected a typed failure, got ${String(exit)}`)
+}
+
+const WRITER = { allow: ["Read", "Write", "Edit"] } as const
+
+describe("runs with the real claude CLI", () => {
+  it.scopedLive("a write in a worktree run lands in the worktree, not in the main checkout", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const repo = newRepo("isolated")
+      const worktree = path.join(repo, ".claude", "worktrees", "writer")
+      const result = yield* fleet.run({
+        prompt: `WRITE ${path.join(worktree, "out.txt")} written in isolation`,
+        cwd: repo,
+        worktree: true,
+        name: "writer",
+        permission: WRITER,
+        env
+      })
+      assert.strictEqual(result.text, `WROTE ${path.join(worktree, "out.txt")}`)
+      assert.deepInclude(result.worktree!, { path: worktree, branch: "worktree-writer", removed: false })
+      assert.strictEqual(fs.readFileSync(path.join(worktree, "out.txt"), "utf8"), "written in isolation\n")
+      assert.isFalse(fs.existsSync(path.join(repo, "out.txt")))
+      assert.strictEqual(git(repo, "status", "--porcelain"), "", "the user's checkout is untouched")
+      // A dirty worktree survives a gentle gc and goes with force; then the list is clean.
+      const gentle = yield* fleet.gcWorktrees(repo)
+      assert.deepStrictEqual(gentle.removed, [])
+      const forced = yield* fleet.gcWorktrees(repo, { force: true })
+      assert.deepStrictEqual(forced.removed, [worktree])
+      assert.strictEqual(git(repo, "worktree", "list").split("\n").length, 1)
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("cleanup commits the run's work to its branch and removes the worktree", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const repo = newRepo("tidy")
+      const worktree = path.join(repo, ".claude", "worktrees", "tidy")
+      const result = yield* fleet.run({
+        prompt: `WRITE ${path.join(worktree, "kept.txt")} kept on the branch`,
+        cwd: repo,
+        worktree: true,
+        cleanup: true,
+        name: "tidy",
+        permission: WRITER,
+        env
+      })
+      assert.isTrue(result.worktree?.removed)
+      assert.strictEqual(git(repo, "worktree", "list").split("\n").length, 1)
+      assert.strictEqual(git(repo, "show", "worktree-tidy:kept.txt"), "kept on the branch")
+      assert.strictEqual(git(repo, "rev-parse", "worktree-tidy"), result.worktree?.commit)
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("a read-only run cannot write", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const dir = path.join(root, "ro-run")
+      fs.mkdirSync(dir, { recursive: true })
+      const target = path.join(dir, "nope.txt")
+      const result = yield* fleet.run({ prompt: `WRITE ${target} sneaky`, cwd: dir, env })
+      assert.match(result.text, /^DENIED/)
+      assert.isFalse(fs.existsSync(target))
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("a policy function answers a run's permission requests", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const dir = path.join(root, "fn-run")
+      fs.mkdirSync(dir, { recursive: true })
+      const target = path.join(dir, "redirected.txt")
+      const result = yield* fleet.run({
+        prompt: `WRITE ${target} original`,
+        cwd: dir,
+        env,
+        permission: (_tool, input) => ({ behavior: "allow", updatedInput: { ...input, content: "rewritten\n" } })
+      })
+      assert.strictEqual(result.text, `WROTE ${target}`)
+      assert.strictEqual(fs.readFileSync(target, "utf8"), "rewritten\n")
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("--json-schema gives structuredOutput; a text answer without it is a clear error", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const cwd = path.join(root, "schema")
+      fs.mkdirSync(cwd, { recursive: true })
+      const jsonSchema = {
+        type: "object",
+        properties: { title: { type: "string" }, count: { type: "number" } },
+        required: ["title", "count"]
+      }
+      const result = yield* fleet.run({ prompt: "STRUCTURED {\"title\":\"fix it\",\"count\":2}", jsonSchema, cwd, env })
+      assert.deepStrictEqual(result.structuredOutput, { title: "fix it", count: 2 })
+      const missing = errorOf(
+        yield* Effect.exit(fleet.run({ prompt: "STRUCTURED_TEXT", jsonSchema, cwd, env, maxTurns: 3 }))
+      )
+      assert.strictEqual(missing._tag, "StructuredOutputMissing")
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("maxTurns and maxBudgetUsd stop a run with typed errors carrying cost, turns and session", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const cwd = path.join(root, "bounds")
+      fs.mkdirSync(cwd, { recursive: true })
+      const turns = errorOf(yield* Effect.exit(fleet.run({ prompt: "LOOP", maxTurns: 2, cwd, env })))
+      assert.strictEqual(turns._tag, "MaxTurnsReached")
+      if (turns._tag === "MaxTurnsReached") {
+        assert.isAtLeast(turns.turns, 2)
+        assert.isAbove(turns.costUsd, 0)
+        assert.isAbove(turns.sessionId.length, 0)
+      }
+      const budget = errorOf(yield* Effect.exit(fleet.run({ prompt: "EXPENSIVE", maxBudgetUsd: 0.01, cwd, env })))
+      assert.strictEqual(budget._tag, "BudgetExceeded")
+      if (budget._tag === "BudgetExceeded") assert.isAbove(budget.costUsd, 0.01)
+    }).pipe(Effect.provide(realFleet)))
+
+  it.scopedLive("an async run's result is found by name, and its session can be resumed later", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      const cwd = path.join(root, "async")
+      fs.mkdirSync(cwd, { recursive: true })
+      const name = yield* fleet.runAsync({ prompt: "REMEMBER the async fact", name: "bg", cwd, env })
+      assert.strictEqual(name, "bg")
+      const result = yield* fleet.awaitRun("bg")
+      const fetched = yield* fleet.runResult("bg")
+      assert.deepStrictEqual(fetched, result)
+      if (fetched.kind !== "run") return assert.fail("expected a run result")
+      yield* fleet.spawn("resumed", { cwd, env, resume: fetched.sessionId })
+      assert.strictEqual(yield* fleet.ask("resumed", "RECALL"), "The fact is: the async fact")
+    }).pipe(Effect.provide(realFleet)))
+})
