@@ -338,6 +338,7 @@ export const make = (
     const fail = (turn: Turn, error: TurnError) =>
       Effect.gen(function*() {
         if (turn.record.status === "succeeded" || turn.record.status === "failed") return
+        waiting.delete(turn.id)
         const now = yield* Clock.currentTimeMillis
         turn.record.status = "failed"
         turn.record.error = errorView(error)
@@ -580,8 +581,7 @@ export const make = (
     const failWaiting = (error: AgentClosed) =>
       Effect.gen(function*() {
         yield* Queue.takeAll(turns) // every queued turn is also in `waiting`
-        for (const turn of waiting.values()) yield* fail(turn, error)
-        waiting.clear()
+        for (const turn of [...waiting.values()]) yield* fail(turn, error)
       })
 
     const giveUp = (reason: string) =>
@@ -713,7 +713,8 @@ export const make = (
       })
 
     const status = Effect.gen(function*() {
-      const queued = yield* Queue.size(turns)
+      // `waiting` (not the queue) counts a turn until the agent has taken it and made it current.
+      const queued = waiting.size
       const state = yield* SubscriptionRef.get(statusRef)
       return {
         // A queued turn on an idle agent is about to start: report the work, not the gap between turns.

@@ -283,7 +283,7 @@ describe("supervision", () => {
       const fleet = yield* Flotta
       yield* fleet.spawn("fragile")
       // Backoffs 1, 2, 4 s: three crashes fit the budget, the fourth closes the agent.
-      for (const backoff of ["1 second", "2 seconds", "4 seconds"]) {
+      for (const backoff of ["1 second", "2 seconds", "4 seconds"] as const) {
         assert.strictEqual(failureTag(yield* Effect.exit(fleet.ask("fragile", "crash"))), "AgentCrashed")
         yield* waitFor(fleet.status("fragile"), (s) => s.status === "restarting")
         yield* TestClock.adjust(backoff)
