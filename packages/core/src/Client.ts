@@ -15,7 +15,7 @@ export interface SubscribeCallbacks extends SubscribeOptions {
 }
 
 const toPromise = <A, E>(
-  runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, never>,
+  runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, unknown>,
   effect: Effect.Effect<A, E, Flotta.Flotta>
 ) =>
   runtime.runPromiseExit(effect).then((exit) => {

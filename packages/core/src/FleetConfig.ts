@@ -69,8 +69,11 @@ export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetCo
     Layer.effect(
       FleetConfig,
       Effect.gen(function*() {
-        const starts = yield* Config.option(Config.integer("FLOTTA_MAX_CONCURRENT_STARTS")).pipe(
-          Effect.orElseSucceed(() => Option.none<number>())
+        // A malformed value fails the layer with a ConfigError that names the variable.
+        const starts = yield* Config.option(
+          Config.integer("FLOTTA_MAX_CONCURRENT_STARTS").pipe(
+            Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 })
+          )
         )
         return make({ ...input, ...(Option.isSome(starts) ? { maxConcurrentStarts: starts.value } : {}) })
       })
