@@ -1,1 +1,1 @@
-export {}
+export * as Simulator from "./Simulator.js"
