@@ -1,1 +1,5 @@
+export * as ConfigFile from "./ConfigFile.js"
+export { defineConfig } from "./ConfigFile.js"
+export type { FlottaConfig } from "./ConfigFile.js"
+export * as ExitCode from "./ExitCode.js"
 export * as Simulator from "./Simulator.js"

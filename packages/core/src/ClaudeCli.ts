@@ -7,6 +7,9 @@ import { Config, Context, Effect, Layer, Option } from "effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 
+/** The `claude` version flotta is tested against (the pinned dependency). */
+export const TESTED_VERSION = "2.1.332"
+
 export interface ClaudeExecutable {
   /** The program to execute. */
   readonly command: string

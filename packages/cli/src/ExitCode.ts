@@ -1,0 +1,40 @@
+/**
+ * Exit codes: 0 on success and one distinct code per kind of failure, so scripts can tell a bad flag from a
+ * budget stop from an API error without parsing text. `--help` prints this table.
+ */
+export const EXIT_CODES = [
+  { code: 0, tags: [], meaning: "success" },
+  { code: 1, tags: [], meaning: "an unexpected internal error (a bug: please report it)" },
+  { code: 2, tags: ["UsageError", "ValidationError", "InvalidName", "InvalidSpec"], meaning: "bad command-line input" },
+  {
+    code: 3,
+    tags: ["ConfigError", "ConfigFileError"],
+    meaning: "the config file or an environment variable is invalid"
+  },
+  { code: 4, tags: ["SpawnFailed"], meaning: "claude could not be started" },
+  { code: 5, tags: ["TurnFailed"], meaning: "the API answered with an error" },
+  { code: 6, tags: ["TurnTimeout"], meaning: "the run timed out and was interrupted" },
+  { code: 7, tags: ["MaxTurnsReached"], meaning: "the run hit --max-turns" },
+  { code: 8, tags: ["BudgetExceeded"], meaning: "the run hit --max-budget-usd" },
+  { code: 9, tags: ["StructuredOutputMissing"], meaning: "--json-schema was given but no structured output came back" },
+  {
+    code: 10,
+    tags: ["TurnInterrupted", "AgentCrashed", "AgentClosed"],
+    meaning: "the run was interrupted or claude died"
+  },
+  { code: 11, tags: ["NotAGitRepo", "WorktreeFailed", "BranchNotFound"], meaning: "a git worktree problem" },
+  {
+    code: 12,
+    tags: ["AgentNotFound", "AgentAlreadyExists", "NoResult", "TurnPending", "RunNotFound", "ServerUnreachable"],
+    meaning: "the fleet (or a running `flotta serve`) could not do what was asked"
+  },
+  { code: 130, tags: ["Interrupted"], meaning: "stopped by a signal (Ctrl-C)" }
+] as const
+
+/** The exit code for a failure's `_tag`; anything unknown is an internal error. */
+export const exitCodeFor = (tag: string | undefined): number =>
+  EXIT_CODES.find((entry) => (entry.tags as ReadonlyArray<string>).includes(tag ?? ""))?.code ?? 1
+
+/** The table as `--help` shows it. */
+export const describeExitCodes = (): string =>
+  EXIT_CODES.map((entry) => `  ${String(entry.code).padStart(3)}  ${entry.meaning}`).join("\n")

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+/**
+ * The `flotta` command. Runs under NodeRuntime.runMain, so SIGINT and SIGTERM interrupt the program and every
+ * agent's finalizer stops its child; failures end with the exit code of their kind (see ExitCode).
+ */
+import { Command, ValidationError } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Exit, Option } from "effect"
+import { createRequire } from "node:module"
+import * as DoctorCommand from "./DoctorCommand.js"
+import { exitCodeFor } from "./ExitCode.js"
+import * as InitCommand from "./InitCommand.js"
+import * as Output from "./Output.js"
+import * as RunCommand from "./RunCommand.js"
+
+const version = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
+
+const flotta = Command.make("flotta").pipe(
+  Command.withDescription("A control plane for fleets of Claude Code agents"),
+  Command.withSubcommands([RunCommand.command, InitCommand.command, DoctorCommand.command])
+)
+
+const cli = Command.run(flotta, { name: "flotta", version })
+
+/** The failure's tag, for its exit code; a signal's interruption is 130. */
+const tagOf = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  if (Cause.isInterruptedOnly(exit.cause)) return "Interrupted"
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) return undefined
+  return ValidationError.isValidationError(failure.value)
+    ? "ValidationError"
+    : (failure.value as { readonly _tag?: string })._tag
+}
+
+const report = (exit: Exit.Exit<unknown, unknown>) => {
+  if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return Effect.void
+  const failure = Cause.failureOption(exit.cause)
+  // @effect/cli has already printed its own usage errors.
+  if (Option.isSome(failure) && ValidationError.isValidationError(failure.value)) return Effect.void
+  const text = Option.match(failure, {
+    onNone: () => Cause.pretty(exit.cause),
+    onSome: (error) =>
+      `${(error as { readonly _tag?: string })._tag ?? "Error"}: ${(error as Error).message ?? String(error)}`
+  })
+  return Output.stderr(`flotta: ${text}`)
+}
+
+cli(process.argv).pipe(
+  Effect.onExit(report),
+  Effect.provide(NodeContext.layer),
+  (program) =>
+    NodeRuntime.runMain(program, {
+      disableErrorReporting: true,
+      teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : exitCodeFor(tagOf(exit)))
+    })
+)

@@ -1,0 +1,36 @@
+/** Options several commands share, and the config loading they all do the same way. */
+import { Options } from "@effect/cli"
+import { Effect, Option, Schema } from "effect"
+import * as ConfigFile from "./ConfigFile.js"
+import * as Output from "./Output.js"
+
+export const simulate = Options.boolean("simulate").pipe(
+  Options.withDescription("Use the built-in scripted model on 127.0.0.1 instead of the API (no account, no cost)")
+)
+
+export const config = Options.file("config").pipe(
+  Options.withDescription("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts)"),
+  Options.optional
+)
+
+/** A bad command-line value: names the flag (or argument) and what was expected (exit code 2). */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
+  field: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `${this.field}: ${this.reason}`
+  }
+}
+
+export const invalid = (field: string, reason: string) => new UsageError({ field, reason })
+
+/** Loads the config and reports, on stderr, every entry it skipped. */
+export const loadConfig = (explicit: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const loaded = yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
+    for (const rejected of loaded.fleet.rejected) {
+      yield* Output.stderr(`flotta: ${loaded.file}: ${rejected.path}: ${rejected.message} (entry skipped)`)
+    }
+    return loaded
+  })

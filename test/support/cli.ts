@@ -1,0 +1,32 @@
+/** Runs the compiled `flotta` command as a user would. */
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+
+export const ROOT = path.resolve(import.meta.dirname, "..", "..")
+export const FLOTTA = path.join(ROOT, "packages", "cli", "bin", "flotta.js")
+
+export interface Ran {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `flotta ...args` in `cwd` with stdin closed and stdout/stderr captured (neither is a terminal). */
+export const runFlotta = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  new Promise<Ran>((resolve, reject) => {
+    const child = spawn(process.execPath, [FLOTTA, ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000)
+    child.on("error", reject)
+    child.on("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
