@@ -11,13 +11,14 @@ import * as DoctorCommand from "./DoctorCommand.js"
 import { exitCodeFor } from "./ExitCode.js"
 import * as InitCommand from "./InitCommand.js"
 import * as Output from "./Output.js"
+import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
 
 const version = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
 const flotta = Command.make("flotta").pipe(
   Command.withDescription("A control plane for fleets of Claude Code agents"),
-  Command.withSubcommands([RunCommand.command, InitCommand.command, DoctorCommand.command])
+  Command.withSubcommands([RunCommand.command, ReplCommand.command, InitCommand.command, DoctorCommand.command])
 )
 
 const cli = Command.run(flotta, { name: "flotta", version })

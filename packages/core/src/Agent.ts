@@ -67,7 +67,13 @@ export interface AgentOptions {
   readonly lifecycle?: "session" | "run"
   /** A turn that succeeds without `structured_output` fails (the CLI can report success without it). */
   readonly expectStructuredOutput?: boolean
+  /** Told what the agent is doing as its turns stream (a tool it calls, text it writes): for progress displays. */
+  readonly onActivity?: (activity: Activity) => void
 }
+
+export type Activity =
+  | { readonly _tag: "Text"; readonly turnId: string; readonly text: string }
+  | { readonly _tag: "Tool"; readonly turnId: string; readonly tool: string; readonly input: unknown }
 
 export interface TurnResult {
   readonly turnId: string
@@ -233,7 +239,7 @@ export const make = (
     const agentScope = yield* Effect.scope
     const permission = options.permission ?? "read_only"
     const cwd = path.resolve(options.cwd ?? ".")
-    const env = ClaudeCli.childEnv(options.env)
+    const env = ClaudeCli.childEnv({ ...settings.env, ...options.env })
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
     const startedAt = iso(yield* Clock.currentTimeMillis)
     const statusRef = yield* SubscriptionRef.make<AgentStatus>("starting")
@@ -486,6 +492,9 @@ export const make = (
               for (const block of frame.frame.message.content) {
                 if (block.type === "tool_use" && block.name !== undefined) {
                   turn.record.toolCalls.push({ id: block.id ?? "", name: block.name, input: block.input ?? {} })
+                  options.onActivity?.({ _tag: "Tool", turnId: turn.id, tool: block.name, input: block.input ?? {} })
+                } else if (block.type === "text" && block.text !== undefined) {
+                  options.onActivity?.({ _tag: "Text", turnId: turn.id, text: block.text })
                 }
               }
               break

@@ -219,6 +219,17 @@ export const start = (options: StartOptions): Effect.Effect<
     // Runs before the platform's own finalizer (which sends SIGTERM and waits without a deadline).
     const eofGrace = options.eofGrace ?? "2 seconds"
     const termGrace = options.termGrace ?? "5 seconds"
+    // Whoever still waits on this child (a pending control request, its exit) is released when it is stopped:
+    // the reader that would have told them is interrupted with the scope.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        const stopped = new ControlRequestFailed({ subtype: "", reason: "the claude process was stopped" })
+        yield* Effect.forEach(pending.values(), (deferred) => Deferred.fail(deferred, stopped), { discard: true })
+        pending.clear()
+        yield* Deferred.succeed(exited, { exitCode: null, stderr: stderrTail() })
+      })
+    )
+
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         if (yield* Deferred.isDone(exited)) return

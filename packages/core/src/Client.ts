@@ -2,16 +2,25 @@
  * `createFleet(options)`: the fleet for code that does not use Effect. The same operations as the `Flotta`
  * service, as Promises; a failure rejects with the same typed error object (it carries `_tag`).
  */
-import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { AgentOptions } from "./Agent.js"
 import * as Flotta from "./Flotta.js"
-import type { ReportEntry, ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import type { RunOptions } from "./Run.js"
+import type { FindingsQuery, ScanOptions, SchedulerSlot, WindowInput } from "./Steering.js"
 import type { VerifyOptions } from "./Worktrees.js"
 
 export interface SubscribeCallbacks extends SubscribeOptions {
   /** Called when this subscriber fell behind and `count` entries after seq `after` were not delivered. */
   readonly onMissed?: (count: number, after: number) => void
+}
+
+export interface CreateFleetOptions extends Flotta.FleetOptions {
+  /**
+   * Layers built on top of the engine, such as the scheduler (`SchedulerConfig.layerFromJson(config)` from
+   * `@flotta/scheduler`). A failure to build one rejects the first call.
+   */
+  readonly extend?: Layer.Layer<never, unknown, Flotta.Flotta | ReportLog | SchedulerSlot>
 }
 
 const toPromise = <A, E>(
@@ -24,8 +33,12 @@ const toPromise = <A, E>(
     throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
   })
 
-export const createFleet = (options: Flotta.FleetOptions = {}) => {
-  const runtime = ManagedRuntime.make(Flotta.layer(options))
+export const createFleet = (options: CreateFleetOptions = {}) => {
+  const { extend, ...fleetOptions } = options
+  const engine = Flotta.layer(fleetOptions)
+  const runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, unknown> = ManagedRuntime.make(
+    extend === undefined ? engine : Layer.provideMerge(extend, engine)
+  )
   const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
@@ -57,6 +70,17 @@ export const createFleet = (options: Flotta.FleetOptions = {}) => {
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
     gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
+    // Steering: each rejects with SchedulerNotEnabled when no scheduler was added (`extend`).
+    schedulerStatus: () => run((f) => f.schedulerStatus()),
+    keepGoing: (minutes: number = 60) => run((f) => f.keepGoing(minutes)),
+    workToday: (window?: WindowInput) => run((f) => f.workToday(window)),
+    workOn: (date: string, window?: WindowInput) => run((f) => f.workOn(date, window)),
+    pause: () => run((f) => f.pause()),
+    resume: () => run((f) => f.resume()),
+    stopForToday: () => run((f) => f.stopForToday()),
+    runRoutine: (name: string) => run((f) => f.runRoutine(name)),
+    scanNow: (scanOptions?: ScanOptions) => run((f) => f.scanNow(scanOptions)),
+    findings: (query?: FindingsQuery) => run((f) => f.findings(query)),
     /** Live report entries; returns the function that unsubscribes. */
     subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): () => void => {
       const fiber = runtime.runFork(

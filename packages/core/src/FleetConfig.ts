@@ -26,6 +26,8 @@ export interface FleetSettings {
   readonly restartBackoffMax: Duration.Duration
   /** Finished turns kept per agent for `result` and `transcript`. */
   readonly historyLimit: number
+  /** Added to every child's environment (an agent's own `env` wins). */
+  readonly env: Readonly<Record<string, string>>
 }
 
 export type FleetSettingsInput = {
@@ -43,7 +45,8 @@ export const defaults: FleetSettings = {
   restartWindow: Duration.minutes(10),
   restartBackoff: Duration.seconds(1),
   restartBackoffMax: Duration.seconds(30),
-  historyLimit: 1000
+  historyLimit: 1000,
+  env: {}
 }
 
 const durationOr = (input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -60,7 +63,8 @@ export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
   restartWindow: durationOr(input.restartWindow, defaults.restartWindow),
   restartBackoff: durationOr(input.restartBackoff, defaults.restartBackoff),
   restartBackoffMax: durationOr(input.restartBackoffMax, defaults.restartBackoffMax),
-  historyLimit: Math.max(1, Math.floor(input.historyLimit ?? defaults.historyLimit))
+  historyLimit: Math.max(1, Math.floor(input.historyLimit ?? defaults.historyLimit)),
+  env: input.env ?? {}
 })
 
 export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {

@@ -16,6 +16,8 @@ import { ReportLog, ReportStore } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
+import { readFindings, SchedulerSlot } from "./Steering.js"
+import type { FindingsQuery, ScanOptions, WindowInput } from "./Steering.js"
 
 export interface AskOptions {
   /** When it expires the turn is interrupted and fails with TurnTimeout. */
@@ -64,6 +66,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const registry = yield* Registry
     const reportLog = yield* ReportLog
     const runs = yield* Runs
+    const schedulerSlot = yield* SchedulerSlot
 
     const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
       const agent = yield* registry.spawn(name, options)
@@ -150,6 +153,23 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       } satisfies BootReport
     })
 
+    // Steering: delegated to the scheduler registered in the slot, or SchedulerNotEnabled.
+    const steering = schedulerSlot.current
+    const schedulerStatus = () => Effect.flatMap(steering, (s) => s.status)
+    /** Extends today's working window by `minutes` (default 60); it expires by itself. */
+    const keepGoing = (minutes: number = 60) => Effect.flatMap(steering, (s) => s.keepGoing(minutes))
+    const workToday = (window?: WindowInput) => Effect.flatMap(steering, (s) => s.workToday(window))
+    const workOn = (date: string, window?: WindowInput) => Effect.flatMap(steering, (s) => s.workOn(date, window))
+    /** No new work is started; fires in flight finish. */
+    const pause = () => Effect.flatMap(steering, (s) => s.pause)
+    const resume = () => Effect.flatMap(steering, (s) => s.resume)
+    const stopForToday = () => Effect.flatMap(steering, (s) => s.stopForToday)
+    /** Fires a routine now, ignoring cadence and hours, and waits for its outcome. */
+    const runRoutine = (name: string) => Effect.flatMap(steering, (s) => s.runRoutine(name))
+    const scanNow = (options: ScanOptions = {}) => Effect.flatMap(steering, (s) => s.scanNow(options))
+    /** Every distinct task the scans found, newest first; read from the report log (no scheduler needed). */
+    const findings = (query: FindingsQuery = {}) => readFindings(reportLog, query)
+
     return {
       spawn,
       ask,
@@ -176,7 +196,17 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       verify: runs.verify,
       verifyAsync: runs.verifyAsync,
       worktrees: runs.worktrees,
-      gcWorktrees: runs.gcWorktrees
+      gcWorktrees: runs.gcWorktrees,
+      schedulerStatus,
+      keepGoing,
+      workToday,
+      workOn,
+      pause,
+      resume,
+      stopForToday,
+      runRoutine,
+      scanNow,
+      findings
     } as const
   })
 }) {}
@@ -186,7 +216,7 @@ export interface FleetOptions extends FleetSettingsInput {
   readonly executable?: Pick<ClaudeExecutable, "command" | "prefixArgs">
 }
 
-/** The whole engine as one Layer. It provides Flotta, Registry and ReportLog. */
+/** The whole engine as one Layer. It provides Flotta, Runs, Registry, ReportLog and SchedulerSlot. */
 export const layer = (options: FleetOptions = {}) => {
   const { executable, ...settings } = options
   const cli = executable === undefined
@@ -196,6 +226,7 @@ export const layer = (options: FleetOptions = {}) => {
     Layer.provideMerge(Runs.Default),
     Layer.provideMerge(Registry.Default),
     Layer.provideMerge(ReportLog.Default),
+    Layer.provideMerge(SchedulerSlot.Default),
     Layer.provide(ReportStore.memory),
     Layer.provide(FleetConfig.layer(settings)),
     Layer.provide(cli),

@@ -7,7 +7,7 @@ import { CommandExecutor } from "@effect/platform"
 import { Effect, ExecutionStrategy, Exit, Metric, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
-import { AgentAlreadyExists, AgentNotFound, InvalidName } from "./Errors.js"
+import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName } from "./Errors.js"
 import type { SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import { ReportLog } from "./ReportLog.js"
@@ -37,9 +37,14 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const executable = yield* ClaudeCli
     const executor = yield* CommandExecutor.CommandExecutor
     const reports = yield* ReportLog
-    const fleetScope = yield* Effect.scope
+    // Agents live in a scope made before the registry's finalizer, so that finalizer runs first on shutdown:
+    // it raises `shuttingDown` before any agent's scope starts closing.
+    const agentsScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
     const admission = yield* Effect.makeSemaphore(settings.maxConcurrentStarts)
     const entries = new Map<string, Entry>()
+    /** Set when the fleet closes: no new agent may start, and one that finishes starting is stopped. */
+    let shuttingDown = false
+    const shutDownError = (name: string) => new AgentClosed({ name, reason: "the fleet is shutting down" })
 
     const updateGauge = Effect.suspend(() => Metric.set(Telemetry.agentsLive, entries.size))
 
@@ -55,9 +60,10 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
 
     const spawn = Effect.fn("Registry.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
       yield* validateName(name)
+      if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       entries.set(name, { _tag: "Starting" })
-      const scope = yield* Scope.fork(fleetScope, ExecutionStrategy.sequential)
+      const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
       const agent = yield* Agent.make(name, options, deps).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() =>
@@ -67,12 +73,17 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
         )
       )
-      entries.set(name, { _tag: "Live", agent, scope })
+      const entry = { _tag: "Live", agent, scope } as const
+      entries.set(name, entry)
+      if (shuttingDown) {
+        yield* stop(name, entry, "the fleet shut down while it started")
+        return yield* shutDownError(name)
+      }
       yield* updateGauge
       return agent
     }) as (name: string, options?: Agent.AgentOptions) => Effect.Effect<
       Agent.Agent,
-      InvalidName | AgentAlreadyExists | SpawnFailed
+      InvalidName | AgentAlreadyExists | SpawnFailed | AgentClosed
     >
 
     const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>
@@ -108,11 +119,14 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const agents = Effect.sync(() => [...entries.values()].flatMap((e) => (e._tag === "Live" ? [e.agent] : [])))
 
     yield* Effect.addFinalizer(() =>
-      Effect.forEach(
-        [...entries.entries()],
-        ([name, entry]) => (entry._tag === "Live" ? stop(name, entry, "the fleet shut down") : Effect.void),
-        { concurrency: "unbounded", discard: true }
-      )
+      Effect.suspend(() => {
+        shuttingDown = true
+        return Effect.forEach(
+          [...entries.entries()],
+          ([name, entry]) => (entry._tag === "Live" ? stop(name, entry, "the fleet shut down") : Effect.void),
+          { concurrency: "unbounded", discard: true }
+        )
+      })
     )
 
     return { spawn, get, close, list, agents, liveNames: Effect.sync(liveNames) } as const

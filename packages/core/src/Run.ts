@@ -50,6 +50,8 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string>>
   /** A `run` entry of the declarative fleet; the call's own options override its fields. */
   readonly template?: string
+  /** Told what the run is doing as it streams (for progress displays). */
+  readonly onActivity?: Agent.AgentOptions["onActivity"]
 }
 
 export interface RunWorktree {
@@ -207,7 +209,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           ...(options.permission === undefined ? {} : { permission: options.permission }),
           ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
           ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
-          ...(options.env === undefined ? {} : { env: options.env })
+          ...(options.env === undefined ? {} : { env: options.env }),
+          ...(options.onActivity === undefined ? {} : { onActivity: options.onActivity })
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(
           Effect.flatMap((agent) =>

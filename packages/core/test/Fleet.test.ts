@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Metric, MetricState } from "effect"
+import { Effect, Exit, Fiber, Metric, MetricState } from "effect"
+import { execFileSync } from "node:child_process"
 import * as Flotta from "../src/Flotta.js"
 import * as Telemetry from "../src/Telemetry.js"
 import { fakeFleet, isAlive, waitGone } from "./support.js"
@@ -150,6 +151,25 @@ describe("shutdown and telemetry", () => {
         }).pipe(Effect.provide(fakeFleet()))
       )
       for (const pid of pids) assert.isTrue(yield* waitGone(pid), `pid ${pid} outlived the fleet`)
+    }))
+
+  it.live("a spawn still starting when the fleet shuts down fails and leaves no child behind", () =>
+    Effect.gen(function*() {
+      const marker = `--flotta-test-marker-${process.pid}-${Date.now()}`
+      const exit = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const fleet = yield* Flotta.Flotta
+          const starting = yield* Effect.fork(
+            fleet.spawn("late", { env: { FAKE_CLAUDE_START_DELAY_MS: "1500" }, extraArgs: [marker] })
+          )
+          yield* Effect.sleep("300 millis")
+          return starting
+        }).pipe(Effect.provide(fakeFleet()))
+      ).pipe(Effect.flatMap((fiber) => Fiber.await(fiber)))
+      assert.isTrue(Exit.isFailure(exit), String(exit))
+      yield* Effect.sleep("200 millis")
+      const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.includes(marker))
+      assert.deepStrictEqual(left, [])
     }))
 
   it.scopedLive("turns are counted per agent and outcome, and live agents are gauged", () =>

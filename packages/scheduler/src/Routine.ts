@@ -1,0 +1,247 @@
+/**
+ * Routines: the schedule's declarative unit, validated like agent specs. Validation never throws: a bad
+ * routine is reported with the path of its bad field and skipped, so one typo never stops the others.
+ *
+ * Safety by construction: a routine gets write authority only from a named `run` template (checked for a
+ * worktree when it fires) or from an inline write permission that comes with `worktree: true`. Scans are
+ * always read-only.
+ */
+import * as Permission from "@flotta/core/Permission"
+import { NAME_PATTERN } from "@flotta/core/Registry"
+import type { Rejected } from "@flotta/core/Spec"
+import type { Cadence, RoutineAction } from "@flotta/core/Steering"
+import { Either, ParseResult, Schema } from "effect"
+import { parseClock } from "./Schedule.js"
+
+const Name = (what: string) =>
+  Schema.String.pipe(Schema.pattern(NAME_PATTERN, {
+    message: () => `${what}: 1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or digit`
+  }))
+const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
+const Dollars = Schema.Number.pipe(Schema.positive({ message: () => "a positive number of dollars" }))
+const Text = Schema.String.pipe(Schema.minLength(1, { message: () => "a non-empty string" }))
+const Env = Schema.Record({ key: Schema.String, value: Schema.String })
+/** An optional field that, when present, must be valid (no `undefined`). */
+const optional = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+const Common = {
+  name: Name("a routine name"),
+  action: Schema.Literal("scan", "run", "dispatch_scan", "prompt"),
+  /** Decoded on its own first (see `decodeEvery`); kept here so excess-property checks know it. */
+  every: Schema.Unknown,
+  maxBudgetUsd: optional(Dollars),
+  dailyBudgetUsd: optional(Dollars)
+}
+
+/** Where and how a scan's (or a run's) child runs. */
+const Placement = {
+  cwd: optional(Text),
+  model: optional(Text),
+  env: optional(Env),
+  maxTurns: optional(PositiveInt),
+  timeoutMs: optional(PositiveInt)
+}
+
+const ScanFields = {
+  ...Placement,
+  /** Narrows what the scan looks for. */
+  focus: optional(Text),
+  /** The scan's turn text; the scan's rules and focus go into its system prompt. */
+  prompt: optional(Text)
+}
+
+const ScanRoutine = Schema.Struct({ ...Common, action: Schema.Literal("scan"), ...ScanFields })
+const DispatchRoutine = Schema.Struct({
+  ...Common,
+  action: Schema.Literal("dispatch_scan"),
+  ...ScanFields,
+  /** The run template each new task is dispatched to. */
+  template: Name("a run template name"),
+  maxDispatch: Schema.optionalWith(PositiveInt.pipe(Schema.lessThanOrEqualTo(100)), { default: () => 1 })
+})
+const RunRoutine = Schema.Struct({
+  ...Common,
+  action: Schema.Literal("run"),
+  ...Placement,
+  template: optional(Name("a run template name")),
+  prompt: optional(Text),
+  /** Only without a template; a write permission needs `worktree: true`. */
+  permission: optional(Permission.PermissionData),
+  worktree: optional(Schema.Boolean)
+})
+const PromptRoutine = Schema.Struct({
+  ...Common,
+  action: Schema.Literal("prompt"),
+  agent: Name("an agent name"),
+  prompt: Text,
+  timeoutMs: optional(PositiveInt)
+})
+
+type WithCadence<A> = Omit<A, "every"> & { readonly every: Cadence }
+export type ScanRoutine = WithCadence<typeof ScanRoutine.Type>
+export type DispatchRoutine = WithCadence<typeof DispatchRoutine.Type>
+export type RunRoutine = WithCadence<typeof RunRoutine.Type>
+export type PromptRoutine = WithCadence<typeof PromptRoutine.Type>
+export type Routine = ScanRoutine | DispatchRoutine | RunRoutine | PromptRoutine
+
+/** The scan settings a `scan` or `dispatch_scan` routine (or `scanNow`) uses. */
+export type ScanParams = Pick<ScanRoutine, "focus" | "prompt" | "cwd" | "model" | "env" | "maxTurns" | "timeoutMs">
+
+const ACTIONS: ReadonlyArray<RoutineAction> = ["scan", "run", "dispatch_scan", "prompt"]
+
+type Issues = ReadonlyArray<{ readonly path: string; readonly message: string }>
+
+const decodeAction = (
+  action: RoutineAction,
+  input: unknown,
+  entry: string
+): Either.Either<Record<string, unknown>, Issues> => {
+  switch (action) {
+    case "scan":
+      return decodeAt(ScanRoutine, input, entry)
+    case "dispatch_scan":
+      return decodeAt(DispatchRoutine, input, entry)
+    case "run":
+      return decodeAt(RunRoutine, input, entry)
+    case "prompt":
+      return decodeAt(PromptRoutine, input, entry)
+  }
+}
+
+export const isRecord = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const formatPath = (base: string, path: ReadonlyArray<PropertyKey>) =>
+  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), base)
+
+/** Decodes with every issue reported at its path under `base` (one line per path). */
+export const decodeAt = <A, I>(
+  schema: Schema.Schema<A, I>,
+  input: unknown,
+  base: string,
+  onExcessProperty: "error" | "ignore" = "error"
+): Either.Either<A, ReadonlyArray<{ readonly path: string; readonly message: string }>> => {
+  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty })(input)
+  if (Either.isRight(decoded)) return Either.right(decoded.right)
+  const byPath = new Map<string, Array<string>>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
+    const at = formatPath(base, issue.path)
+    const messages = byPath.get(at) ?? []
+    if (!messages.includes(issue.message)) messages.push(issue.message)
+    byPath.set(at, messages)
+  }
+  return Either.left([...byPath].map(([path, messages]) => ({ path, message: messages.join(", or ") })))
+}
+
+const EVERY_HINT = "expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }"
+
+const decodeEvery = (every: unknown, at: string): Either.Either<Cadence, { path: string; message: string }> => {
+  if (!isRecord(every)) return Either.left({ path: at, message: EVERY_HINT })
+  const keys = Object.keys(every)
+  if (keys.length !== 1) return Either.left({ path: at, message: `${EVERY_HINT}: give exactly one of them` })
+  if ("intervalMs" in every) {
+    const ms = every["intervalMs"]
+    return typeof ms === "number" && Number.isInteger(ms) && ms >= 1000
+      ? Either.right({ intervalMs: ms })
+      : Either.left({ path: `${at}.intervalMs`, message: "a whole number of milliseconds, at least 1000" })
+  }
+  if ("dailyAt" in every) {
+    const time = every["dailyAt"]
+    return typeof time === "string" && parseClock(time) !== undefined
+      ? Either.right({ dailyAt: time })
+      : Either.left({ path: `${at}.dailyAt`, message: "a local time of day, \"HH:MM\" (00:00 to 23:59)" })
+  }
+  return Either.left({ path: `${at}.${keys[0]}`, message: `unknown cadence: ${EVERY_HINT}` })
+}
+
+/** Checks one routine; `entry` is where it sits in the config (e.g. `routines[2]`). */
+export const validate = (input: unknown, entry = "routine"): Either.Either<Routine, ReadonlyArray<Rejected>> => {
+  const name = isRecord(input) && typeof input["name"] === "string" ? input["name"] : null
+  const reject = (issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
+    Either.left(issues.map((issue) => ({ entry, name, ...issue })))
+  if (!isRecord(input)) return reject([{ path: entry, message: "expected an object describing a routine" }])
+  const action = input["action"]
+  if (typeof action !== "string" || !ACTIONS.includes(action as RoutineAction)) {
+    return reject([{ path: `${entry}.action`, message: `expected one of ${ACTIONS.map((a) => `"${a}"`).join(", ")}` }])
+  }
+  const every = decodeEvery(input["every"], `${entry}.every`)
+  const decoded = decodeAction(action as RoutineAction, input, entry)
+  const issues = [
+    ...(Either.isLeft(every) ? [every.left] : []),
+    ...(Either.isLeft(decoded) ? decoded.left : [])
+  ]
+  if (Either.isLeft(every) || Either.isLeft(decoded)) return reject(issues)
+  const routine = { ...decoded.right, every: every.right } as Routine
+  const refusal = refuse(routine)
+  return refusal === undefined ? Either.right(routine) : reject([{ path: `${entry}.${refusal.field}`, ...refusal }])
+}
+
+/** The safety rules a schema cannot say. */
+const refuse = (routine: Routine): { readonly field: string; readonly message: string } | undefined => {
+  switch (routine.action) {
+    case "run": {
+      if (routine.template !== undefined) {
+        if (routine.permission !== undefined) {
+          return {
+            field: "permission",
+            message: "a run routine with a template takes its permission from the template"
+          }
+        }
+        if (routine.worktree !== undefined) {
+          return { field: "worktree", message: "a run routine with a template takes its worktree from the template" }
+        }
+        return undefined
+      }
+      if (routine.prompt === undefined) {
+        return { field: "prompt", message: "a run routine needs a prompt (or a template)" }
+      }
+      if (routine.permission !== undefined && Permission.canWrite(routine.permission) && routine.worktree !== true) {
+        return {
+          field: "permission",
+          message: "an inline write permission without a worktree is refused: name a run template with a " +
+            "worktree (template: \"...\"), or set worktree: true"
+        }
+      }
+      return undefined
+    }
+    case "prompt":
+      return routine.maxBudgetUsd === undefined ? undefined : {
+        field: "maxBudgetUsd",
+        message: "a turn of a standing session cannot be bounded per fire: use dailyBudgetUsd for a prompt routine"
+      }
+    default:
+      return undefined
+  }
+}
+
+export interface Routines {
+  readonly routines: ReadonlyArray<Routine>
+  readonly rejected: ReadonlyArray<Rejected>
+}
+
+/** Reads the `routines` array: valid routines in order, and every rejected one with its reasons. */
+export const readRoutines = (input: unknown, entry = "routines"): Routines => {
+  if (input === undefined) return { routines: [], rejected: [] }
+  if (!Array.isArray(input)) {
+    return { routines: [], rejected: [{ entry, name: null, path: entry, message: "expected an array of routines" }] }
+  }
+  const routines: Array<Routine> = []
+  const rejected: Array<Rejected> = []
+  const seen = new Set<string>()
+  input.forEach((item, index) => {
+    const at = `${entry}[${index}]`
+    const result = validate(item, at)
+    if (Either.isLeft(result)) {
+      rejected.push(...result.left)
+      return
+    }
+    const routine = result.right
+    if (seen.has(routine.name)) {
+      rejected.push({ entry: at, name: routine.name, path: `${at}.name`, message: `duplicate name "${routine.name}"` })
+      return
+    }
+    seen.add(routine.name)
+    routines.push(routine)
+  })
+  return { routines, rejected }
+}
