@@ -168,7 +168,9 @@ describe("shutdown and telemetry", () => {
       ).pipe(Effect.flatMap((fiber) => Fiber.await(fiber)))
       assert.isTrue(Exit.isFailure(exit), String(exit))
       yield* Effect.sleep("200 millis")
-      const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.includes(marker))
+      const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) =>
+        l.includes(marker)
+      )
       assert.deepStrictEqual(left, [])
     }))
 

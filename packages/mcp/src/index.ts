@@ -1,1 +1,17 @@
-export {}
+/**
+ * @flotta/mcp: the fleet as MCP tools, over Streamable HTTP (one endpoint, both protocol eras) and stdio.
+ *
+ * - HTTP, composed from config: `McpServer.layerFromConfig` (needs `Flotta`; `Layer.empty` without an `mcp`
+ *   section), or `McpServer.layer({ port, host, token, allowedOrigins })` from code.
+ * - stdio (`flotta mcp`): `Stdio.serve()` in a scope with `Flotta` provided; provide `Stdio.stderrLogger` with
+ *   the fleet so that Effect's logs (the fleet's included) go to stderr, never into the protocol on stdout.
+ * - In process (tests, embedding): `McpHandler.make(settings)` is the endpoint as `fetch(Request)`.
+ */
+export * as McpConfig from "./McpConfig.js"
+export * as McpHandler from "./McpHandler.js"
+export * as McpServer from "./McpServer.js"
+export * as Resources from "./Resources.js"
+export * as Schemas from "./Schemas.js"
+export * as ServerFactory from "./ServerFactory.js"
+export * as Stdio from "./Stdio.js"
+export * as Tools from "./Tools.js"
