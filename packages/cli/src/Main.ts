@@ -7,18 +7,29 @@ import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Option } from "effect"
 import { createRequire } from "node:module"
+import * as ClientCommands from "./ClientCommands.js"
 import * as DoctorCommand from "./DoctorCommand.js"
 import { exitCodeFor } from "./ExitCode.js"
 import * as InitCommand from "./InitCommand.js"
+import * as McpCommand from "./McpCommand.js"
 import * as Output from "./Output.js"
 import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
+import * as ServeCommand from "./ServeCommand.js"
 
 const version = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
 const flotta = Command.make("flotta").pipe(
   Command.withDescription("A control plane for fleets of Claude Code agents"),
-  Command.withSubcommands([RunCommand.command, ReplCommand.command, InitCommand.command, DoctorCommand.command])
+  Command.withSubcommands([
+    RunCommand.command,
+    ServeCommand.command,
+    McpCommand.command,
+    ReplCommand.command,
+    InitCommand.command,
+    DoctorCommand.command,
+    ...ClientCommands.commands
+  ])
 )
 
 const cli = Command.run(flotta, { name: "flotta", version })
@@ -29,9 +40,10 @@ const tagOf = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
   if (Cause.isInterruptedOnly(exit.cause)) return "Interrupted"
   const failure = Cause.failureOption(exit.cause)
   if (Option.isNone(failure)) return undefined
-  return ValidationError.isValidationError(failure.value)
-    ? "ValidationError"
-    : (failure.value as { readonly _tag?: string })._tag
+  if (ValidationError.isValidationError(failure.value)) return "ValidationError"
+  const error = failure.value as { readonly _tag?: string; readonly error?: { readonly _tag?: string } }
+  // A server's typed refusal keeps the exit code of the fleet's own failure.
+  return error._tag === "ToolFailed" ? error.error?._tag : error._tag
 }
 
 const report = (exit: Exit.Exit<unknown, unknown>) => {
@@ -41,8 +53,11 @@ const report = (exit: Exit.Exit<unknown, unknown>) => {
   if (Option.isSome(failure) && ValidationError.isValidationError(failure.value)) return Effect.void
   const text = Option.match(failure, {
     onNone: () => Cause.pretty(exit.cause),
-    onSome: (error) =>
-      `${(error as { readonly _tag?: string })._tag ?? "Error"}: ${(error as Error).message ?? String(error)}`
+    onSome: (error) => {
+      const { _tag = "Error", message = String(error) } = error as { readonly _tag?: string; readonly message?: string }
+      // A server's refusal already starts with the fleet's own tag.
+      return _tag === "ToolFailed" ? message : `${_tag}: ${message}`
+    }
   })
   return Output.stderr(`flotta: ${text}`)
 }
