@@ -17,10 +17,26 @@ import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
 import * as ServeCommand from "./ServeCommand.js"
 
+/** Variables the command reads; the children also inherit the whole environment. */
+const ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
+  ["FLOTTA_CLAUDE_PATH", "the claude executable (else the pinned dependency, then PATH)"],
+  ["FLOTTA_MAX_CONCURRENT_STARTS", "children starting at once (default: twice the cores)"],
+  ["FLOTTA_MCP_PORT", "the MCP server's port (default 4099)"],
+  ["FLOTTA_MCP_HOST", "the MCP server's address (default 127.0.0.1)"],
+  ["FLOTTA_MCP_TOKEN", "bearer token the MCP server requires, and client commands send"],
+  ["ANTHROPIC_API_KEY", "passed on to claude (as are ANTHROPIC_BASE_URL and the rest)"]
+]
+
 const version = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
 const flotta = Command.make("flotta").pipe(
-  Command.withDescription("A control plane for fleets of Claude Code agents"),
+  Command.withDescription(
+    "A control plane for fleets of Claude Code agents.\n\n" +
+      "Config: flotta.config.json, .flotta/config.json or flotta.config.ts in the current directory, or --config.\n" +
+      "Environment (wins over the config):\n" +
+      ENVIRONMENT.map(([name, meaning]) => `  ${name.padEnd(30)} ${meaning}`).join("\n") +
+      "\n\nEach command exits 0 on success and with a code per kind of failure (listed under `run`)."
+  ),
   Command.withSubcommands([
     RunCommand.command,
     ServeCommand.command,
