@@ -1,3 +1,5 @@
+import { Effect } from "effect"
+
 /**
  * Exit codes: 0 on success and one distinct code per kind of failure, so scripts can tell a bad flag from a
  * budget stop from an API error without parsing text. `--help` prints this table.
@@ -38,3 +40,12 @@ export const exitCodeFor = (tag: string | undefined): number =>
 /** The table as `--help` shows it. */
 export const describeExitCodes = (): string =>
   EXIT_CODES.map((entry) => `  ${String(entry.code).padStart(3)}  ${entry.meaning}`).join("\n")
+
+/** Servers (serve, mcp, repl) are meant to be stopped by a signal: for them it is a clean exit, not 130. */
+let signalIsCleanStop = false
+export const signalStopsCleanly = Effect.sync(() => {
+  signalIsCleanStop = true
+})
+
+/** The exit code for an interruption. */
+export const interruptedExitCode = () => (signalIsCleanStop ? 0 : 130)

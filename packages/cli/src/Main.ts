@@ -9,7 +9,7 @@ import { Cause, Effect, Exit, Option } from "effect"
 import { createRequire } from "node:module"
 import * as ClientCommands from "./ClientCommands.js"
 import * as DoctorCommand from "./DoctorCommand.js"
-import { exitCodeFor } from "./ExitCode.js"
+import { exitCodeFor, interruptedExitCode } from "./ExitCode.js"
 import * as InitCommand from "./InitCommand.js"
 import * as McpCommand from "./McpCommand.js"
 import * as Output from "./Output.js"
@@ -84,6 +84,9 @@ cli(process.argv).pipe(
   (program) =>
     NodeRuntime.runMain(program, {
       disableErrorReporting: true,
-      teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : exitCodeFor(tagOf(exit)))
+      teardown: (exit, onExit) => {
+        const tag = tagOf(exit)
+        onExit(Exit.isSuccess(exit) ? 0 : tag === "Interrupted" ? interruptedExitCode() : exitCodeFor(tag))
+      }
     })
 )

@@ -8,6 +8,7 @@ import { Flotta } from "@flotta/core/Flotta"
 import * as Stdio from "@flotta/mcp/Stdio"
 import { Effect } from "effect"
 import * as Engine from "./Engine.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Shared from "./SharedOptions.js"
 
 export const command = Command.make(
@@ -15,6 +16,7 @@ export const command = Command.make(
   { simulate: Shared.simulate, config: Shared.config },
   (flags) =>
     Effect.gen(function*() {
+      yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       return yield* Effect.gen(function*() {
         const fleet = yield* Flotta

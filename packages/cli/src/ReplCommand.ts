@@ -8,6 +8,7 @@ import { createFleet } from "@flotta/core/Client"
 import { Effect } from "effect"
 import * as repl from "node:repl"
 import * as Engine from "./Engine.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
@@ -16,6 +17,7 @@ export const command = Command.make(
   { simulate: Shared.simulate, config: Shared.config },
   (flags) =>
     Effect.gen(function*() {
+      yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       const env = flags.simulate ? yield* Engine.simulatedEnv : {}
       const fleet = createFleet({

@@ -10,6 +10,7 @@ import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Effect, Layer, Option } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Engine from "./Engine.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
@@ -40,6 +41,7 @@ export const command = Command.make(
   { simulate: Shared.simulate, config: Shared.config },
   (flags) =>
     Effect.gen(function*() {
+      yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)

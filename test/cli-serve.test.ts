@@ -1,0 +1,201 @@
+/**
+ * `flotta serve`, the client commands, `flotta mcp` and `flotta repl`, each driven as a user (or an MCP client)
+ * would: the compiled binary as a child process, the real claude CLI, the built-in simulator.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/client"
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { FLOTTA, runFlotta } from "./support/cli.js"
+
+let dir: string
+beforeAll(() => {
+  dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-serve-")))
+})
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const waitFor = async (check: () => boolean, ms: number, what: string) => {
+  const end = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/** A long-running command with its output collected as it comes. */
+const start = (args: ReadonlyArray<string>, cwd: string) => {
+  const child = spawn(process.execPath, [FLOTTA, ...args], { cwd, stdio: ["pipe", "pipe", "pipe"] })
+  const out = { stdout: "", stderr: "", exit: null as number | null, exited: false }
+  child.stdout!.on("data", (d) => (out.stdout += d))
+  child.stderr!.on("data", (d) => (out.stderr += d))
+  child.on("exit", (code) => {
+    out.exit = code
+    out.exited = true
+  })
+  return { child, out }
+}
+
+const stop = async (child: ChildProcess, out: { exited: boolean }) => {
+  if (!out.exited) child.kill("SIGKILL")
+  await waitFor(() => out.exited, 10_000, "the command to exit")
+}
+
+describe("flotta serve and the client commands", () => {
+  it("serves the configured fleet over MCP, answers client commands, and stops cleanly on SIGTERM", async () => {
+    const project = path.join(dir, "served")
+    fs.mkdirSync(project)
+    const port = await freePort()
+    fs.writeFileSync(
+      path.join(project, "flotta.config.json"),
+      `// comments are fine\n${JSON.stringify({ agents: [{ name: "scout" }], mcp: { port } })}\n`
+    )
+    const { child, out } = start(["serve", "--simulate"], project)
+    try {
+      await waitFor(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
+      assert.include(out.stderr, `MCP at http://127.0.0.1:${port}/mcp`)
+      assert.include(out.stderr, "1 agent(s) up (scout)")
+
+      const listed = await runFlotta(project, ["list", "--json"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      const agents = JSON.parse(listed.stdout).agents as Array<{ name: string; pid: number }>
+      assert.deepStrictEqual(agents.map((a) => a.name), ["scout"])
+      const scoutPid = agents[0]!.pid
+
+      const asked = await runFlotta(project, ["ask", "scout", "ECHO over the wire"])
+      assert.strictEqual(asked.code, 0, asked.stderr)
+      assert.strictEqual(asked.stdout, "ECHO: over the wire\n")
+
+      const prompted = await runFlotta(project, ["prompt", "scout", "SLOW 300 queued"])
+      assert.strictEqual(prompted.code, 0, prompted.stderr)
+      const turnId = prompted.stdout.trim()
+      assert.match(turnId, /^t\d+$/)
+      let result = await runFlotta(project, ["result", "scout", turnId])
+      for (let i = 0; i < 50 && result.code !== 0; i++) result = await runFlotta(project, ["result", "scout", turnId])
+      assert.strictEqual(result.stdout, "SLOW DONE queued\n")
+
+      const status = await runFlotta(project, ["status", "scout"])
+      assert.match(status.stdout, /^scout: idle, 0 queued, 2 turns/)
+
+      const reports = await runFlotta(project, ["reports", "--agent", "scout"])
+      assert.deepStrictEqual(
+        reports.stdout.trim().split("\n").map((l) => l.trim().split(/\s+/)[3]),
+        ["spawned", "turn_started", "result", "turn_started", "result"]
+      )
+
+      const unknown = await runFlotta(project, ["ask", "ghost", "hello"])
+      assert.strictEqual(unknown.code, 12)
+      assert.match(unknown.stderr, /AgentNotFound: no agent named "ghost" \(live agents: scout\)/)
+
+      child.kill("SIGTERM")
+      await waitFor(() => out.exited, 20_000, "serve to stop on SIGTERM")
+      assert.strictEqual(out.exit, 0, out.stderr)
+      await waitFor(() => !isAlive(scoutPid), 10_000, "the agent's claude process to exit")
+      const after = await runFlotta(project, ["list"])
+      assert.strictEqual(after.code, 12)
+      assert.match(after.stderr, /no flotta server answered/)
+    } finally {
+      await stop(child, out)
+    }
+  })
+
+  it("refuses a missing or wrong token when one is configured", async () => {
+    const project = path.join(dir, "guarded")
+    fs.mkdirSync(project)
+    const port = await freePort()
+    const token = "a-long-enough-secret-token"
+    fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify({ mcp: { port, token } }))
+    const { child, out } = start(["serve", "--simulate"], project)
+    try {
+      await waitFor(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
+      const withToken = await runFlotta(project, ["list"]) // the config's token
+      assert.strictEqual(withToken.code, 0, withToken.stderr)
+      const wrong = await runFlotta(project, ["list", "--token", "wrong-token-wrong-token"])
+      assert.strictEqual(wrong.code, 12)
+    } finally {
+      await stop(child, out)
+    }
+  })
+})
+
+describe("flotta mcp", () => {
+  it("serves the tools over stdio to the SDK client, with nothing but protocol on stdout", async () => {
+    const stderr: Array<string> = []
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [FLOTTA, "mcp", "--simulate"],
+      cwd: dir,
+      stderr: "pipe"
+    })
+    transport.stderr?.on("data", (d) => stderr.push(String(d)))
+    const client = new Client({ name: "cli-test", version: "0.0.0" })
+    await client.connect(transport)
+    try {
+      const { tools } = await client.listTools()
+      assert.includeMembers(tools.map((t) => t.name), ["flotta_spawn", "flotta_ask", "flotta_wait", "flotta_close"])
+      const spawned = await client.callTool({ name: "flotta_spawn", arguments: { name: "stdio-agent" } })
+      assert.notStrictEqual(spawned.isError, true, JSON.stringify(spawned.content))
+      const asked = await client.callTool({
+        name: "flotta_ask",
+        arguments: { name: "stdio-agent", text: "ECHO through stdio" }
+      })
+      const answer = asked.structuredContent as { done: boolean; result: { text: string } }
+      assert.isTrue(answer.done)
+      assert.strictEqual(answer.result.text, "ECHO: through stdio")
+      assert.include(stderr.join(""), "simulating")
+    } finally {
+      await client.close()
+    }
+  })
+})
+
+describe("flotta repl", () => {
+  it("gives a live fleet with top-level await, driven through stdin", async () => {
+    const project = path.join(dir, "repl")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify({ agents: [{ name: "booted" }] }))
+    const { child, out } = start(["repl", "--simulate"], project)
+    const prompts = () => (out.stdout.match(/flotta> /g) ?? []).length
+    try {
+      await waitFor(() => prompts() >= 1, 60_000, "the REPL prompt")
+      const lines = [
+        "await fleet.spawn(\"typed\")",
+        "await fleet.ask(\"typed\", \"ECHO from the repl\")",
+        "(await fleet.list()).map((a) => a.name).sort().join(\",\")"
+      ]
+      for (const [i, line] of lines.entries()) {
+        child.stdin!.write(line + "\n")
+        await waitFor(() => prompts() >= i + 2, 60_000, `the answer to ${line}`)
+      }
+      assert.include(out.stdout, "'ECHO: from the repl'")
+      assert.include(out.stdout, "'booted,typed'")
+      child.stdin!.write(".exit\n")
+      await waitFor(() => out.exited, 20_000, "the REPL to exit")
+      assert.strictEqual(out.exit, 0, out.stderr)
+    } finally {
+      await stop(child, out)
+    }
+  })
+})
