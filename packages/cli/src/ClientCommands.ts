@@ -76,11 +76,11 @@ const connect = (flags: Connection) =>
     const { token, url } = yield* endpoint(flags)
     return yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: async () => {
+        try: () => {
           const client = new Client({ name: "flotta-cli", version: "0.1.0" })
           const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
-          await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }))
-          return client
+          const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
+          return client.connect(transport).then(() => client)
         },
         catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
       }),
