@@ -21,6 +21,7 @@
  *    | `SLOW <ms> [words]`       | `SLOW DONE <words>`, streamed over `<ms>` so interrupts land mid-turn    |
  *    | `HANG`                    | `message_start`, then nothing until the client goes away                 |
  *    | `ERROR <status>`          | that HTTP error (400..599, else 500) with the API's error JSON           |
+ *    | anything, with a schema   | a StructuredOutput call with a sample of the `--json-schema` schema      |
  *
  *    Requests the CLI makes on its own (model probes, prompt suggestions, compaction) are "side requests":
  *    they get short fixed answers and never reach the rules.
@@ -167,7 +168,42 @@ const toolAnswer = (options: DecideOptions, name: string, input: Json): Decision
 })
 
 // The rules on a user prompt (trimmed, reminders stripped); `messages` is the whole request history.
-const onPrompt = (prompt: string, messages: ReadonlyArray<Json>, options: DecideOptions): Ruled => {
+/** A small value that satisfies a JSON Schema: what the scripted model answers when structured output is asked. */
+export const sampleOf = (schema: unknown): unknown => {
+  if (!isObject(schema)) return null
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0]
+  if ("const" in schema) return schema.const
+  for (const key of ["oneOf", "anyOf", "allOf"] as const) {
+    const options = schema[key]
+    if (Array.isArray(options) && options.length > 0) return sampleOf(options[0])
+  }
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type
+  switch (type) {
+    case "object": {
+      const properties = isObject(schema.properties) ? schema.properties : {}
+      return Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, sampleOf(value)]))
+    }
+    case "array":
+      return schema.items === undefined ? [] : [sampleOf(schema.items)]
+    case "string":
+      return "simulated"
+    case "number":
+    case "integer":
+      return typeof schema.minimum === "number" ? schema.minimum : 1
+    case "boolean":
+      return true
+    default:
+      return null
+  }
+}
+
+/** The StructuredOutput tool the CLI offers under `--json-schema`, if this request has it. */
+const structuredOutputSchema = (body: Json): unknown => {
+  const tools = Array.isArray(body.tools) ? body.tools.filter(isObject) : []
+  return tools.find((tool) => tool.name === "StructuredOutput")?.input_schema
+}
+
+const onPrompt = (prompt: string, messages: ReadonlyArray<Json>, options: DecideOptions, body: Json = {}): Ruled => {
   const { keyword, rest } = parsePrompt(prompt)
   const ruled = (rule: string, decision: Decision): Ruled => ({ rule, prompt, decision })
   const text = (answer: string) => textAnswer(answer, options.usage)
@@ -212,8 +248,14 @@ const onPrompt = (prompt: string, messages: ReadonlyArray<Json>, options: Decide
     }
     case "ECHO":
       return ruled("ECHO", text(`ECHO: ${rest}`))
-    default:
-      return ruled("ECHO", text(`ECHO: ${prompt}`))
+    default: {
+      // A plain prompt where structured output is asked for gets a sample of the schema, so that
+      // `flotta run --simulate --json-schema ...` shows the whole path with any prompt.
+      const schema = structuredOutputSchema(body)
+      return schema === undefined
+        ? ruled("ECHO", text(`ECHO: ${prompt}`))
+        : ruled("SAMPLE", toolAnswer(options, "StructuredOutput", sampleOf(schema) as Json))
+    }
   }
 }
 
@@ -320,12 +362,12 @@ export const decide = (body: Json, options: DecideOptions): Ruled => {
   }
   const side = sideRequest(body, messages, newest, options)
   if (side !== undefined) return side
-  if (newest !== undefined) return onPrompt(newest, messages, options)
+  if (newest !== undefined) return onPrompt(newest, messages, options, body)
   if (resultAt >= 0) return onToolResult(blocks[resultAt]!, messages, lastUser, options)
   const origin = originPrompt(messages, lastUser + 1)
   return origin === undefined
     ? { rule: "empty", prompt: undefined, decision: textAnswer("ECHO: ", options.usage) }
-    : onPrompt(origin, messages, options)
+    : onPrompt(origin, messages, options, body)
 }
 
 // ---------------------------------------------------------------------------------------------------------
