@@ -1,0 +1,84 @@
+/**
+ * The fleet's MCP server over Streamable HTTP: one endpoint, `http://<host>:<port>/mcp`, serving the
+ * 2026-07-28 revision and the 2025-era ones side by side (see McpHandler). `layer(config)` runs it for as long
+ * as the layer's scope lives and closes the port, the sessions and every open stream when it ends;
+ * `layerFromConfig` does so only when the config has an `mcp` section.
+ */
+import { Flotta } from "@flotta/core/Flotta"
+import { toNodeHandler } from "@modelcontextprotocol/node"
+import { Context, Effect, Layer, Option } from "effect"
+import type { ConfigError } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as McpConfig from "./McpConfig.js"
+import * as McpHandler from "./McpHandler.js"
+
+export class McpServer extends Context.Tag("@flotta/mcp/McpServer")<McpServer, {
+  /** The endpoint, e.g. `http://127.0.0.1:4099/mcp`. */
+  readonly url: string
+  readonly host: string
+  /** The bound port (the real one when the config asked for 0). */
+  readonly port: number
+  /** The same handler the socket serves, for in-process use. */
+  readonly handler: McpHandler.McpHandler
+}>() {}
+
+const listen = (server: http.Server, port: number, host: string) =>
+  Effect.async<AddressInfo, McpConfig.McpConfigError>((resume) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      const reason = error.code === "EADDRINUSE"
+        ? `port ${port} on ${host} is already in use: stop the other server or set mcp.port (FLOTTA_MCP_PORT)`
+        : `cannot listen on ${host}:${port}: ${error.message}`
+      resume(Effect.fail(new McpConfig.McpConfigError({ reason })))
+    }
+    server.once("error", onError)
+    server.listen(port, host, () => {
+      server.off("error", onError)
+      resume(Effect.succeed(server.address() as AddressInfo))
+    })
+  })
+
+const close = (server: http.Server) =>
+  Effect.async<void>((resume) => {
+    server.close(() => resume(Effect.void))
+    // Open SSE streams and keep-alive sockets would hold `close` forever.
+    server.closeAllConnections()
+  })
+
+/** Serves the settings' endpoint until the scope closes. */
+export const serve = (settings: McpConfig.McpSettings) =>
+  Effect.gen(function*() {
+    const handler = yield* McpHandler.make(settings)
+    const node = toNodeHandler(handler)
+    const server = http.createServer((req, res) => {
+      void node(req as Parameters<typeof node>[0], res)
+    })
+    // Bounds on receiving a request (not on answering it: a wait streams its answer for up to 50 s).
+    server.requestTimeout = 60_000
+    server.headersTimeout = 30_000
+    const address = yield* Effect.acquireRelease(listen(server, settings.port, settings.host), () => close(server))
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address
+    const url = `http://${host}:${address.port}${McpConfig.PATH}`
+    yield* Effect.logInfo(`MCP server listening on ${url}`).pipe(
+      Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "bearer token" : "none (loopback only)" })
+    )
+    return { url, host: address.address, port: address.port, handler }
+  })
+
+/** The server with these settings (the environment's FLOTTA_MCP_* override them). Requires the fleet. */
+export const layer = (
+  config: McpConfig.McpConfigInput = {}
+): Layer.Layer<McpServer, McpConfig.McpConfigError | ConfigError.ConfigError, Flotta> =>
+  Layer.scoped(McpServer, Effect.flatMap(McpConfig.resolve(config), serve))
+
+/** The server when the config has an `mcp` section; otherwise nothing at all (no port is opened). */
+export const layerFromConfig: Layer.Layer<never, McpConfig.McpConfigError | ConfigError.ConfigError, Flotta> = Layer
+  .unwrapEffect(
+    Effect.map(
+      McpConfig.section,
+      Option.match({
+        onNone: () => Layer.empty,
+        onSome: (config) => Layer.map(layer(config), () => Context.empty())
+      })
+    )
+  )

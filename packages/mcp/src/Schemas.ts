@@ -1,0 +1,300 @@
+/**
+ * The tools' arguments and results, as Effect Schemas. Arguments are strict (a misspelt field is an error that
+ * names it); results describe what the engine returns and tolerate fields added later.
+ */
+import { PermissionData } from "@flotta/core/Permission"
+import { Schema } from "effect"
+
+// --- arguments ---------------------------------------------------------------------------------------------
+
+/** A required field, described for the client (the description goes on the field, not into error messages). */
+const req = <S extends Schema.Schema.All>(schema: S, description: string) =>
+  Schema.propertySignature(schema).annotations({ description })
+
+/** An optional field that is absent, never `undefined` (what `exactOptionalPropertyTypes` expects). */
+const opt = <S extends Schema.Schema.All>(schema: S, description?: string) =>
+  Schema.optionalWith(schema, { exact: true }).annotations(description === undefined ? {} : { description })
+
+const Text = Schema.String.pipe(Schema.minLength(1))
+
+/** Any JSON value, said so explicitly (an empty schema reads as "no contract" to schema linters). */
+const JsonValue = Schema.Unknown.annotations({
+  jsonSchema: { anyOf: ["object", "array", "string", "number", "boolean", "null"].map((type) => ({ type })) }
+})
+/** A free-form JSON object. */
+const JsonObject = Schema.Unknown.annotations({ jsonSchema: { type: "object", additionalProperties: true } })
+const Seconds = Schema.Number.pipe(Schema.positive(), Schema.finite())
+const Count = Schema.Number.pipe(Schema.int(), Schema.positive())
+
+export const NAME_DESCRIPTION =
+  "The agent's (or run's) name: 1 to 63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
+
+/** A bounded wait: MCP clients give up on a call after about 60 s, so one call waits at most 50 s. */
+export const MAX_WAIT_SECONDS = 50
+export const DEFAULT_WAIT_SECONDS = 45
+
+const WaitSeconds = Schema.Number.pipe(Schema.between(0, MAX_WAIT_SECONDS))
+const WAIT_DESCRIPTION = `How long this call waits, in seconds (default ${DEFAULT_WAIT_SECONDS}, at most ` +
+  `${MAX_WAIT_SECONDS}); when it expires the call returns done: false, and flotta_wait waits again`
+const TURN_TIMEOUT_DESCRIPTION =
+  "The turn's own time limit in seconds; when it expires the turn is interrupted (TurnTimeout)"
+
+const Permission = PermissionData
+const PERMISSION_DESCRIPTION =
+  "\"read_only\" (Read, Glob, Grep), \"full\", or { \"allow\": [tool names or rules like \"Bash(git *)\"] }"
+
+const Env = Schema.Record({ key: Schema.String, value: Schema.String })
+const CWD_DESCRIPTION = "Working directory (default: the server's)"
+const REPO_DESCRIPTION = "A directory inside the git repository (default: the server's working directory)"
+
+export const NameArgs = Schema.Struct({ name: req(Text, NAME_DESCRIPTION) })
+
+export const SpawnArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  cwd: opt(Text, CWD_DESCRIPTION),
+  model: opt(Text, "Model name or alias, e.g. \"sonnet\" (default: the CLI's)"),
+  permission: opt(Permission, PERMISSION_DESCRIPTION + " (default \"read_only\")"),
+  systemPrompt: opt(Schema.String, "Replaces the default system prompt"),
+  appendSystemPrompt: opt(Schema.String, "Appended to the default system prompt"),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION + " (default 180)"),
+  env: opt(Env, "Added to the agent's environment"),
+  role: opt(Schema.Literal("member", "manager")),
+  resume: opt(Text, "A session id to continue (from a run's result or an agent's info)")
+})
+
+export const RunArgs = Schema.Struct({
+  prompt: opt(Text, "The task (required unless the template has one)"),
+  name: opt(Text, "The run's name (generated when absent); " + NAME_DESCRIPTION),
+  template: opt(Text, "A `run` entry of the configured fleet to start from"),
+  cwd: opt(Text, CWD_DESCRIPTION),
+  model: opt(Text, "Model name or alias"),
+  permission: opt(Permission, PERMISSION_DESCRIPTION),
+  systemPrompt: opt(Schema.String),
+  appendSystemPrompt: opt(Schema.String),
+  worktree: opt(
+    Schema.Union(Schema.Boolean, Text),
+    "true isolates the run in its own git worktree (a string names it)"
+  ),
+  cleanup: opt(Schema.Boolean, "After a successful run, commit its changes and remove the worktree (the branch stays)"),
+  jsonSchema: opt(
+    Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+      jsonSchema: { type: "object", additionalProperties: true }
+    }),
+    "A JSON Schema the result's structuredOutput must conform to"
+  ),
+  maxTurns: opt(Count, "Model calls at most"),
+  maxBudgetUsd: opt(Seconds, "Spend at most this many dollars"),
+  timeoutSeconds: opt(Seconds, "The run is interrupted after this long"),
+  env: opt(Env, "Added to the run's environment")
+})
+
+export const PromptArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  text: req(Text, "The prompt"),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION)
+})
+
+export const AskArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  text: req(Text, "The prompt"),
+  timeoutSeconds: opt(WaitSeconds, WAIT_DESCRIPTION),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION)
+})
+
+export const WaitArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  turnId: opt(Text, "The turn to wait for (from flotta_prompt or flotta_ask); default: the agent's latest turn"),
+  run: opt(Schema.Boolean, "Wait for the run (or verify) named `name` instead of an agent's turn"),
+  timeoutSeconds: opt(WaitSeconds, WAIT_DESCRIPTION)
+})
+
+export const ResultArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  turnId: opt(Text, "The turn id, or \"latest\" (default): the last finished turn")
+})
+
+export const TranscriptArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  last: opt(Count, "Only the last N turns")
+})
+
+export const BroadcastArgs = Schema.Struct({
+  text: req(Text, "The prompt sent to every live agent"),
+  timeoutSeconds: opt(WaitSeconds, WAIT_DESCRIPTION),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION)
+})
+
+export const VerifyArgs = Schema.Struct({
+  branch: req(Text, "The branch (or commit) to check out in a throwaway worktree"),
+  checks: req(Schema.Array(Text).pipe(Schema.minItems(1)), "Shell commands; each must exit 0"),
+  cwd: opt(Text, REPO_DESCRIPTION),
+  name: opt(Text, "The verify's name (generated when absent)"),
+  checkTimeoutSeconds: opt(Seconds, "Per check (default 600)")
+})
+
+export const ReportsArgs = Schema.Struct({
+  cursor: opt(
+    Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+    "Entries after this sequence number: pass the `next` of the previous call (default 0: from the start)"
+  ),
+  agent: opt(Text, "Only this agent's (or run's) entries"),
+  kinds: opt(
+    Schema.Array(Text),
+    "Only these kinds: spawned, turn_started, result, error, closed, crashed, restarted, permission, ..."
+  ),
+  limit: opt(Schema.Number.pipe(Schema.int(), Schema.between(1, 10_000)), "At most this many entries (default 100)")
+})
+
+export const CwdArgs = Schema.Struct({ cwd: opt(Text, REPO_DESCRIPTION) })
+
+export const GcArgs = Schema.Struct({
+  cwd: opt(Text, REPO_DESCRIPTION),
+  force: opt(Schema.Boolean, "Remove worktrees with uncommitted changes too")
+})
+
+export const NoArgs = Schema.Struct({})
+
+// --- results ------------------------------------------------------------------------------------------------
+
+const describe = <S extends Schema.Schema.Any>(schema: S, description: string) =>
+  schema.annotations({ description }) as S
+
+const NullableString = Schema.NullOr(Schema.String)
+const NullableNumber = Schema.NullOr(Schema.Number)
+
+export const ErrorView = Schema.Struct({ _tag: Schema.String, message: Schema.String })
+
+export const AgentInfo = Schema.Struct({
+  name: Schema.String,
+  status: describe(Schema.String, "starting, idle, working, restarting or closed"),
+  pid: NullableNumber,
+  sessionId: Schema.String,
+  alive: Schema.Boolean,
+  cwd: Schema.String,
+  model: NullableString,
+  permission: Schema.Union(Schema.String, Schema.Struct({ allow: Schema.Array(Schema.String) })),
+  role: Schema.String,
+  current: describe(NullableString, "The turn in flight"),
+  queued: Schema.Number,
+  totals: Schema.Struct({ turns: Schema.Number, failed: Schema.Number, costUsd: Schema.Number }),
+  restarts: Schema.Number,
+  startedAt: Schema.String,
+  closedReason: NullableString
+})
+
+export const StatusView = Schema.Struct({
+  status: describe(Schema.String, "starting, idle, working, restarting or closed"),
+  current: describe(NullableString, "The turn in flight"),
+  queued: describe(Schema.Number, "Turns waiting behind it"),
+  turns: describe(Schema.Number, "Finished turns")
+})
+
+export const TurnResult = Schema.Struct({
+  turnId: Schema.String,
+  text: Schema.String,
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  modelCalls: Schema.Number,
+  sessionId: Schema.String,
+  subtype: Schema.String,
+  usage: Schema.optional(describe(JsonObject, "Token usage, as the API reported it")),
+  permissionDenials: Schema.Array(JsonObject),
+  structuredOutput: Schema.optional(JsonValue)
+})
+
+export const TurnRecord = Schema.Struct({
+  turnId: Schema.String,
+  prompt: Schema.String,
+  status: describe(Schema.String, "queued, running, succeeded or failed"),
+  reply: NullableString,
+  error: Schema.NullOr(ErrorView),
+  toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, input: JsonValue })),
+  permissions: Schema.Array(JsonObject),
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  modelCalls: Schema.Number,
+  enqueuedAt: Schema.String,
+  startedAt: NullableString,
+  finishedAt: NullableString
+})
+
+export const RunResult = Schema.Struct({
+  kind: Schema.Literal("run"),
+  name: Schema.String,
+  text: Schema.String,
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  modelCalls: Schema.Number,
+  sessionId: Schema.String,
+  structuredOutput: Schema.optional(JsonValue),
+  permissionDenials: Schema.Array(JsonObject),
+  worktree: Schema.optional(Schema.Struct({
+    path: Schema.String,
+    branch: Schema.String,
+    commit: Schema.optional(Schema.String),
+    removed: Schema.Boolean
+  }))
+})
+
+export const VerifyReport = Schema.Struct({
+  kind: Schema.Literal("verify"),
+  name: Schema.String,
+  passed: Schema.Boolean,
+  branch: Schema.String,
+  commit: Schema.String,
+  checks: Schema.Array(Schema.Struct({
+    command: Schema.String,
+    ok: Schema.Boolean,
+    exitCode: NullableNumber,
+    timedOut: Schema.Boolean,
+    durationMs: Schema.Number,
+    output: Schema.String
+  }))
+})
+
+export const ReportEntry = Schema.Struct({
+  seq: Schema.Number,
+  at: Schema.String,
+  agent: Schema.String,
+  kind: Schema.String,
+  turnId: Schema.optional(Schema.String),
+  data: JsonValue
+})
+
+export const Started = Schema.Struct({
+  name: Schema.String,
+  kind: Schema.Literal("run", "verify"),
+  status: Schema.Literal("running"),
+  next: describe(Schema.String, "What to call to get the outcome")
+})
+
+export const WaitResult = Schema.Struct({
+  done: describe(Schema.Boolean, "false: still going when the wait ended; call flotta_wait again"),
+  name: Schema.String,
+  kind: Schema.Literal("turn", "run"),
+  turnId: Schema.optional(Schema.String),
+  waitedMs: Schema.Number,
+  result: Schema.optional(Schema.Union(TurnResult, RunResult, VerifyReport)),
+  status: Schema.optional(StatusView),
+  message: describe(Schema.String, "What happened, in words")
+})
+
+export const BroadcastResult = Schema.Struct({
+  agents: Schema.Array(Schema.Struct({
+    name: Schema.String,
+    done: describe(Schema.Boolean, "false: the agent is still on it; flotta_wait with its turnId"),
+    ok: Schema.Boolean,
+    turnId: Schema.optional(Schema.String),
+    text: Schema.optional(Schema.String),
+    costUsd: Schema.optional(Schema.Number),
+    error: Schema.optional(ErrorView)
+  }))
+})
+
+export const WorktreeInfo = Schema.Struct({
+  path: Schema.String,
+  branch: Schema.String,
+  clean: Schema.Boolean,
+  locked: Schema.Boolean,
+  ageMs: Schema.Number
+})

@@ -1,0 +1,249 @@
+/**
+ * The server on a real loopback port: both eras over the socket, the Host/Origin guards (DNS rebinding), the
+ * bearer token, the refusal of an unauthenticated non-loopback bind, config-driven composition, legacy session
+ * bookkeeping (DELETE, expiry, cap), and no port left open once the layer's scope closes.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as McpConfig from "../src/McpConfig.js"
+import * as McpServer from "../src/McpServer.js"
+import type { Era } from "./support.js"
+import { call, connect, ERAS, eventually, fakeFleet, recordingTracer, structured } from "./support.js"
+
+const TOKEN = "test-token-0123456789abcdef"
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } }
+})
+
+/** One raw HTTP POST (node:http, so the Host header can be anything). */
+const post = (url: string, headers: Record<string, string>, body = INITIALIZE) =>
+  Effect.async<{ status: number; headers: http.IncomingHttpHeaders; body: string }, Error>((resume) => {
+    const request = http.request(url, {
+      method: "POST",
+      agent: false,
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers
+      }
+    }, (response) => {
+      let text = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (text += chunk))
+      response.on(
+        "end",
+        () => resume(Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers, body: text }))
+      )
+    })
+    request.on("error", (error) => resume(Effect.fail(error)))
+    request.end(body)
+  })
+
+/** The server's layer over a fresh fake fleet, built in the test's scope. */
+const serve = (config: McpConfig.McpConfigInput = {}) =>
+  Layer.build(McpServer.layer({ port: 0, ...config }).pipe(Layer.provide(fakeFleet()))).pipe(
+    Effect.map(Context.get(McpServer.McpServer))
+  )
+
+const overSocket = (url: string, era: Era, headers: Record<string, string> = {}) =>
+  connect((request) => fetch(request), era, url, headers)
+
+const freePort = Effect.async<number>((resume) => {
+  const server = net.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address() as net.AddressInfo
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const refused = (url: string) =>
+  post(url, {}).pipe(Effect.match({ onFailure: (e) => /ECONNREFUSED/.test(String(e)), onSuccess: () => false }))
+
+describe("the MCP server on a loopback port", () => {
+  it.scopedLive("serves both eras on 127.0.0.1 and closes the port with its scope", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const server = yield* serve().pipe(Scope.extend(scope))
+      assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/)
+      for (const era of ERAS) {
+        const client = yield* overSocket(server.url, era).pipe(Scope.extend(scope))
+        yield* call(client, "flotta_spawn", { name: `a-${era.era}` })
+        const reply = structured<{ result: { text: string } }>(
+          yield* call(client, "flotta_ask", { name: `a-${era.era}`, text: "hello" })
+        )
+        assert.strictEqual(reply.result.text, "echo: hello")
+      }
+      yield* Scope.close(scope, Exit.void)
+      assert.isTrue(yield* refused(server.url), "the port is still open")
+    }))
+
+  it.scopedLive("over the socket, a client's cancellation reaches the running wait in both eras", () => {
+    const { ended, tracer } = recordingTracer()
+    return Effect.gen(function*() {
+      const server = yield* serve()
+      for (const era of ERAS) {
+        const client = yield* overSocket(server.url, era)
+        const name = `patient-${era.era}`
+        yield* call(client, "flotta_spawn", { name })
+        yield* call(client, "flotta_prompt", { name, text: "slow 1500 unbothered" })
+        const abort = new AbortController()
+        const waiting = yield* Effect.fork(
+          Effect.promise(() =>
+            client.callTool({ name: "flotta_wait", arguments: { name, turnId: "t1" } }, {
+              signal: abort.signal,
+              onprogress: () => {}
+            }).then(() => "answered", () => "rejected")
+          )
+        )
+        yield* Effect.sleep("200 millis")
+        const before = ended.length
+        const abortedAt = Date.now()
+        abort.abort()
+        assert.strictEqual(yield* waiting.await.pipe(Effect.flatMap((exit) => exit)), "rejected")
+        const span = yield* eventually(
+          () => ended.slice(before).find((s) => s.name === "mcp.flotta_wait"),
+          (s) => s !== undefined,
+          3000
+        )
+        assert.isDefined(span, `${era.era}: the cancellation never reached the tool`)
+        assert.isBelow(span!.at - abortedAt, 500, `${era.era}: the cancellation took too long`)
+        const done = structured<{ result: { text: string } }>(
+          yield* call(client, "flotta_wait", { name, turnId: "t1" })
+        )
+        assert.strictEqual(done.result.text, "slow done unbothered")
+      }
+    }).pipe(Effect.withTracer(tracer))
+  })
+
+  it.scopedLive("validates Host and Origin on every request: a foreign Origin gets 403 (DNS rebinding)", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({ allowedOrigins: ["https://app.example.com:8443"] })
+      const host = `127.0.0.1:${server.port}`
+      const evil = yield* post(server.url, { host, origin: "http://evil.example" })
+      assert.strictEqual(evil.status, 403)
+      assert.match(evil.body, /origin/i)
+      assert.strictEqual((yield* post(server.url, { host, origin: "null" })).status, 403)
+      const rebound = yield* post(server.url, { host: `attacker.example:${server.port}` })
+      assert.strictEqual(rebound.status, 403)
+      // Loopback origins, configured ones, and clients that send no Origin pass.
+      assert.strictEqual((yield* post(server.url, { host, origin: `http://localhost:${server.port}` })).status, 200)
+      assert.strictEqual((yield* post(server.url, { host, origin: "https://app.example.com" })).status, 200)
+      assert.strictEqual((yield* post(server.url, { host: `localhost:${server.port}` })).status, 200)
+      // Guards come before routing: a modern request from a foreign origin is refused the same way.
+      const modern = yield* post(server.url, {
+        host,
+        origin: "http://evil.example",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list"
+      }, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }))
+      assert.strictEqual(modern.status, 403)
+      assert.strictEqual((yield* post(server.url.replace("/mcp", "/other"), { host })).status, 404)
+    }))
+
+  it.scopedLive("with a token, a missing or wrong one gets 401 and the right one works in both eras", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({ token: TOKEN })
+      const host = `127.0.0.1:${server.port}`
+      const missing = yield* post(server.url, { host })
+      assert.strictEqual(missing.status, 401)
+      assert.match(String(missing.headers["www-authenticate"]), /^Bearer/)
+      assert.strictEqual((yield* post(server.url, { host, authorization: "Bearer wrong-token" })).status, 401)
+      assert.strictEqual((yield* post(server.url, { host, authorization: `Basic ${TOKEN}` })).status, 401)
+      assert.strictEqual((yield* post(server.url, { host, authorization: `Bearer ${TOKEN}x` })).status, 401)
+      assert.strictEqual((yield* post(server.url, { host, authorization: `Bearer ${TOKEN}` })).status, 200)
+      for (const era of ERAS) {
+        const client = yield* overSocket(server.url, era, { authorization: `Bearer ${TOKEN}` })
+        assert.deepStrictEqual(structured(yield* call(client, "flotta_list")), { agents: [] })
+      }
+    }))
+
+  it.scopedLive("FLOTTA_MCP_TOKEN and FLOTTA_MCP_PORT override the config", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const server = yield* serve({ port: 1 }).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["FLOTTA_MCP_TOKEN", TOKEN], ["FLOTTA_MCP_PORT", String(port)]])
+        ))
+      )
+      assert.strictEqual(server.port, port)
+      assert.strictEqual((yield* post(server.url, { host: `127.0.0.1:${port}` })).status, 401)
+    }))
+
+  it.scopedLive("refuses to bind beyond loopback without a token, with a clear message", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(serve({ host: "0.0.0.0" }))
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      assert.instanceOf(error, McpConfig.McpConfigError)
+      assert.match(String(error?.message), /0\.0\.0\.0 .*no token.*FLOTTA_MCP_TOKEN.*127\.0\.0\.1/)
+      const short = yield* Effect.exit(serve({ token: "short" }))
+      assert.isTrue(Exit.isFailure(short))
+      // With a token it starts.
+      const open = yield* serve({ host: "0.0.0.0", token: TOKEN })
+      assert.strictEqual(
+        (yield* post(`http://127.0.0.1:${open.port}/mcp`, { authorization: `Bearer ${TOKEN}` })).status,
+        200
+      )
+    }))
+
+  it.scopedLive("layerFromConfig opens a port only when the config has an mcp section", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const url = `http://127.0.0.1:${port}/mcp`
+      const build = (config: unknown) =>
+        Layer.build(McpServer.layerFromConfig.pipe(Layer.provide(fakeFleet()))).pipe(
+          Effect.withConfigProvider(ConfigProvider.fromJson(config))
+        )
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* build({ agents: [] })
+        assert.isTrue(yield* refused(url))
+        yield* build({ mcp: { enabled: false, port } })
+        assert.isTrue(yield* refused(url))
+      }))
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* build({ mcp: { port } })
+        assert.strictEqual((yield* post(url, { host: `127.0.0.1:${port}` })).status, 200)
+      }))
+      assert.isTrue(yield* refused(url), "the port outlived the layer")
+    }))
+
+  it.scopedLive("legacy sessions: DELETE ends one, an unknown id gets 404, idle ones expire, the cap holds", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({ sessionIdleTimeout: "1200 millis", maxSessions: 2 })
+      const legacy = ERAS[0]
+      const scope = yield* Scope.make()
+      const first = yield* overSocket(server.url, legacy).pipe(Scope.extend(scope))
+      assert.strictEqual(server.handler.sessions(), 1)
+      const transport = first.transport as unknown as { terminateSession: () => Promise<void> }
+      yield* Effect.promise(() => transport.terminateSession())
+      assert.strictEqual(server.handler.sessions(), 0)
+      const stale = yield* post(server.url, { host: `127.0.0.1:${server.port}`, "mcp-session-id": "no-such-session" })
+      assert.strictEqual(stale.status, 404)
+
+      yield* overSocket(server.url, legacy).pipe(Scope.extend(scope))
+      yield* overSocket(server.url, legacy).pipe(Scope.extend(scope))
+      const newest = yield* overSocket(server.url, legacy).pipe(Scope.extend(scope))
+      assert.strictEqual(server.handler.sessions(), 2, "the cap was not enforced")
+      // A legacy client that keeps no session id is still served (statelessly).
+      const stateless = yield* post(
+        server.url,
+        {
+          host: `127.0.0.1:${server.port}`,
+          "mcp-protocol-version": "2025-11-25"
+        },
+        JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "flotta_list", arguments: {} } })
+      )
+      assert.strictEqual(stateless.status, 200)
+      assert.include(stateless.body, "\"agents\":[]")
+      assert.deepStrictEqual(structured(yield* call(newest, "flotta_list")), { agents: [] })
+      const left = yield* eventually(() => server.handler.sessions(), (n) => n === 0, 5000)
+      assert.strictEqual(left, 0, "idle sessions were not closed")
+      yield* Scope.close(scope, Exit.void)
+    }))
+})
