@@ -51,8 +51,9 @@ export const fmtKiB = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
 export const fmtMiB = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 export const fmtRate = (perSecond: number) => `${Math.round(perSecond).toLocaleString("en-US")}/s`
 export const fmtInt = (n: number) => n.toLocaleString("en-US")
+/** value ÷ baseline; "n/a" when the baseline is zero or negative (an overhead that rounds to nothing). */
 export const fmtRatio = (value: number, baseline: number) =>
-  baseline === 0 || !Number.isFinite(value / baseline) ? "n/a" : `${(value / baseline).toFixed(2)}×`
+  baseline <= 0 || !Number.isFinite(value / baseline) ? "n/a" : `${(value / baseline).toFixed(2)}×`
 
 // ------------------------------------------------------------------------------------------------ results
 
@@ -87,6 +88,10 @@ export interface BenchResult {
   readonly date: string
   readonly seconds: number
   readonly machine: Machine
+  /** 1-minute load average when the benchmark started (it lags: it still counts work that just ended). */
+  readonly loadAtStart: number
+  /** Share of CPU time idle during the second before the start: other work on the machine skews timings. */
+  readonly idleAtStart: number
 }
 
 export const row = (
@@ -129,7 +134,9 @@ export const machine = (): Machine => {
 const pad = (text: string, width: number) => text + " ".repeat(Math.max(0, width - [...text].length))
 
 const HEADERS = ["Figure", "Measured", "Baseline", "Ratio", "Target", "Result"] as const
-const cells = (r: Row) => [r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict === "info" ? "" : r.verdict.toUpperCase()]
+const cells = (
+  r: Row
+) => [r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict === "info" ? "" : r.verdict.toUpperCase()]
 
 export const textTable = (result: BenchResult): string => {
   const body = result.rows.map(cells)
@@ -150,13 +157,23 @@ export const markdownTable = (result: BenchResult): string =>
   [
     `| ${HEADERS.join(" | ")} |`,
     `| ${HEADERS.map(() => "---").join(" | ")} |`,
-    ...result.rows.map((r) => `| ${cells(r).map((c, i) => (i === 5 && c !== "" ? `**${c}**` : mdCell(c))).join(" | ")} |`)
+    ...result.rows.map((r) =>
+      `| ${cells(r).map((c, i) => (i === 5 && c !== "" ? `**${c}**` : mdCell(c))).join(" | ")} |`
+    )
   ].join("\n")
 
 /** Runs a benchmark and prints its table; keeps the result in bench/out/<id>.json for `run.ts` to compose. */
-export const main = async (id: string, title: string, body: () => Promise<Omit<BenchResult, "id" | "title" | "date" | "seconds" | "machine">>) => {
+export const main = async (
+  id: string,
+  title: string,
+  body: () => Promise<
+    Omit<BenchResult, "id" | "title" | "date" | "seconds" | "machine" | "loadAtStart" | "idleAtStart">
+  >
+) => {
+  const idleAtStart = await idleShare(1000)
   const started = performance.now()
   const date = new Date().toISOString()
+  const loadAtStart = os.loadavg()[0] ?? 0
   const partial = await body()
   const result: BenchResult = {
     id,
@@ -164,7 +181,9 @@ export const main = async (id: string, title: string, body: () => Promise<Omit<B
     ...partial,
     date,
     seconds: (performance.now() - started) / 1000,
-    machine: machine()
+    machine: machine(),
+    loadAtStart,
+    idleAtStart
   }
   console.log("\n" + textTable(result) + "\n")
   fs.mkdirSync(OUT_DIR, { recursive: true })
@@ -172,8 +191,22 @@ export const main = async (id: string, title: string, body: () => Promise<Omit<B
   return result
 }
 
+/** Share of CPU time idle over `ms`, from the kernel's counters. */
+export const idleShare = async (ms: number) => {
+  const total = () =>
+    os.cpus().reduce((acc, c) => {
+      const t = c.times
+      return { idle: acc.idle + t.idle, all: acc.all + t.idle + t.user + t.nice + t.sys + t.irq }
+    }, { idle: 0, all: 0 })
+  const a = total()
+  await new Promise((resolve) => setTimeout(resolve, ms))
+  const b = total()
+  return b.all === a.all ? 1 : (b.idle - a.idle) / (b.all - a.all)
+}
+
 /** True when this module is the script node was started with (a benchmark run alone). */
-export const isMain = (url: string) => process.argv[1] !== undefined && pathToFileURL(path.resolve(process.argv[1])).href === url
+export const isMain = (url: string) =>
+  process.argv[1] !== undefined && pathToFileURL(path.resolve(process.argv[1])).href === url
 
 // ------------------------------------------------------------------------------------------------ memory
 
@@ -302,8 +335,16 @@ export class RawChild {
   private gone = false
   stderr = ""
 
-  constructor(command: string, args: ReadonlyArray<string>, options: { readonly env?: NodeJS.ProcessEnv; readonly cwd?: string } = {}) {
-    this.child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: options.env ?? process.env, cwd: options.cwd ?? ROOT })
+  constructor(
+    command: string,
+    args: ReadonlyArray<string>,
+    options: { readonly env?: NodeJS.ProcessEnv; readonly cwd?: string } = {}
+  ) {
+    this.child = spawn(command, args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: options.env ?? process.env,
+      cwd: options.cwd ?? ROOT
+    })
     this.child.stdout.setEncoding("utf8")
     this.child.stdout.on("data", (chunk: string) => this.onData(chunk))
     // An unread stderr pipe can block the child; keep only a tail.
@@ -366,7 +407,9 @@ export class RawChild {
   /** Sends `initialize` and waits for its answer: the child is ready. */
   async initialize(): Promise<void> {
     const id = `raw_${++this.requests}`
-    const answer = this.next((f) => f.type === "control_response" && (f.response as { request_id?: unknown })?.request_id === id)
+    const answer = this.next((f) =>
+      f.type === "control_response" && (f.response as { request_id?: unknown })?.request_id === id
+    )
     this.send({ type: "control_request", request_id: id, request: { subtype: "initialize" } })
     await answer
   }
@@ -374,7 +417,12 @@ export class RawChild {
   /** One user turn: write the frame, read until the `result` frame. */
   async turn(text: string): Promise<Frame> {
     const result = this.next((f) => f.type === "result")
-    this.send({ type: "user", session_id: "", message: { role: "user", content: [{ type: "text", text }] }, parent_tool_use_id: null })
+    this.send({
+      type: "user",
+      session_id: "",
+      message: { role: "user", content: [{ type: "text", text }] },
+      parent_tool_use_id: null
+    })
     return result
   }
 
