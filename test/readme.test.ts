@@ -180,7 +180,9 @@ describe("the README", () => {
     const example = blocks("js").find((b) => b.includes("createFleet()"))
     assert.isDefined(example)
     // It must run where @flotta/core resolves: inside this repository.
-    const dir = fs.mkdtempSync(path.join(ROOT, "node_modules", ".cache", "readme-"))
+    const cache = path.join(ROOT, "node_modules", ".cache")
+    fs.mkdirSync(cache, { recursive: true })
+    const dir = fs.mkdtempSync(path.join(cache, "readme-"))
     const file = path.join(dir, "quickstart.mjs")
     fs.writeFileSync(file, example!)
     const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

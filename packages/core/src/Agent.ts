@@ -181,6 +181,7 @@ type MutableRecord = {
 }
 
 interface Turn {
+  readonly _tag: "Turn"
   readonly id: string
   readonly text: string
   readonly timeoutMs: number
@@ -195,6 +196,12 @@ interface Turn {
 interface Process {
   readonly session: ClaudeSession.ClaudeSession
   readonly scope: Scope.CloseableScope
+}
+
+interface ProcessExited {
+  readonly _tag: "ProcessExited"
+  readonly session: ClaudeSession.ClaudeSession
+  readonly exit: ClaudeSession.ExitInfo
 }
 
 type ProcessEnd =
@@ -243,13 +250,24 @@ export const make = (
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
     const startedAt = iso(yield* Clock.currentTimeMillis)
     const statusRef = yield* SubscriptionRef.make<AgentStatus>("starting")
-    const turns = yield* Queue.unbounded<Turn>()
+    /** Turns, and the news that a child exited, in one queue: the idle agent waits on one thing, not a race. */
+    const turns = yield* Queue.unbounded<Turn | ProcessExited>()
     /** Every turn still in history, oldest first; `waiting` holds the ones not yet taken by the agent. */
     const history = new Map<string, Turn>()
     const waiting = new Map<string, Turn>()
     /** Turn metrics carry the agent's name and the outcome (`ok` or the error's tag). */
-    const countTurn = (outcome: string) =>
-      Metric.increment(Telemetry.turnsTotal).pipe(Effect.tagMetrics({ agent: name, outcome }))
+    // Tagged once per agent (and outcome): tagging per update would miss Effect's metric cache every turn.
+    const turnCounters = new Map<string, Metric.Metric.Counter<number>>()
+    const countTurn = (outcome: string) => {
+      let counter = turnCounters.get(outcome)
+      if (counter === undefined) {
+        counter = Telemetry.turnsTotal.pipe(Metric.tagged("agent", name), Metric.tagged("outcome", outcome))
+        turnCounters.set(outcome, counter)
+      }
+      return Metric.increment(counter)
+    }
+    const turnDuration = Telemetry.turnDurationMs.pipe(Metric.tagged("agent", name))
+    const costTotal = Telemetry.costUsdTotal.pipe(Metric.tagged("agent", name))
 
     let sessionId = options.resume ?? randomUUID()
     /** Whether the session has a saved transcript to resume (after the first turn, or when given one). */
@@ -311,6 +329,10 @@ export const make = (
           )
         )
         const session = yield* started.pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        yield* Deferred.await(session.exited).pipe(
+          Effect.flatMap((exit) => Queue.offer(turns, { _tag: "ProcessExited", session, exit })),
+          Effect.forkIn(scope)
+        )
         return { session, scope }
       })
 
@@ -381,8 +403,8 @@ export const make = (
         record.costUsd = costUsd
         record.durationMs = frame.duration_ms
         record.modelCalls = frame.num_turns
-        yield* Metric.update(Telemetry.turnDurationMs, frame.duration_ms).pipe(Effect.tagMetrics({ agent: name }))
-        yield* Metric.incrementBy(Telemetry.costUsdTotal, costUsd).pipe(Effect.tagMetrics({ agent: name }))
+        yield* Metric.update(turnDuration, frame.duration_ms)
+        yield* Metric.incrementBy(costTotal, costUsd)
         const error = classify(turn, frame, result)
         if (error !== undefined) return yield* fail(turn, error)
         record.status = "succeeded"
@@ -460,9 +482,17 @@ export const make = (
         while (true) {
           if (turn.interruptReason !== null && interruptedAt === null) interruptedAt = yield* Clock.currentTimeMillis
           const now = yield* Clock.currentTimeMillis
+          if (interruptedAt === null && now >= deadline) {
+            // Checked on every frame too: a turn that keeps streaming past its deadline is still stopped.
+            turn.interruptReason = "timeout"
+            interruptedAt = now
+            yield* sendInterrupt(session)
+          }
           const stallAt = Math.max(session.lastOutputAt(), startedAt) + stallMs
           const wakeAt = Math.min(stallAt, interruptedAt === null ? deadline : interruptedAt + graceMs)
-          const event = yield* Queue.take(session.frames).pipe(
+          // Frames usually wait in the queue already: take them without arming a timer.
+          const queued = yield* Queue.poll(session.frames)
+          const event = Option.isSome(queued) ? queued : yield* Queue.take(session.frames).pipe(
             Effect.timeoutOption(Duration.millis(Math.max(0, wakeAt - now)))
           )
           if (Option.isNone(event)) {
@@ -511,7 +541,10 @@ export const make = (
         Effect.ensuring(Effect.sync(() => {
           current = undefined
         })),
-        Effect.withSpan("flotta.turn", { attributes: { "flotta.agent": name, "flotta.turn": turn.id } })
+        Effect.withSpan("flotta.turn", {
+          attributes: { "flotta.agent": name, "flotta.turn": turn.id },
+          captureStackTrace: false
+        })
       )
 
     /** Serves turns on one child until it exits or stalls. */
@@ -519,12 +552,11 @@ export const make = (
       Effect.gen(function*() {
         while (true) {
           yield* setStatus("idle")
-          const next = yield* Effect.raceFirst(
-            Queue.take(turns).pipe(Effect.map(Either.right)),
-            Deferred.await(session.exited).pipe(Effect.map(Either.left))
-          )
-          if (Either.isLeft(next)) return { end: { _tag: "Exited", exit: next.left }, turn: null }
-          const turn = next.right
+          const turn = yield* Queue.take(turns)
+          if (turn._tag === "ProcessExited") {
+            if (turn.session !== session) continue // an earlier child's, already handled
+            return { end: { _tag: "Exited", exit: turn.exit }, turn: null }
+          }
           waiting.delete(turn.id)
           if (turn.record.status !== "queued") continue // cancelled while it waited
           if (turn.deadlineAt !== null && (yield* Clock.currentTimeMillis) >= turn.deadlineAt) {
@@ -654,6 +686,7 @@ export const make = (
           finishedAt: null
         }
         const turn: Turn = {
+          _tag: "Turn",
           id,
           text,
           timeoutMs,

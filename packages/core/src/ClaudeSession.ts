@@ -74,6 +74,11 @@ export interface ClaudeSession {
 }
 
 const STDERR_LINES = 40
+const NEWLINE = new TextEncoder().encode("\n")
+
+/** Frames that belong to turns (everything but the control protocol). */
+const isTurnFrame = (frame: Protocol.Frame) =>
+  frame._tag !== "ControlRequest" && frame._tag !== "ControlResponse" && frame._tag !== "ControlCancel"
 
 let requestCounter = 0
 const nextRequestId = () => `flotta_${(++requestCounter).toString(36)}_${Math.random().toString(36).slice(2, 8)}`
@@ -171,19 +176,37 @@ export const start = (options: StartOptions): Effect.Effect<
       }
     }
 
-    // The one stdout reader.
+    // The one stdout reader. It works a chunk at a time: lines are split and frames decoded synchronously,
+    // turn frames go straight into the queue, and only control traffic (rare) runs as effects.
+    const decoder = new TextDecoder()
+    let partial = ""
+    const onChunk = (chunk: Uint8Array, now: number): Effect.Effect<void> => {
+      lastOutputAt = now
+      const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n")
+      partial = lines.pop()!
+      let effects: Array<Effect.Effect<void>> | undefined
+      for (const raw of lines) {
+        const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+        const frame = Protocol.decodeLine(line)
+        if (Option.isNone(frame)) {
+          if (line.trim().length > 0) (effects ??= []).push(Effect.logDebug("non-protocol stdout", line))
+        } else if (isTurnFrame(frame.value)) {
+          frames.unsafeOffer(frame.value)
+        } else {
+          ;(effects ??= []).push(dispatch(frame.value))
+        }
+      }
+      return effects === undefined ? Effect.void : Effect.forEach(effects, (e) => e, { discard: true })
+    }
     yield* proc.stdout.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEach((line) =>
-        Clock.currentTimeMillis.pipe(
-          Effect.flatMap((now) => {
-            lastOutputAt = now
-            const frame = Protocol.decodeLine(line)
-            return Option.isSome(frame) ? dispatch(frame.value) : Effect.logDebug("non-protocol stdout", line)
-          })
-        )
+      Stream.runForEachChunk((chunks) =>
+        Effect.clockWith((clock) => {
+          const now = clock.unsafeCurrentTimeMillis()
+          return Effect.forEach(chunks, (chunk) => onChunk(chunk, now), { discard: true })
+        })
       ),
+      // A last line without a newline still counts.
+      Effect.zipRight(Effect.suspend(() => (partial.length > 0 ? onChunk(NEWLINE, lastOutputAt) : Effect.void))),
       Effect.ignore,
       // stdout has ended: wait for the exit code and for the stderr tail to be complete.
       Effect.zipRight(proc.exitCode.pipe(Effect.option)),

@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
-import type { AgentClosed, AgentNotFound, InvalidSpec, TurnError } from "./Errors.js"
+import type { AgentClosed, AgentNotFound, InvalidSpec, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Registry } from "./Registry.js"
@@ -77,14 +77,16 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       registry.get(name).pipe(Effect.flatMap((agent) => agent.prompt(text, options)))
 
     /** The whole result of one turn; interrupting the caller cancels the turn. */
-    const askResult = Effect.fn("Flotta.ask")(function*(name: string, text: string, options: AskOptions = {}) {
-      const agent = yield* registry.get(name)
-      const turnId = yield* agent.prompt(text, options)
-      return yield* agent.await(turnId)
-    }) as (name: string, text: string, options?: AskOptions) => Effect.Effect<
-      Agent.TurnResult,
-      AgentNotFound | AgentClosed | InvalidSpec | TurnError
-    >
+    const askResult = (
+      name: string,
+      text: string,
+      options: AskOptions = {}
+    ): Effect.Effect<Agent.TurnResult, AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult> =>
+      registry.get(name).pipe(
+        Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)),
+        // The hot path: a span without a captured stack trace.
+        Effect.withSpan("Flotta.ask", { attributes: { "flotta.agent": name }, captureStackTrace: false })
+      )
 
     /** Blocks for the reply text. */
     const ask = (name: string, text: string, options: AskOptions = {}) =>

@@ -3,7 +3,7 @@
  * based; live subscribers get their own bounded queue so a slow one never blocks the fleet, and are told how
  * many entries they missed (they can read them back by cursor). Storage sits behind `ReportStore`.
  */
-import { Chunk, Clock, Context, Effect, Layer, Option, Queue, Scope, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Option, Queue, Scope, Stream } from "effect"
 
 export type ReportKind =
   | "spawned"
@@ -60,7 +60,11 @@ const matches = (entry: ReportEntry, agent: string | undefined, kinds: ReadonlyA
 
 /** The storage seam: memory now, a durable store later. Sequence numbers are assigned by the store. */
 export class ReportStore extends Context.Tag("@flotta/core/ReportStore")<ReportStore, {
-  readonly append: (entry: Omit<ReportEntry, "seq">) => Effect.Effect<ReportEntry>
+  readonly append: (
+    entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }
+  ) => Effect.Effect<
+    ReportEntry
+  >
   readonly read: (query: ReportQuery) => Effect.Effect<ReportPage>
 }>() {
   /** Entries live in one array; `seq` is the index + 1, so a cursor read is a slice, not a search. */
@@ -69,7 +73,11 @@ export class ReportStore extends Context.Tag("@flotta/core/ReportStore")<ReportS
     return {
       append: (entry) =>
         Effect.sync(() => {
-          const full = { seq: entries.length + 1, ...entry }
+          // A literal (not a spread): appends are the log's hot path.
+          const seq = entries.length + 1
+          const full: ReportEntry = entry.turnId === undefined
+            ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
+            : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
           entries.push(full)
           return full
         }),
@@ -110,18 +118,27 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     }
 
     /** Appends one entry and hands it to live subscribers. Never blocks. */
-    const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string) =>
-      Clock.currentTimeMillis.pipe(
-        Effect.flatMap((now) =>
-          store.append({
-            at: new Date(now).toISOString(),
-            agent,
-            kind,
-            ...(turnId === undefined ? {} : { turnId }),
-            data
-          })
-        ),
-        Effect.tap((entry) => Effect.sync(() => fanOut(entry)))
+    // One ISO string per millisecond: many entries share one, and formatting a Date is not free.
+    let lastMillis = -1
+    let lastIso = ""
+    const isoAt = (millis: number) => {
+      if (millis !== lastMillis) {
+        lastMillis = millis
+        lastIso = new Date(millis).toISOString()
+      }
+      return lastIso
+    }
+
+    /** Appends one entry and hands it to live subscribers. Never blocks. */
+    const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
+      Effect.clockWith((clock) =>
+        Effect.map(
+          store.append({ at: isoAt(clock.unsafeCurrentTimeMillis()), agent, kind, data, turnId }),
+          (entry) => {
+            if (subscribers.size > 0) fanOut(entry)
+            return entry
+          }
+        )
       )
 
     const reports = (query: ReportQuery = {}) => store.read(query)
