@@ -7,10 +7,10 @@ import { Client } from "@modelcontextprotocol/client"
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, runFlotta } from "./support/cli.js"
+import { freePort, isAlive, waitUntil } from "./support/realCli.js"
 
 let dir: string
 beforeAll(() => {
@@ -19,31 +19,6 @@ beforeAll(() => {
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const waitFor = async (check: () => boolean, ms: number, what: string) => {
-  const end = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 /** A long-running command with its output collected as it comes. */
 const start = (args: ReadonlyArray<string>, cwd: string) => {
@@ -60,7 +35,7 @@ const start = (args: ReadonlyArray<string>, cwd: string) => {
 
 const stop = async (child: ChildProcess, out: { exited: boolean }) => {
   if (!out.exited) child.kill("SIGKILL")
-  await waitFor(() => out.exited, 10_000, "the command to exit")
+  await waitUntil(() => out.exited, 10_000, "the command to exit")
 }
 
 describe("flotta serve and the client commands", () => {
@@ -74,7 +49,7 @@ describe("flotta serve and the client commands", () => {
     )
     const { child, out } = start(["serve", "--simulate"], project)
     try {
-      await waitFor(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
+      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       assert.include(out.stderr, `MCP at http://127.0.0.1:${port}/mcp`)
       assert.include(out.stderr, "1 agent(s) up (scout)")
 
@@ -110,9 +85,9 @@ describe("flotta serve and the client commands", () => {
       assert.match(unknown.stderr, /AgentNotFound: no agent named "ghost" \(live agents: scout\)/)
 
       child.kill("SIGTERM")
-      await waitFor(() => out.exited, 20_000, "serve to stop on SIGTERM")
+      await waitUntil(() => out.exited, 20_000, "serve to stop on SIGTERM")
       assert.strictEqual(out.exit, 0, out.stderr)
-      await waitFor(() => !isAlive(scoutPid), 10_000, "the agent's claude process to exit")
+      await waitUntil(() => !isAlive(scoutPid), 10_000, "the agent's claude process to exit")
       const after = await runFlotta(project, ["list"])
       assert.strictEqual(after.code, 12)
       assert.match(after.stderr, /no flotta server answered/)
@@ -129,7 +104,7 @@ describe("flotta serve and the client commands", () => {
     fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify({ mcp: { port, token } }))
     const { child, out } = start(["serve", "--simulate"], project)
     try {
-      await waitFor(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
+      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       const withToken = await runFlotta(project, ["list"]) // the config's token
       assert.strictEqual(withToken.code, 0, withToken.stderr)
       const wrong = await runFlotta(project, ["list", "--token", "wrong-token-wrong-token"])
@@ -179,7 +154,7 @@ describe("flotta repl", () => {
     const { child, out } = start(["repl", "--simulate"], project)
     const prompts = () => (out.stdout.match(/flotta> /g) ?? []).length
     try {
-      await waitFor(() => prompts() >= 1, 60_000, "the REPL prompt")
+      await waitUntil(() => prompts() >= 1, 60_000, "the REPL prompt")
       const lines = [
         "await fleet.spawn(\"typed\")",
         "await fleet.ask(\"typed\", \"ECHO from the repl\")",
@@ -187,12 +162,12 @@ describe("flotta repl", () => {
       ]
       for (const [i, line] of lines.entries()) {
         child.stdin!.write(line + "\n")
-        await waitFor(() => prompts() >= i + 2, 60_000, `the answer to ${line}`)
+        await waitUntil(() => prompts() >= i + 2, 60_000, `the answer to ${line}`)
       }
       assert.include(out.stdout, "'ECHO: from the repl'")
       assert.include(out.stdout, "'booted,typed'")
       child.stdin!.write(".exit\n")
-      await waitFor(() => out.exited, 20_000, "the REPL to exit")
+      await waitUntil(() => out.exited, 20_000, "the REPL to exit")
       assert.strictEqual(out.exit, 0, out.stderr)
     } finally {
       await stop(child, out)

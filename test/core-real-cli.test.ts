@@ -2,60 +2,22 @@
  * The engine against the real pinned `claude` binary, offline, talking to the project's fake Messages API.
  * Every behaviour that depends on the CLI is shown here at least once.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit } from "effect"
 import { execFileSync, spawn as spawnChild } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
+import { CLAUDE, isAlive, ROOT, useOfflineApi, waitGone } from "./support/realCli.js"
 
-const ROOT = path.resolve(import.meta.dirname, "..")
-const CLAUDE = path.join(ROOT, "node_modules", ".bin", "claude")
-
-let api: FakeMessagesApi
-let root: string
-let env: Record<string, string>
-
-beforeAll(async () => {
-  api = await startFakeMessagesApi()
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-real-"))
-  env = offlineEnv(api, root)
-})
-afterAll(async () => {
-  await api.close()
-  fs.rmSync(root, { recursive: true, force: true })
-})
-
-/** A fresh working directory per agent, so the CLI's project state never mixes. */
-const workdir = (name: string) => {
-  const dir = path.join(root, "work", name)
-  fs.mkdirSync(dir, { recursive: true })
-  return dir
-}
+const offline = useOfflineApi("flotta-real")
+const workdir = offline.workdir
 
 const realFleet = (options: Flotta.FleetOptions = {}) => Flotta.layer({ claudePath: CLAUDE, ...options })
 
 const tagOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : "success"
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const waitGone = (pid: number, ms = 10_000) =>
-  Effect.promise(async () => {
-    const end = Date.now() + ms
-    while (Date.now() < end && isAlive(pid)) await new Promise((r) => setTimeout(r, 50))
-    return !isAlive(pid)
-  })
 
 const realClock = Clock.make()
 const waitFor = <A, E, R>(view: Effect.Effect<A, E, R>, predicate: (a: A) => boolean) =>
@@ -72,7 +34,7 @@ describe("the engine with the real claude CLI", () => {
   it.scopedLive("remembers a fact across turns and reports per-turn cost and session", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const info = yield* fleet.spawn("memory", { cwd: workdir("memory"), env })
+      const info = yield* fleet.spawn("memory", { cwd: workdir("memory"), env: offline.env })
       assert.isNumber(info.pid)
       assert.strictEqual(yield* fleet.ask("memory", "REMEMBER the launch code is 4217"), "OK, I will remember that.")
       const recall = yield* fleet.askResult("memory", "RECALL")
@@ -89,7 +51,7 @@ describe("the engine with the real claude CLI", () => {
       const fleet = yield* Flotta.Flotta
       const dir = workdir("reader")
       fs.writeFileSync(path.join(dir, "notes.txt"), "alpha beta gamma\n")
-      yield* fleet.spawn("reader", { cwd: dir, env })
+      yield* fleet.spawn("reader", { cwd: dir, env: offline.env })
       const read = yield* fleet.askResult("reader", `READ ${path.join(dir, "notes.txt")}`)
       assert.match(read.text, /^TOOL_RESULT Read: .*alpha beta gamma/s)
       assert.strictEqual(read.modelCalls, 2)
@@ -109,7 +71,7 @@ describe("the engine with the real claude CLI", () => {
       const asked: Array<string> = []
       yield* fleet.spawn("policy", {
         cwd: dir,
-        env,
+        env: offline.env,
         permission: (tool) => {
           asked.push(tool)
           return tool === "Bash" ? { behavior: "deny", message: "no shell for you" } : { behavior: "allow" }
@@ -134,7 +96,7 @@ describe("the engine with the real claude CLI", () => {
   it.scopedLive("interrupt ends a streaming turn as TurnInterrupted and the session goes on", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      yield* fleet.spawn("stopper", { cwd: workdir("stopper"), env })
+      yield* fleet.spawn("stopper", { cwd: workdir("stopper"), env: offline.env })
       const slow = yield* fleet.prompt("stopper", "SLOW 8000 never finished")
       yield* waitFor(fleet.status("stopper"), (s) => s.current === slow)
       yield* Effect.sleep("500 millis")
@@ -146,7 +108,7 @@ describe("the engine with the real claude CLI", () => {
   it.scopedLive("an API error is TurnFailed with the HTTP status", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      yield* fleet.spawn("unlucky", { cwd: workdir("unlucky"), env })
+      yield* fleet.spawn("unlucky", { cwd: workdir("unlucky"), env: offline.env })
       const exit = yield* Effect.exit(fleet.ask("unlucky", "ERROR 500"))
       assert.strictEqual(tagOf(exit), "TurnFailed")
       if (Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "TurnFailed") {
@@ -157,7 +119,7 @@ describe("the engine with the real claude CLI", () => {
   it.scopedLive("a crash mid-turn fails the turn; the agent restarts with --resume and still remembers", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const before = yield* fleet.spawn("phoenix", { cwd: workdir("phoenix"), env })
+      const before = yield* fleet.spawn("phoenix", { cwd: workdir("phoenix"), env: offline.env })
       yield* fleet.ask("phoenix", "REMEMBER the password is swordfish")
       const doomed = yield* fleet.prompt("phoenix", "SLOW 10000 doomed")
       const queued = yield* fleet.prompt("phoenix", "RECALL")
@@ -175,7 +137,9 @@ describe("the engine with the real claude CLI", () => {
   it.scopedLive("two agents work concurrently", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      yield* Effect.forEach(["left", "right"], (n) => fleet.spawn(n, { cwd: workdir(n), env }), { concurrency: 2 })
+      yield* Effect.forEach(["left", "right"], (n) => fleet.spawn(n, { cwd: workdir(n), env: offline.env }), {
+        concurrency: 2
+      })
       yield* Effect.forEach(["left", "right"], (n) => fleet.ask(n, "SLOW 1500 together"), { concurrency: 2 })
       const [left, right] = yield* Effect.forEach(["left", "right"], (n) => fleet.transcript(n))
       // Their turns overlapped in time: each started before the other finished.
@@ -187,8 +151,8 @@ describe("the engine with the real claude CLI", () => {
       const pids = yield* Effect.scoped(
         Effect.gen(function*() {
           const fleet = yield* Flotta.Flotta
-          const a = yield* fleet.spawn("closed-one", { cwd: workdir("closed-one"), env })
-          const b = yield* fleet.spawn("left-open", { cwd: workdir("left-open"), env })
+          const a = yield* fleet.spawn("closed-one", { cwd: workdir("closed-one"), env: offline.env })
+          const b = yield* fleet.spawn("left-open", { cwd: workdir("left-open"), env: offline.env })
           yield* fleet.prompt("left-open", "SLOW 20000 busy at shutdown")
           yield* fleet.close("closed-one")
           assert.isTrue(yield* waitGone(a.pid!), "close left the child running")
@@ -202,7 +166,7 @@ describe("the engine with the real claude CLI", () => {
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       const names = Array.from({ length: 12 }, (_, i) => `crowd-${i}`)
-      const infos = yield* Effect.forEach(names, (n) => fleet.spawn(n, { cwd: workdir(n), env }), {
+      const infos = yield* Effect.forEach(names, (n) => fleet.spawn(n, { cwd: workdir(n), env: offline.env }), {
         concurrency: "unbounded"
       })
       assert.strictEqual(infos.length, 12)
@@ -214,8 +178,8 @@ describe("the engine with the real claude CLI", () => {
 describe("children never outlive their host", () => {
   it("when the host process is SIGKILLed, its claude children exit because their stdin closes", async () => {
     // The host inherits the offline environment and passes it on: nothing is set per agent.
-    const host = spawnChild(process.execPath, [path.join(ROOT, "test", "fixtures", "host.mjs"), CLAUDE, root], {
-      env: { ...process.env, ...env },
+    const host = spawnChild(process.execPath, [path.join(ROOT, "test", "fixtures", "host.mjs"), CLAUDE, offline.root], {
+      env: { ...process.env, ...offline.env },
       stdio: ["ignore", "pipe", "inherit"]
     })
     const pids: Array<number> = []
@@ -231,7 +195,7 @@ describe("children never outlive their host", () => {
     // Nothing else of ours is left either.
     const left = execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" })
       .split("\n")
-      .filter((l) => l.includes(root) && !l.includes("ps -eo"))
+      .filter((l) => l.includes(offline.root) && !l.includes("ps -eo"))
     assert.deepStrictEqual(left, [])
   })
 })

@@ -3,48 +3,16 @@
  * driven through the MCP server on a loopback port by the SDK client, in both protocol eras: spawn, prompt,
  * wait (with progress), result, close, and the process gone afterwards.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import { Context, Effect, Layer } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import * as McpServer from "../packages/mcp/src/McpServer.js"
-import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
+import { CLAUDE, isAlive, useOfflineApi } from "./support/realCli.js"
 
-const ROOT = path.resolve(import.meta.dirname, "..")
-const CLAUDE = path.join(ROOT, "node_modules", ".bin", "claude")
-
-let api: FakeMessagesApi
-let root: string
-let env: Record<string, string>
-
-beforeAll(async () => {
-  api = await startFakeMessagesApi()
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-mcp-real-"))
-  env = offlineEnv(api, root)
-})
-afterAll(async () => {
-  await api.close()
-  fs.rmSync(root, { recursive: true, force: true })
-})
-
-const workdir = (name: string) => {
-  const dir = path.join(root, "work", name)
-  fs.mkdirSync(dir, { recursive: true })
-  return dir
-}
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+const offline = useOfflineApi("flotta-mcp-real")
+const workdir = offline.workdir
 
 /** What these tools return, loosely: every field this test reads. */
 interface Output {
@@ -95,7 +63,7 @@ describe("the fleet over MCP with the real claude CLI", () => {
           }))
 
         const name = `real-${era}`
-        const info = yield* call("flotta_spawn", { name, cwd: workdir(name), env })
+        const info = yield* call("flotta_spawn", { name, cwd: workdir(name), env: offline.env })
         assert.strictEqual(info.status, "idle")
         const pid = info.pid!
         assert.isTrue(isAlive(pid))

@@ -7,12 +7,12 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, ROOT, runFlotta } from "./support/cli.js"
 import { startFakeMessagesApi } from "./support/FakeMessagesApi.js"
 import { type FakeMessagesApi, offlineEnv } from "./support/FakeMessagesApi.js"
+import { freePort, waitUntil } from "./support/realCli.js"
 
 const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
 
@@ -36,22 +36,6 @@ export const words = (line: string): Array<string> => {
 
 const SIMULATED = new Set(["run", "serve", "repl", "mcp"])
 const CLIENT = new Set(["list", "status", "ask", "prompt", "result", "reports", "close"])
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
-const waitFor = async (check: () => boolean, ms: number, what: string) => {
-  const end = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 let project: string
 let env: Record<string, string>
@@ -90,7 +74,7 @@ const startBackground = async (
     out.code = code
   })
   background.push({ child, exited: () => out.exited })
-  await waitFor(() => ready(out) || out.exited, 60_000, `${args.join(" ")} to be ready`)
+  await waitUntil(() => ready(out) || out.exited, 60_000, `${args.join(" ")} to be ready`)
   assert.isFalse(out.exited, `${args.join(" ")} exited early: ${out.stderr}`)
   return { child, out }
 }
@@ -153,10 +137,10 @@ describe("the README", () => {
       if (command === "repl") {
         const repl = await startBackground(args, (out) => out.stdout.includes("flotta> "))
         repl.child.stdin!.write("await fleet.spawn(\"from-readme\")\n")
-        await waitFor(() => (repl.out.stdout.match(/flotta> /g) ?? []).length >= 2, 60_000, "the REPL to answer")
+        await waitUntil(() => (repl.out.stdout.match(/flotta> /g) ?? []).length >= 2, 60_000, "the REPL to answer")
         assert.include(repl.out.stdout, "name: 'from-readme'")
         repl.child.stdin!.write(".exit\n")
-        await waitFor(() => repl.out.exited, 20_000, "the REPL to exit")
+        await waitUntil(() => repl.out.exited, 20_000, "the REPL to exit")
         assert.strictEqual(repl.out.code, 0, repl.out.stderr)
         ran.push(line)
         continue
@@ -170,7 +154,7 @@ describe("the README", () => {
     }
     if (server !== undefined) {
       server.child.kill("SIGTERM")
-      await waitFor(() => server!.out.exited, 20_000, "serve to stop")
+      await waitUntil(() => server!.out.exited, 20_000, "serve to stop")
       assert.strictEqual(server.out.code, 0, server.out.stderr)
     }
     assert.isAtLeast(ran.length, 12)

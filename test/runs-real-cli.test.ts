@@ -1,36 +1,21 @@
 /**
  * Single-shot runs, worktrees and bounds against the real pinned `claude` binary and the fake Messages API.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
+import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
-const CLAUDE = path.resolve(import.meta.dirname, "..", "node_modules", ".bin", "claude")
-
-let api: FakeMessagesApi
-let root: string
-let env: Record<string, string>
-
-beforeAll(async () => {
-  api = await startFakeMessagesApi()
-  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-runs-")))
-  env = offlineEnv(api, root)
-})
-afterAll(async () => {
-  await api.close()
-  fs.rmSync(root, { recursive: true, force: true })
-})
+const offline = useOfflineApi("flotta-runs")
 
 const git = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
 
 const newRepo = (name: string) => {
-  const dir = path.join(root, "repos", name)
+  const dir = path.join(offline.root, "repos", name)
   fs.mkdirSync(dir, { recursive: true })
   git(dir, "init", "-q", "-b", "main")
   fs.writeFileSync(path.join(dir, "README"), "hello\n")
@@ -60,7 +45,7 @@ describe("runs with the real claude CLI", () => {
         worktree: true,
         name: "writer",
         permission: WRITER,
-        env
+        env: offline.env
       })
       assert.strictEqual(result.text, `WROTE ${path.join(worktree, "out.txt")}`)
       assert.deepInclude(result.worktree!, { path: worktree, branch: "worktree-writer", removed: false })
@@ -87,7 +72,7 @@ describe("runs with the real claude CLI", () => {
         cleanup: true,
         name: "tidy",
         permission: WRITER,
-        env
+        env: offline.env
       })
       assert.isTrue(result.worktree?.removed)
       assert.strictEqual(git(repo, "worktree", "list").split("\n").length, 1)
@@ -98,10 +83,10 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("a read-only run cannot write", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const dir = path.join(root, "ro-run")
+      const dir = path.join(offline.root, "ro-run")
       fs.mkdirSync(dir, { recursive: true })
       const target = path.join(dir, "nope.txt")
-      const result = yield* fleet.run({ prompt: `WRITE ${target} sneaky`, cwd: dir, env })
+      const result = yield* fleet.run({ prompt: `WRITE ${target} sneaky`, cwd: dir, env: offline.env })
       assert.match(result.text, /^DENIED/)
       assert.isFalse(fs.existsSync(target))
     }).pipe(Effect.provide(realFleet)))
@@ -109,13 +94,13 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("a policy function answers a run's permission requests", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const dir = path.join(root, "fn-run")
+      const dir = path.join(offline.root, "fn-run")
       fs.mkdirSync(dir, { recursive: true })
       const target = path.join(dir, "redirected.txt")
       const result = yield* fleet.run({
         prompt: `WRITE ${target} original`,
         cwd: dir,
-        env,
+        env: offline.env,
         permission: (_tool, input) => ({ behavior: "allow", updatedInput: { ...input, content: "rewritten\n" } })
       })
       assert.strictEqual(result.text, `WROTE ${target}`)
@@ -125,17 +110,22 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("--json-schema gives structuredOutput; a text answer without it is a clear error", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const cwd = path.join(root, "schema")
+      const cwd = path.join(offline.root, "schema")
       fs.mkdirSync(cwd, { recursive: true })
       const jsonSchema = {
         type: "object",
         properties: { title: { type: "string" }, count: { type: "number" } },
         required: ["title", "count"]
       }
-      const result = yield* fleet.run({ prompt: "STRUCTURED {\"title\":\"fix it\",\"count\":2}", jsonSchema, cwd, env })
+      const result = yield* fleet.run({
+        prompt: "STRUCTURED {\"title\":\"fix it\",\"count\":2}",
+        jsonSchema,
+        cwd,
+        env: offline.env
+      })
       assert.deepStrictEqual(result.structuredOutput, { title: "fix it", count: 2 })
       const missing = errorOf(
-        yield* Effect.exit(fleet.run({ prompt: "STRUCTURED_TEXT", jsonSchema, cwd, env, maxTurns: 3 }))
+        yield* Effect.exit(fleet.run({ prompt: "STRUCTURED_TEXT", jsonSchema, cwd, env: offline.env, maxTurns: 3 }))
       )
       assert.strictEqual(missing._tag, "StructuredOutputMissing")
     }).pipe(Effect.provide(realFleet)))
@@ -143,16 +133,18 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("maxTurns and maxBudgetUsd stop a run with typed errors carrying cost, turns and session", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const cwd = path.join(root, "bounds")
+      const cwd = path.join(offline.root, "bounds")
       fs.mkdirSync(cwd, { recursive: true })
-      const turns = errorOf(yield* Effect.exit(fleet.run({ prompt: "LOOP", maxTurns: 2, cwd, env })))
+      const turns = errorOf(yield* Effect.exit(fleet.run({ prompt: "LOOP", maxTurns: 2, cwd, env: offline.env })))
       assert.strictEqual(turns._tag, "MaxTurnsReached")
       if (turns._tag === "MaxTurnsReached") {
         assert.isAtLeast(turns.turns, 2)
         assert.isAbove(turns.costUsd, 0)
         assert.isAbove(turns.sessionId.length, 0)
       }
-      const budget = errorOf(yield* Effect.exit(fleet.run({ prompt: "EXPENSIVE", maxBudgetUsd: 0.01, cwd, env })))
+      const budget = errorOf(
+        yield* Effect.exit(fleet.run({ prompt: "EXPENSIVE", maxBudgetUsd: 0.01, cwd, env: offline.env }))
+      )
       assert.strictEqual(budget._tag, "BudgetExceeded")
       if (budget._tag === "BudgetExceeded") assert.isAbove(budget.costUsd, 0.01)
     }).pipe(Effect.provide(realFleet)))
@@ -160,15 +152,15 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("an async run's result is found by name, and its session can be resumed later", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const cwd = path.join(root, "async")
+      const cwd = path.join(offline.root, "async")
       fs.mkdirSync(cwd, { recursive: true })
-      const name = yield* fleet.runAsync({ prompt: "REMEMBER the async fact", name: "bg", cwd, env })
+      const name = yield* fleet.runAsync({ prompt: "REMEMBER the async fact", name: "bg", cwd, env: offline.env })
       assert.strictEqual(name, "bg")
       const result = yield* fleet.awaitRun("bg")
       const fetched = yield* fleet.runResult("bg")
       assert.deepStrictEqual(fetched, result)
       if (fetched.kind !== "run") return assert.fail("expected a run result")
-      yield* fleet.spawn("resumed", { cwd, env, resume: fetched.sessionId })
+      yield* fleet.spawn("resumed", { cwd, env: offline.env, resume: fetched.sessionId })
       assert.strictEqual(yield* fleet.ask("resumed", "RECALL"), "The fact is: the async fact")
     }).pipe(Effect.provide(realFleet)))
 })

@@ -3,31 +3,16 @@
  * Messages API. A scan routine fires on its cadence, its structured output lands in the report log, and
  * `findings()` reads it back; a dispatch_scan then hands the one new task to a run template.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import type { FireOutcome } from "../packages/core/src/Steering.js"
 import * as SchedulerConfig from "../packages/scheduler/src/SchedulerConfig.js"
-import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
+import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
-const CLAUDE = path.resolve(import.meta.dirname, "..", "node_modules", ".bin", "claude")
-
-let api: FakeMessagesApi
-let root: string
-let env: Record<string, string>
-
-beforeAll(async () => {
-  api = await startFakeMessagesApi()
-  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-scheduler-")))
-  env = offlineEnv(api, root)
-})
-afterAll(async () => {
-  await api.close()
-  fs.rmSync(root, { recursive: true, force: true })
-})
+const offline = useOfflineApi("flotta-scheduler")
 
 const structured = (tasks: ReadonlyArray<Record<string, string>>) => `STRUCTURED ${JSON.stringify({ tasks })}`
 
@@ -40,11 +25,11 @@ describe("the scheduler with the real claude CLI", () => {
     "a scan fires on schedule, its findings are read back, and a dispatch takes only the new task",
     () =>
       Effect.gen(function*() {
-        const cwd = path.join(root, "project")
+        const cwd = path.join(offline.root, "project")
         fs.mkdirSync(cwd, { recursive: true })
         // The config file's shape: a fleet with a run template, a schedule, and routines.
         const config = {
-          agents: [{ name: "fixer", lifecycle: "run", prompt: "ECHO fixing", cwd, env }],
+          agents: [{ name: "fixer", lifecycle: "run", prompt: "ECHO fixing", cwd, env: offline.env }],
           schedule: { timezone: "utc", hours: ALL_WEEK, tickMs: 60_000 },
           routines: [
             {
@@ -52,7 +37,7 @@ describe("the scheduler with the real claude CLI", () => {
               action: "scan",
               every: { intervalMs: 1500 },
               cwd,
-              env,
+              env: offline.env,
               maxBudgetUsd: 1,
               prompt: structured([
                 { title: "Fix the flaky test", detail: "test/a.test.ts times out on CI", priority: "high" },
@@ -66,7 +51,7 @@ describe("the scheduler with the real claude CLI", () => {
               template: "fixer",
               maxDispatch: 1,
               cwd,
-              env,
+              env: offline.env,
               prompt: structured([
                 { title: "fix the flaky test!", detail: "seen again" },
                 { title: "Add a changelog", detail: "CHANGELOG.md is missing" }

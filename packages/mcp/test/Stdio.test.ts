@@ -10,20 +10,12 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import * as readline from "node:readline"
+import { isAlive } from "../../core/test/support.js"
 import { call, structured } from "./support.js"
 
 const ROOT = path.resolve(import.meta.dirname, "..", "..", "..")
 const SERVER = path.join(import.meta.dirname, "fixtures", "stdio-server.ts")
 const NODE_ARGS = ["--import", "tsx", SERVER]
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 interface Message {
   readonly jsonrpc: string
