@@ -29,12 +29,11 @@ const TEXT = "hello"
 const EXPECTED = `echo: ${TEXT}`
 
 // What heap snapshots of the engine showed (2026-11-29); kept with the miss it explains.
-const HEAP_CAUSE = "Cause (diagnosed 2026-11-29 from heap snapshots): ~110 KiB per agent is ClaudeSession's three " +
-  "long-lived Effect Streams over the child's pipes (stdin: Mailbox → Stream → Sink; stdout and stderr: " +
-  "fromReadable → decodeText → splitLines → runForEach). Each keeps a fiber, channel executors and their " +
-  "continuation closures alive for the whole session (per agent: 11 fibers, 21 ChannelExecutors, ~500 closures). " +
-  "The rest is the agent itself (two scopes, its supervisor fiber, queues, SubscriptionRef, spans). A patched copy " +
-  "reading the pipes with plain listeners into the same Queue and Deferreds measured ~64 KiB per agent."
+const HEAP_CAUSE = "Cause (heap snapshots, 2026-11-29): ~110 KiB per agent is ClaudeSession's three long-lived " +
+  "Effect Streams over the child's pipes (stdin: Mailbox → Stream → Sink; stdout and stderr from @effect/platform's " +
+  "Process). Each keeps a fiber, channel executors and their closures alive for the whole session. The rest is the " +
+  "agent itself (scopes, its supervisor fiber, queues, SubscriptionRef). A patched copy reading the pipes with plain " +
+  "listeners measured ~64 KiB per agent, but needs raw child_process in src/, which STYLE.md rules out."
 
 interface Round {
   readonly startMs: number
