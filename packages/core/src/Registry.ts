@@ -92,21 +92,32 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
         return entry?._tag === "Live" ? Effect.succeed(entry.agent) : new AgentNotFound({ name, live: liveNames() })
       })
 
-    const stop = (name: string, entry: Entry & { readonly _tag: "Live" }, reason: string) =>
+    /**
+     * Stops an agent: its turns fail with AgentClosed, its name is free, and its child is stopped. With
+     * `wait: false` the child's exit (EOF, SIGTERM, SIGKILL) finishes in the background, still within the fleet's
+     * scope, so a run returns its answer without waiting for its process to exit.
+     */
+    const stop = (name: string, entry: Entry & { readonly _tag: "Live" }, reason: string, wait = true) =>
       Effect.gen(function*() {
         const wasClosed = (yield* entry.agent.status).status === "closed"
         yield* entry.agent.shutdown(reason)
-        yield* Scope.close(entry.scope, Exit.void)
+        const stopChild = Scope.close(entry.scope, Exit.void)
+        if (wait) yield* stopChild
+        else yield* Effect.forkIn(stopChild, agentsScope)
         if (entries.get(name) === entry) entries.delete(name)
         if (!wasClosed) yield* reports.post(name, "closed", { reason })
         yield* updateGauge
       })
 
     /** Closes one agent: its turns fail with AgentClosed, its child gets EOF, SIGTERM, then SIGKILL. */
-    const close = Effect.fn("Registry.close")(function*(name: string, reason = "closed by request") {
+    const close = Effect.fn("Registry.close")(function*(
+      name: string,
+      reason = "closed by request",
+      options: { readonly wait?: boolean } = {}
+    ) {
       const entry = entries.get(name)
       if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
-      yield* stop(name, entry, reason)
+      yield* stop(name, entry, reason, options.wait ?? true)
     })
 
     const list = Effect.suspend(() =>

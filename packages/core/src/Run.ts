@@ -218,7 +218,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
               Effect.flatMap(agent.await)
             )
           ),
-          Effect.ensuring(registry.close(name, "the run ended").pipe(Effect.ignore)),
+          // The answer is in: the child's exit need not hold it up (the fleet's scope still owns it), unless its
+          // worktree is about to be committed and removed under it.
+          Effect.ensuring(registry.close(name, "the run ended", { wait: held !== undefined }).pipe(Effect.ignore)),
           Effect.ensuring(
             held === undefined
               ? Effect.void
