@@ -110,9 +110,13 @@ const readRaw = (file: string) =>
       // A TypeScript config is compiled on the fly (tsx), so users get type checking without a build step.
       const module = yield* Effect.tryPromise({
         try: () =>
-          import("tsx/esm/api").then(({ tsImport }) =>
-            tsImport(pathToFileURL(file).href, import.meta.url) as Promise<{ readonly default?: unknown }>
-          ),
+          // Registered on the process's own loader (not a namespaced one), so that the config's
+          // `import { defineConfig } from "@flotta/cli"` gets the modules already loaded, not a second copy.
+          import("tsx/esm/api").then(({ register }) => {
+            const unregister = register()
+            const url = `${pathToFileURL(file).href}?t=${process.hrtime.bigint()}`
+            return (import(url) as Promise<{ readonly default?: unknown }>).finally(() => unregister())
+          }),
         catch: (e) => new ConfigFileError({ file, path: "", reason: `cannot load: ${String(e)}` })
       })
       const value = module.default
