@@ -2,7 +2,6 @@
 import { Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
-import * as Output from "./Output.js"
 
 export const simulate = Options.boolean("simulate").pipe(
   Options.withDescription("Use the built-in scripted model on 127.0.0.1 instead of the API (no account, no cost)")
@@ -25,12 +24,6 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
 
 export const invalid = (field: string, reason: string) => new UsageError({ field, reason })
 
-/** Loads the config and reports, on stderr, every entry it skipped. */
+/** Loads the config; the entries it skips are reported by whatever boots them (serve, repl) and by `doctor`. */
 export const loadConfig = (explicit: Option.Option<string>) =>
-  Effect.gen(function*() {
-    const loaded = yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
-    for (const rejected of loaded.fleet.rejected) {
-      yield* Output.stderr(`flotta: ${loaded.file}: ${rejected.path}: ${rejected.message} (entry skipped)`)
-    }
-    return loaded
-  })
+  ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
