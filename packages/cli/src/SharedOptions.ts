@@ -1,6 +1,6 @@
 /** Options several commands share, and the config loading they all do the same way. */
 import { Options } from "@effect/cli"
-import { Effect, Option, Schema } from "effect"
+import { Option, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 
 export const simulate = Options.boolean("simulate").pipe(
