@@ -125,6 +125,8 @@ export interface AgentStatusView {
   readonly status: AgentStatus
   /** The turn in flight, if any. */
   readonly current: string | null
+  /** When the turn in flight started (ISO), if any. */
+  readonly currentStartedAt: string | null
   readonly queued: number
   /** Finished turns. */
   readonly turns: number
@@ -156,6 +158,8 @@ export interface Agent {
   >
   /** Waits for a turn; interrupting the wait cancels the turn (dequeued, or interrupted if running). */
   readonly await: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult>
+  /** Waits for a turn like `await`, but interrupting the wait only stops the waiting: the turn goes on. */
+  readonly watch: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult>
   readonly result: (turnId: string) => Effect.Effect<TurnResult, TurnError | TurnPending | NoResult>
   readonly status: Effect.Effect<AgentStatusView>
   readonly info: Effect.Effect<AgentInfo>
@@ -723,27 +727,31 @@ export const make = (
         yield* fail(turn, new TurnInterrupted({ name, turnId }))
       })
 
-    const awaitTurn: Agent["await"] = (turnId) =>
+    /** A turn's outcome. At its deadline a turn still queued expires here; the agent interrupts a running one. */
+    const outcomeOf = (turn: Turn): Effect.Effect<TurnResult, TurnError> => {
+      const outcome = Deferred.await(turn.deferred)
+      if (turn.deadlineAt === null) return outcome
+      return Clock.currentTimeMillis.pipe(
+        Effect.flatMap((now) =>
+          outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, turn.deadlineAt! - now))))
+        ),
+        Effect.flatMap(Option.match({
+          onSome: Effect.succeed,
+          onNone: () =>
+            (turn.record.status === "queued"
+              ? fail(turn, new TurnTimeout({ name, turnId: turn.id, timeoutMs: turn.timeoutMs }))
+              : Effect.void).pipe(Effect.zipRight(outcome))
+        }))
+      )
+    }
+
+    const watch: Agent["watch"] = (turnId) =>
       Effect.suspend((): Effect.Effect<TurnResult, TurnError | NoResult> => {
         const turn = history.get(turnId)
-        if (turn === undefined) return new NoResult({ name, turnId })
-        const outcome = Deferred.await(turn.deferred)
-        if (turn.deadlineAt === null) return outcome.pipe(Effect.onInterrupt(() => cancel(turnId)))
-        // At the deadline a turn still queued expires here; a running one is interrupted by the agent.
-        return Clock.currentTimeMillis.pipe(
-          Effect.flatMap((now) =>
-            outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, turn.deadlineAt! - now))))
-          ),
-          Effect.flatMap(Option.match({
-            onSome: Effect.succeed,
-            onNone: () =>
-              (turn.record.status === "queued"
-                ? fail(turn, new TurnTimeout({ name, turnId, timeoutMs: turn.timeoutMs }))
-                : Effect.void).pipe(Effect.zipRight(outcome))
-          })),
-          Effect.onInterrupt(() => cancel(turnId))
-        )
+        return turn === undefined ? new NoResult({ name, turnId }) : outcomeOf(turn)
       })
+
+    const awaitTurn: Agent["await"] = (turnId) => watch(turnId).pipe(Effect.onInterrupt(() => cancel(turnId)))
 
     const result: Agent["result"] = (turnId) =>
       Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult> => {
@@ -762,6 +770,7 @@ export const make = (
         // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
         status: state === "idle" && queued > 0 ? "working" : state,
         current: current?.id ?? null,
+        currentStartedAt: current?.record.startedAt ?? null,
         queued,
         turns: finished + failed
       } satisfies AgentStatusView
@@ -810,6 +819,7 @@ export const make = (
       name,
       prompt,
       await: awaitTurn,
+      watch,
       result,
       status,
       info,

@@ -50,6 +50,8 @@ export const createFleet = (options: CreateFleetOptions = {}) => {
     prompt: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => f.prompt(name, text, askOptions)),
     wait: (name: string, turnId: string) => run((f) => f.wait(name, turnId)),
+    /** Like `wait`; the turn is never cancelled on the waiter's behalf. */
+    watch: (name: string, turnId: string) => run((f) => f.watch(name, turnId)),
     status: (name: string) => run((f) => f.status(name)),
     result: (name: string, turnId: string = "latest") => run((f) => f.result(name, turnId)),
     transcript: (name: string) => run((f) => f.transcript(name)),

@@ -92,8 +92,10 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const ask = (name: string, text: string, options: AskOptions = {}) =>
       Effect.map(askResult(name, text, options), (result) => result.text)
 
-    /** Waits for a turn started with `prompt`. */
+    /** Waits for a turn started with `prompt`; interrupting the caller cancels the turn. */
     const wait = (name: string, turnId: string) => registry.get(name).pipe(Effect.flatMap((a) => a.await(turnId)))
+    /** Waits for a turn like `wait`, but interrupting the caller only stops the waiting: the turn goes on. */
+    const watch = (name: string, turnId: string) => registry.get(name).pipe(Effect.flatMap((a) => a.watch(turnId)))
 
     const status = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.status))
     const result = (name: string, turnId: string = "latest") =>
@@ -178,6 +180,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       askResult,
       prompt,
       wait,
+      watch,
       status,
       result,
       transcript,

@@ -32,6 +32,11 @@ export interface ReportQuery {
   readonly kinds?: ReadonlyArray<string>
   /** At most this many entries (default 100, at most 10,000). */
   readonly limit?: number
+  /**
+   * A tail read: the last this many matching entries (at most 10,000; `limit` is ignored), oldest first, and
+   * `next` is the cursor after the newest entry in the log.
+   */
+  readonly last?: number
 }
 
 export interface ReportPage {
@@ -81,8 +86,18 @@ export class ReportStore extends Context.Tag("@flotta/core/ReportStore")<ReportS
           entries.push(full)
           return full
         }),
-      read: ({ agent, kinds, limit = DEFAULT_LIMIT, since = 0 }) =>
+      read: ({ agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 }) =>
         Effect.sync(() => {
+          if (last !== undefined) {
+            // Walk back from the end: the cost is the tail read, not the whole log.
+            const max = Math.max(1, Math.min(last, MAX_LIMIT))
+            const out: Array<ReportEntry> = []
+            const from = Math.max(0, since)
+            for (let index = entries.length - 1; index >= from && out.length < max; index--) {
+              if (matches(entries[index]!, agent, kinds)) out.push(entries[index]!)
+            }
+            return { entries: out.reverse(), next: Math.max(since, entries.length) }
+          }
           const max = Math.max(1, Math.min(limit, MAX_LIMIT))
           const out: Array<ReportEntry> = []
           let index = Math.max(0, since)

@@ -234,6 +234,43 @@ describe("interrupt and timeouts", () => {
       assert.strictEqual(failureTag(yield* Effect.exit(fleet.result("cancel", "t1"))), "TurnInterrupted")
     }).pipe(Effect.provide(fakeFleet())))
 
+  it.scopedLive("interrupting a watcher leaves the turn running, and it still completes", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("watched")
+      const turnId = yield* fleet.prompt("watched", "slow 400 watched")
+      const running = yield* waitFor(fleet.status("watched"), (s) => s.current === turnId)
+      assert.isString(running.currentStartedAt)
+      const transcript = yield* fleet.transcript("watched")
+      assert.strictEqual(running.currentStartedAt, transcript[0]!.startedAt)
+      const watcher = yield* Effect.fork(fleet.watch("watched", turnId))
+      yield* Effect.sleep("50 millis")
+      yield* Fiber.interrupt(watcher)
+      // Still the turn in flight: nothing cancelled it.
+      assert.strictEqual((yield* fleet.status("watched")).current, turnId)
+      const result = yield* fleet.watch("watched", turnId)
+      assert.strictEqual(result.text, "slow done watched")
+      assert.strictEqual((yield* fleet.result("watched", turnId)).text, "slow done watched")
+      const idle = yield* waitFor(fleet.status("watched"), (s) => s.status === "idle")
+      assert.deepInclude(idle, { current: null, currentStartedAt: null })
+      // The same errors as wait.
+      assert.strictEqual(failureTag(yield* Effect.exit(fleet.watch("watched", "t9"))), "NoResult")
+      assert.strictEqual(failureTag(yield* Effect.exit(fleet.watch("nobody", "t1"))), "AgentNotFound")
+    }).pipe(Effect.provide(fakeFleet())))
+
+  it.scopedLive("interrupting a watcher of a queued turn leaves it queued, and it runs", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("watchq")
+      yield* fleet.prompt("watchq", "slow 300 first")
+      const queued = yield* fleet.prompt("watchq", "second")
+      const watcher = yield* Effect.fork(fleet.watch("watchq", queued))
+      yield* Effect.sleep("50 millis")
+      yield* Fiber.interrupt(watcher)
+      assert.strictEqual((yield* fleet.status("watchq")).queued, 1)
+      assert.strictEqual((yield* fleet.watch("watchq", queued)).text, "echo: second")
+    }).pipe(Effect.provide(fakeFleet())))
+
   it.scoped("a turn with no output for stallTimeout is interrupted and the process restarted", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta

@@ -23,6 +23,7 @@ describe("createFleet: the Promise facade", () => {
     const turnId = await fleet.prompt("promised", "later")
     const result = await fleet.wait("promised", turnId)
     assert.strictEqual(result.text, "echo: later")
+    assert.strictEqual((await fleet.watch("promised", turnId)).text, "echo: later")
     assert.strictEqual((await fleet.result("promised")).turnId, turnId)
     assert.strictEqual((await fleet.transcript("promised")).length, 2)
     assert.deepStrictEqual((await fleet.list()).map((i) => i.name), ["promised"])

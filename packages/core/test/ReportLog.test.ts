@@ -40,6 +40,28 @@ describe("ReportLog", () => {
       assert.deepStrictEqual(rest.entries.map((e) => e.seq), [5, 7, 9])
     }).pipe(Effect.provide(LogLive)))
 
+  it.effect("a tail read: the last n matching entries, oldest first, and the cursor after the newest", () =>
+    Effect.gen(function*() {
+      const log = yield* ReportLog
+      assert.deepStrictEqual(yield* log.reports({ last: 5 }), { entries: [], next: 0 })
+      for (let i = 0; i < 10; i++) yield* log.post(i % 2 === 0 ? "even" : "odd", i < 5 ? "result" : "error")
+      const tail = yield* log.reports({ last: 3 })
+      assert.deepStrictEqual(tail.entries.map((e) => e.seq), [8, 9, 10])
+      assert.strictEqual(tail.next, 10)
+      // `limit` does not cut a tail read; fewer entries than asked is all of them.
+      assert.deepStrictEqual((yield* log.reports({ last: 4, limit: 1 })).entries.map((e) => e.seq), [7, 8, 9, 10])
+      assert.strictEqual((yield* log.reports({ last: 50 })).entries.length, 10)
+      const even = yield* log.reports({ agent: "even", last: 2 })
+      assert.deepStrictEqual(even.entries.map((e) => e.seq), [7, 9])
+      assert.strictEqual(even.next, 10)
+      const results = yield* log.reports({ kinds: ["result"], last: 2 })
+      assert.deepStrictEqual(results.entries.map((e) => e.seq), [4, 5])
+      assert.strictEqual(results.next, 10)
+      // With `since`, only entries after it.
+      assert.deepStrictEqual((yield* log.reports({ since: 8, last: 5 })).entries.map((e) => e.seq), [9, 10])
+      assert.deepStrictEqual(yield* log.reports({ agent: "nobody", last: 5 }), { entries: [], next: 10 })
+    }).pipe(Effect.provide(LogLive)))
+
   it.scoped("a live subscriber gets entries in order, filtered", () =>
     Effect.gen(function*() {
       const log = yield* ReportLog

@@ -3,8 +3,6 @@
  * report log (the most recent entries; `flotta_reports` pages through all of them by cursor).
  */
 import { Flotta } from "@flotta/core/Flotta"
-import type { ReportEntry } from "@flotta/core/ReportLog"
-import { MAX_LIMIT } from "@flotta/core/ReportLog"
 import type { McpServer as SdkServer, ReadResourceResult } from "@modelcontextprotocol/server"
 import { ResourceNotFoundError, ResourceTemplate } from "@modelcontextprotocol/server"
 import { Cause, Effect, Exit, Runtime } from "effect"
@@ -14,18 +12,9 @@ export const REPORT_TAIL = 500
 
 const JSON_TYPE = "application/json"
 
-/** The last `REPORT_TAIL` entries, read page by page from the start of the log. */
+/** The last `REPORT_TAIL` entries (oldest first) and the cursor after the newest entry in the log. */
 const reportTail = (fleet: Flotta, agent?: string) =>
-  Effect.gen(function*() {
-    let since = 0
-    let tail: Array<ReportEntry> = []
-    while (true) {
-      const page = yield* fleet.reports({ since, limit: MAX_LIMIT, ...(agent === undefined ? {} : { agent }) })
-      tail = tail.concat(page.entries).slice(-REPORT_TAIL)
-      if (page.entries.length === 0 || page.next <= since) return { entries: tail, next: page.next }
-      since = page.next
-    }
-  })
+  fleet.reports({ last: REPORT_TAIL, ...(agent === undefined ? {} : { agent }) })
 
 const json = (uri: URL, value: unknown): ReadResourceResult => ({
   contents: [{ uri: uri.href, mimeType: JSON_TYPE, text: JSON.stringify(value) }]

@@ -185,6 +185,7 @@ export const AgentInfo = Schema.Struct({
 export const StatusView = Schema.Struct({
   status: describe(Schema.String, "starting, idle, working, restarting or closed"),
   current: describe(NullableString, "The turn in flight"),
+  currentStartedAt: describe(NullableString, "When the turn in flight started (ISO 8601)"),
   queued: describe(Schema.Number, "Turns waiting behind it"),
   turns: describe(Schema.Number, "Finished turns")
 })

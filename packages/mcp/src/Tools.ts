@@ -81,9 +81,8 @@ const describeTurn = (fleet: Flotta, name: string, turnId: string, waitedMs: num
   Effect.gen(function*() {
     const status = yield* fleet.status(name)
     if (status.current === turnId) {
-      const record = (yield* fleet.transcript(name)).find((t) => t.turnId === turnId)
       const now = yield* Clock.currentTimeMillis
-      const since = record?.startedAt ? now - Date.parse(record.startedAt) : waitedMs
+      const since = status.currentStartedAt === null ? waitedMs : now - Date.parse(status.currentStartedAt)
       const queued = status.queued > 0 ? ` (${status.queued} queued)` : ""
       return { status, message: `agent ${name}: turn ${turnId} running for ${secondsText(since)}${queued}` }
     }
