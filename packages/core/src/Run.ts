@@ -6,10 +6,11 @@
  */
 import { CommandExecutor, FileSystem } from "@effect/platform"
 import { Deferred, Effect, FiberMap, Option } from "effect"
+import type { Duration } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
-import { AgentAlreadyExists, InvalidSpec, RunNotFound, TurnPending } from "./Errors.js"
+import { AgentAlreadyExists, InvalidSpec, RunNotFound, TurnPending, WorktreeFailed } from "./Errors.js"
 import type {
   AgentClosed,
   AgentNotFound,
@@ -18,8 +19,7 @@ import type {
   NotAGitRepo,
   SpawnFailed,
   StructuredOutputMissing,
-  TurnError,
-  WorktreeFailed
+  TurnError
 } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type * as Permission from "./Permission.js"
@@ -46,7 +46,7 @@ export interface RunOptions {
   readonly maxTurns?: number
   readonly maxBudgetUsd?: number
   /** The run is interrupted when it expires (TurnTimeout). */
-  readonly timeout?: import("effect").Duration.DurationInput
+  readonly timeout?: Duration.DurationInput
   readonly env?: Readonly<Record<string, string>>
   /** A `run` entry of the declarative fleet; the call's own options override its fields. */
   readonly template?: string
@@ -121,6 +121,8 @@ export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
   ...(options.maxBudgetUsd === undefined ? [] : ["--max-budget-usd", String(options.maxBudgetUsd)]),
   ...(options.jsonSchema === undefined ? [] : ["--json-schema", JSON.stringify(options.jsonSchema)])
 ]
+
+const cwdOf = (options: RunOptions) => path.resolve(options.cwd ?? ".")
 
 const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
 
@@ -255,7 +257,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           ...(runWorktree === undefined ? {} : { worktree: runWorktree })
         } satisfies RunResult
       }).pipe(
-        Effect.catchTag("CommandFailed", (e) => Effect.dieMessage(`git failed: ${e.reason}`)),
+        // git failing (a hook, a full disk, a lock) is the user's to see and fix, not a defect.
+        Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwdOf(options), reason: e.reason })),
         Effect.tapError((error) =>
           // Failures before the agent existed (a bad worktree, say) still reach the report log.
           error._tag === "NotAGitRepo" || error._tag === "WorktreeFailed"
