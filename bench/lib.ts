@@ -10,22 +10,13 @@ import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+// The raw baseline starts the fake child with the same flags the engine gives every duplex child.
+import { DUPLEX_FLAGS } from "../packages/core/src/ClaudeCli.js"
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 export const FAKE = path.join(ROOT, "packages/core/test/fixtures/fake-claude.mjs")
 export const CLAUDE = path.join(ROOT, "node_modules/.bin/claude")
 export const OUT_DIR = path.join(ROOT, "bench/out")
-
-/** The flags the engine gives every duplex child (ClaudeCli.DUPLEX_FLAGS), so raw baselines start the same process. */
-export const DUPLEX_FLAGS = [
-  "--input-format",
-  "stream-json",
-  "--output-format",
-  "stream-json",
-  "--verbose",
-  "--permission-prompt-tool",
-  "stdio"
-]
 
 // ------------------------------------------------------------------------------------------------ statistics
 

@@ -6,7 +6,7 @@
  */
 import { FileSystem } from "@effect/platform"
 import * as Spec from "@flotta/core/Spec"
-import { ConfigProvider, Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 
@@ -201,6 +201,12 @@ export const empty: LoadedConfig = {
   maxConcurrentStarts: undefined
 }
 
+/** The declarative fleet as `Flotta.boot` takes it: the defaults and the agent entries, as written. */
+export const fleetOf = (config: LoadedConfig) => ({
+  fleetDefaults: config.raw["fleetDefaults"],
+  agents: Array.isArray(config.raw["agents"]) ? (config.raw["agents"] as ReadonlyArray<unknown>) : []
+})
+
 /** Finds, reads and validates the config; no file is an empty config. */
 export const load = (dir: string, explicit?: string) =>
   Effect.gen(function*() {
@@ -209,7 +215,3 @@ export const load = (dir: string, explicit?: string) =>
     const raw = yield* readRaw(file)
     return yield* validate(file, raw)
   })
-
-/** The config as an Effect ConfigProvider for the layers that read their own section; the environment wins. */
-export const provider = (config: LoadedConfig) =>
-  ConfigProvider.orElse(ConfigProvider.fromEnv(), () => ConfigProvider.fromJson(config.raw))

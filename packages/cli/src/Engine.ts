@@ -18,13 +18,16 @@ export const simulatedEnv = Effect.gen(function*() {
   return yield* Simulator.offlineEnv(simulator.url, root)
 })
 
+/** The engine's options for a config, with the children's extra environment. */
+export const fleetOptions = (config: LoadedConfig, env: Record<string, string>): Flotta.FleetOptions => ({
+  env,
+  ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
+  ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts })
+})
+
 /** The whole engine (Flotta, Registry, ReportLog, Runs) for a config, simulated or real. */
 export const layer = (config: LoadedConfig, options: { readonly simulate: boolean }) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const env = options.simulate ? yield* simulatedEnv : {}
-    return Flotta.layer({
-      env,
-      ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
-      ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts })
-    })
+    return Flotta.layer(fleetOptions(config, env))
   }))

@@ -7,6 +7,7 @@ import { Command } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Stdio from "@flotta/mcp/Stdio"
 import { Effect } from "effect"
+import * as ConfigFile from "./ConfigFile.js"
 import * as Engine from "./Engine.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Shared from "./SharedOptions.js"
@@ -20,9 +21,9 @@ export const command = Command.make(
       const config = yield* Shared.loadConfig(flags.config)
       return yield* Effect.gen(function*() {
         const fleet = yield* Flotta
-        const agents = Array.isArray(config.raw["agents"]) ? (config.raw["agents"] as Array<unknown>) : []
+        const { agents, fleetDefaults } = ConfigFile.fleetOf(config)
         const templates = agents.filter((a) => (a as { readonly lifecycle?: unknown })?.lifecycle === "run")
-        yield* fleet.boot({ fleetDefaults: config.raw["fleetDefaults"], agents: templates })
+        yield* fleet.boot({ fleetDefaults, agents: templates })
         yield* Stdio.serve()
       }).pipe(
         Effect.scoped,

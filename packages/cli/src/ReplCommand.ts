@@ -7,6 +7,7 @@ import { Command } from "@effect/cli"
 import { createFleet } from "@flotta/core/Client"
 import { Effect } from "effect"
 import * as repl from "node:repl"
+import * as ConfigFile from "./ConfigFile.js"
 import * as Engine from "./Engine.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
@@ -20,15 +21,9 @@ export const command = Command.make(
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       const env = flags.simulate ? yield* Engine.simulatedEnv : {}
-      const fleet = createFleet({
-        env,
-        ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
-        ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts })
-      })
+      const fleet = createFleet(Engine.fleetOptions(config, env))
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
-      const booted = yield* Effect.promise(() =>
-        fleet.boot({ fleetDefaults: config.raw["fleetDefaults"], agents: config.raw["agents"] ?? [] })
-      )
+      const booted = yield* Effect.promise(() => fleet.boot(ConfigFile.fleetOf(config)))
       for (const failed of booted.failed) {
         yield* Output.stderr(`flotta: ${failed.name} did not start: ${failed.error.message}`)
       }

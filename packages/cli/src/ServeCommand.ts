@@ -29,7 +29,7 @@ export const mcpLayer = (config: ConfigFile.LoadedConfig) => {
 export const boot = (config: ConfigFile.LoadedConfig) =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
-    const booted = yield* fleet.boot({ fleetDefaults: config.raw["fleetDefaults"], agents: config.raw["agents"] ?? [] })
+    const booted = yield* fleet.boot(ConfigFile.fleetOf(config))
     for (const failed of booted.failed) {
       yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
     }
