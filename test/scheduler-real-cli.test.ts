@@ -8,8 +8,9 @@ import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import type { FireOutcome } from "../packages/core/src/Steering.js"
+import { Scheduler } from "../packages/scheduler/src/Scheduler.js"
 import * as SchedulerConfig from "../packages/scheduler/src/SchedulerConfig.js"
+import type { FireOutcome } from "../packages/scheduler/src/Steering.js"
 import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-scheduler")
@@ -61,6 +62,7 @@ describe("the scheduler with the real claude CLI", () => {
         }
         const program = Effect.gen(function*() {
           const fleet = yield* Flotta.Flotta
+          const scheduler = yield* Scheduler
           const results = yield* fleet.subscribe({ agent: "scheduler", kinds: ["fire_result"] })
           yield* fleet.boot(config)
           const first = yield* results.pipe(
@@ -70,8 +72,8 @@ describe("the scheduler with the real claude CLI", () => {
           )
           // One scheduled scan is enough; pause stops the cadence (a manual fire still works). A second scan
           // may have started before the pause landed: let it finish.
-          yield* fleet.pause()
-          yield* fleet.schedulerStatus().pipe(
+          yield* scheduler.pause
+          yield* scheduler.status.pipe(
             Effect.repeat({ until: (s) => s.running.length === 0, schedule: Schedule.spaced("100 millis") })
           )
           const scans = (yield* fleet.reports({ agent: "scheduler", kinds: ["findings"] })).entries.length
@@ -82,13 +84,13 @@ describe("the scheduler with the real claude CLI", () => {
             ["Update the README", "update the readme", undefined]
           ])
 
-          const findings = yield* fleet.findings()
+          const findings = yield* scheduler.findings()
           assert.deepStrictEqual(findings.map((f) => [f.title, f.routine, f.sightings]), [
             ["Fix the flaky test", "survey", scans],
             ["Update the README", "survey", scans]
           ])
 
-          const loop = yield* fleet.runRoutine("work-loop")
+          const loop = yield* scheduler.runRoutine("work-loop")
           assert.isTrue(loop.ok, JSON.stringify(loop.error))
           assert.deepStrictEqual(loop.dispatched!.map((d) => [d.title, d.ok]), [["Add a changelog", true]])
           const dispatchedRun = loop.dispatched![0]!.run
@@ -98,13 +100,13 @@ describe("the scheduler with the real claude CLI", () => {
             /ECHO: fixing\\n\\nTask: Add a changelog\\n\\nCHANGELOG.md is missing/
           )
 
-          const after = yield* fleet.findings()
+          const after = yield* scheduler.findings()
           assert.deepStrictEqual(after.map((f) => [f.key, f.sightings]), [
             ["fix the flaky test", scans + 1],
             ["add a changelog", 1],
             ["update the readme", scans]
           ])
-          const status = yield* fleet.schedulerStatus()
+          const status = yield* scheduler.status
           assert.strictEqual(status.mode, "paused")
           assert.deepStrictEqual(status.routines.map((r) => [r.name, r.lastFire?.ok]), [
             ["survey", true],
@@ -113,7 +115,9 @@ describe("the scheduler with the real claude CLI", () => {
         })
         yield* program.pipe(
           Effect.provide(
-            SchedulerConfig.layerFromJson(config).pipe(Layer.provideMerge(Flotta.layer({ claudePath: CLAUDE })))
+            Layer.unwrapEffect(Effect.map(SchedulerConfig.required(config), (c) => Scheduler.layer(c))).pipe(
+              Layer.provideMerge(Flotta.layer({ claudePath: CLAUDE }))
+            )
           )
         )
       }),

@@ -1,11 +1,13 @@
 /**
  * Commands that drive a running `flotta serve` over its MCP endpoint: list, status, ask, prompt, result,
- * reports, close. The endpoint is `--url`, else the config's `mcp` section (FLOTTA_MCP_PORT / FLOTTA_MCP_HOST
- * override it) on 127.0.0.1:4099; the token is `--token`, else FLOTTA_MCP_TOKEN, else the config's.
+ * reports, close. The endpoint is `--url`, else the decoded config's `mcp` section (with its environment
+ * variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST, applied), else 127.0.0.1:4099; the token is `--token`, else
+ * the config's (FLOTTA_MCP_TOKEN overrides it).
  */
 import { Args, Command, Options } from "@effect/cli"
+import * as McpConfig from "@flotta/mcp/McpConfig"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Config, Effect, Option, Redacted, Schema } from "effect"
+import { Effect, Option, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
@@ -51,21 +53,20 @@ type Connection = {
   readonly config: Option.Option<string>
 }
 
-const envOption = (name: string) =>
-  Config.option(Config.nonEmptyString(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
-
-/** The endpoint and token this command should use. */
+/** The endpoint and token this command should use: the flags, else the config's `mcp` section and its variables. */
 const endpoint = (flags: Connection) =>
   Effect.gen(function*() {
-    const config = yield* Shared.loadConfig(flags.config)
-    const mcp = config.raw["mcp"] as ConfigFile.FlottaConfig["mcp"] | undefined
-    const port = Option.getOrElse(yield* envOption("FLOTTA_MCP_PORT"), () => String(mcp?.port ?? 4099))
-    const host = Option.getOrElse(yield* envOption("FLOTTA_MCP_HOST"), () => mcp?.host ?? "127.0.0.1")
-    const url = Option.getOrElse(flags.url, () => `http://${host.includes(":") ? `[${host}]` : host}:${port}/mcp`)
-    const fromEnv = yield* envOption("FLOTTA_MCP_TOKEN")
+    const config = yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
+    const mcp = config.mcp ?? {}
+    const host = mcp.host ?? McpConfig.DEFAULT_HOST
+    const port = mcp.port ?? McpConfig.DEFAULT_PORT
+    const url = Option.getOrElse(
+      flags.url,
+      () => `http://${host.includes(":") ? `[${host}]` : host}:${port}${McpConfig.PATH}`
+    )
     const token = Option.orElse(
       Option.map(flags.token, Redacted.value),
-      () => Option.orElse(fromEnv, () => Option.fromNullable(mcp?.token))
+      () => Option.map(Option.fromNullable(mcp.token), (t) => (typeof t === "string" ? t : Redacted.value(t)))
     )
     return { url, token }
   })

@@ -1,12 +1,18 @@
 /**
  * The config file: found at `--config PATH`, else `flotta.config.json`, `.flotta/config.json` or
  * `flotta.config.ts` (default export, `defineConfig({...})` for type checking) in the project directory.
- * Validation names the file, the path of the bad field and what was expected. A bad top-level field stops the
- * command; a bad agent or routine entry is reported and skipped, and the rest boots.
+ *
+ * It is decoded once, by one Schema (`FileSchema`), into one section per layer: `fleet` for `Flotta.layer`,
+ * `mcp` for `McpServer.layer`, `schedule` for `Scheduler.layer` (an absent section is `undefined`, and its
+ * layer is then `Layer.empty`). The environment overrides the file through one mapping (`ENVIRONMENT`).
+ * Errors name the file (or the variable), the path of the bad field and what was expected. A bad top-level
+ * field stops the command; a bad agent or routine entry is reported and skipped, and the rest boots.
  */
 import { FileSystem } from "@effect/platform"
 import * as Spec from "@flotta/core/Spec"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import * as McpConfig from "@flotta/mcp/McpConfig"
+import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
+import { Config, Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 
@@ -31,14 +37,7 @@ export interface FlottaConfig {
   /** `session` entries start with `serve` and `repl`; `run` entries are templates. */
   readonly agents?: ReadonlyArray<Spec.SpecInput>
   /** Serve the fleet over MCP (Streamable HTTP on 127.0.0.1). */
-  readonly mcp?: {
-    readonly port?: number
-    readonly host?: string
-    readonly token?: string
-    readonly allowedOrigins?: ReadonlyArray<string>
-    readonly allowedHosts?: ReadonlyArray<string>
-    readonly enabled?: boolean
-  }
+  readonly mcp?: McpConfig.FileSection
   /** Working hours: switches the scheduler on. */
   readonly schedule?: Readonly<Record<string, unknown>>
   /** Recurring work for the scheduler. */
@@ -54,37 +53,109 @@ export const CONFIG_FILES: ReadonlyArray<string> = [
   "flotta.config.ts"
 ]
 
-const TopLevel = Schema.Struct({
-  $schema: Schema.optional(Schema.String),
-  claudePath: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-  maxConcurrentStarts: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  fleetDefaults: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  agents: Schema.optional(Schema.Array(Schema.Unknown)),
-  mcp: Schema.optional(Schema.Struct({
-    enabled: Schema.optional(Schema.Boolean),
-    port: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
-    host: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-    token: Schema.optional(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
-    allowedOrigins: Schema.optional(Schema.Array(Schema.String)),
-    allowedHosts: Schema.optional(Schema.Array(Schema.String)),
-    maxSessions: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-    sessionIdleTimeoutMs: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
-  })),
-  schedule: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  routines: Schema.optional(Schema.Array(Schema.Unknown))
+const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+/** The whole file, every section. Agent and routine entries are checked one by one (a bad one is skipped). */
+export const FileSchema = Schema.Struct({
+  $schema: exact(Schema.String),
+  claudePath: exact(Schema.String.pipe(Schema.minLength(1))),
+  maxConcurrentStarts: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  fleetDefaults: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  agents: exact(Schema.Array(Schema.Unknown)),
+  mcp: exact(McpConfig.FileSection),
+  schedule: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  routines: exact(Schema.Array(Schema.Unknown))
 })
 
-const decodeTopLevel = Schema.decodeUnknownEither(TopLevel, { errors: "first", onExcessProperty: "error" })
+const decodeFile = Schema.decodeUnknownEither(FileSchema, { errors: "first", onExcessProperty: "error" })
 
+/** The engine's section: its settings and the declared fleet, validated entry by entry. */
+export interface FleetSection {
+  readonly claudePath?: string
+  readonly maxConcurrentStarts?: number
+  readonly fleet: Spec.Fleet
+}
+
+/** A decoded config: one section per layer; `undefined` when the file does not have it. */
 export interface LoadedConfig {
   /** The file read, or null when there is none (an empty config). */
   readonly file: string | null
-  /** The config as written, for the layers that read their own section. */
-  readonly raw: Readonly<Record<string, unknown>>
-  readonly fleet: Spec.Fleet
-  readonly claudePath: string | undefined
-  readonly maxConcurrentStarts: number | undefined
+  readonly fleet: FleetSection
+  readonly mcp: McpConfig.McpConfigInput | undefined
+  readonly schedule: SchedulerConfig.SchedulerConfig | undefined
 }
+
+/** One environment variable and the config field it overrides. */
+export interface Override {
+  readonly variable: string
+  /** The field: top level, or `[section, key]` (applied only when the file has that section). */
+  readonly path: readonly [string] | readonly [string, string]
+  readonly type: "integer" | "string"
+  readonly meaning: string
+}
+
+/** The environment's mapping onto the config file: each variable wins over the field it names. */
+export const ENVIRONMENT: ReadonlyArray<Override> = [
+  {
+    variable: "FLOTTA_MAX_CONCURRENT_STARTS",
+    path: ["maxConcurrentStarts"],
+    type: "integer",
+    meaning: "children starting at once (default: twice the cores)"
+  },
+  {
+    variable: "FLOTTA_MCP_PORT",
+    path: ["mcp", "port"],
+    type: "integer",
+    meaning: "the MCP server's port (default 4099)"
+  },
+  {
+    variable: "FLOTTA_MCP_HOST",
+    path: ["mcp", "host"],
+    type: "string",
+    meaning: "the MCP server's address (default 127.0.0.1)"
+  },
+  {
+    variable: "FLOTTA_MCP_TOKEN",
+    path: ["mcp", "token"],
+    type: "string",
+    meaning: "bearer token the MCP server requires, and client commands send"
+  }
+]
+
+/**
+ * The file with the environment's overrides applied. A section-level override applies only to a section the
+ * file has (or one listed in `assume`): a variable never switches a server on by itself.
+ */
+export const applyEnvironment = (file: string, raw: Record<string, unknown>, assume: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const out: Record<string, unknown> = { ...raw }
+    for (const name of assume) {
+      if (out[name] === undefined) out[name] = {}
+    }
+    for (const override of ENVIRONMENT) {
+      const value = yield* Config.option(Config.nonEmptyString(override.variable)).pipe(
+        Effect.orElseSucceed(() => Option.none<string>())
+      )
+      if (Option.isNone(value)) continue
+      let parsed: unknown = value.value
+      if (override.type === "integer") {
+        parsed = /^\s*-?\d+\s*$/.test(value.value) ? Number(value.value) : Number.NaN
+        if (Number.isNaN(parsed)) {
+          return yield* new ConfigFileError({
+            file: `the environment (${file})`,
+            path: override.variable,
+            reason: `expected an integer, got ${JSON.stringify(value.value)}`
+          })
+        }
+      }
+      const [first, second] = override.path
+      if (second === undefined) out[first] = parsed
+      else if (typeof out[first] === "object" && out[first] !== null && !Array.isArray(out[first])) {
+        out[first] = { ...(out[first] as Record<string, unknown>), [second]: parsed }
+      }
+    }
+    return out
+  })
 
 /** The config file to use: the explicit one (which must exist), or the first of CONFIG_FILES in `dir`. */
 export const locate = (dir: string, explicit?: string) =>
@@ -171,12 +242,12 @@ const formatPath = (issuePath: ReadonlyArray<PropertyKey>) =>
     ""
   )
 
-/** Checks a config object; `file` names it in errors. */
-export const validate = (file: string, raw: unknown): Either.Either<LoadedConfig, ConfigFileError> => {
+/** Decodes a config object (after the environment's overrides) into its sections; `file` names it in errors. */
+export const decode = (file: string, raw: unknown): Either.Either<LoadedConfig, ConfigFileError> => {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return Either.left(new ConfigFileError({ file, path: "", reason: "expected an object at the top level" }))
   }
-  const decoded = decodeTopLevel(raw)
+  const decoded = decodeFile(raw)
   if (Either.isLeft(decoded)) {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
     return Either.left(
@@ -184,34 +255,40 @@ export const validate = (file: string, raw: unknown): Either.Either<LoadedConfig
     )
   }
   const config = decoded.right
+  const schedule = SchedulerConfig.read({ schedule: config.schedule, routines: config.routines })
+  if (Either.isLeft(schedule)) {
+    return Either.left(new ConfigFileError({ file, path: schedule.left.path, reason: schedule.left.reason }))
+  }
   return Either.right({
     file,
-    raw: raw as Record<string, unknown>,
-    fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents }),
-    claudePath: config.claudePath,
-    maxConcurrentStarts: config.maxConcurrentStarts
+    fleet: {
+      ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
+      ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts }),
+      fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
+    },
+    mcp: McpConfig.fromFile(config.mcp),
+    schedule: Option.getOrUndefined(schedule.right)
   })
 }
 
 export const empty: LoadedConfig = {
   file: null,
-  raw: {},
-  fleet: { sessions: [], templates: [], rejected: [] },
-  claudePath: undefined,
-  maxConcurrentStarts: undefined
+  fleet: { fleet: { sessions: [], templates: [], rejected: [] } },
+  mcp: undefined,
+  schedule: undefined
 }
 
-/** The declarative fleet as `Flotta.boot` takes it: the defaults and the agent entries, as written. */
-export const fleetOf = (config: LoadedConfig) => ({
-  fleetDefaults: config.raw["fleetDefaults"],
-  agents: Array.isArray(config.raw["agents"]) ? (config.raw["agents"] as ReadonlyArray<unknown>) : []
-})
-
-/** Finds, reads and validates the config; no file is an empty config. */
-export const load = (dir: string, explicit?: string) =>
+/**
+ * Finds, reads and decodes the config, with the environment's overrides; no file is an empty config.
+ * `assume` lists sections to treat as present (empty) when the file lacks them, so the environment applies.
+ */
+export const load = (dir: string, explicit?: string, options: { readonly assume?: ReadonlyArray<string> } = {}) =>
   Effect.gen(function*() {
     const file = yield* locate(dir, explicit)
-    if (file === null) return empty
-    const raw = yield* readRaw(file)
-    return yield* validate(file, raw)
+    const raw = file === null ? {} : yield* readRaw(file)
+    const isObject = typeof raw === "object" && raw !== null && !Array.isArray(raw)
+    if (!isObject) return yield* decode(file ?? "config", raw)
+    const overridden = yield* applyEnvironment(file ?? "no config file", raw as Record<string, unknown>, options.assume)
+    const loaded = yield* decode(file ?? "the environment", overridden)
+    return { ...loaded, file }
   })

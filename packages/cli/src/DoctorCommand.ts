@@ -51,14 +51,14 @@ export const command = Command.make("doctor", { config: Shared.config }, (flags)
     } else if (loaded.right.file === null) {
       yield* ok("config: none here (flotta.config.json, .flotta/config.json or flotta.config.ts); run `flotta init`")
     } else {
-      const fleet = loaded.right.fleet
+      const fleet = loaded.right.fleet.fleet
       yield* ok(
         `config: ${loaded.right.file}: ${fleet.sessions.length} session(s), ${fleet.templates.length} run template(s)`
       )
       for (const rejected of fleet.rejected) yield* warn(`config: ${rejected.path}: ${rejected.message} (skipped)`)
     }
 
-    const configured = Either.isRight(loaded) ? loaded.right.claudePath : undefined
+    const configured = Either.isRight(loaded) ? loaded.right.fleet.claudePath : undefined
     const executable = yield* ClaudeCli.resolve(configured)
     const version = yield* claudeVersion(executable)
     if (Either.isLeft(version)) {

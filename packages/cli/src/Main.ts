@@ -8,6 +8,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Option } from "effect"
 import { createRequire } from "node:module"
 import * as ClientCommands from "./ClientCommands.js"
+import * as ConfigFile from "./ConfigFile.js"
 import * as DoctorCommand from "./DoctorCommand.js"
 import { exitCodeFor, interruptedExitCode } from "./ExitCode.js"
 import * as InitCommand from "./InitCommand.js"
@@ -17,13 +18,10 @@ import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
 import * as ServeCommand from "./ServeCommand.js"
 
-/** Variables the command reads; the children also inherit the whole environment. */
+/** Variables the command reads (ConfigFile.ENVIRONMENT maps the rest onto the config); children inherit them all. */
 const ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
-  ["FLOTTA_CLAUDE_PATH", "the claude executable (else the pinned dependency, then PATH)"],
-  ["FLOTTA_MAX_CONCURRENT_STARTS", "children starting at once (default: twice the cores)"],
-  ["FLOTTA_MCP_PORT", "the MCP server's port (default 4099)"],
-  ["FLOTTA_MCP_HOST", "the MCP server's address (default 127.0.0.1)"],
-  ["FLOTTA_MCP_TOKEN", "bearer token the MCP server requires, and client commands send"],
+  ["FLOTTA_CLAUDE_PATH", "the claude executable when the config names none (else the pinned dependency, then PATH)"],
+  ...ConfigFile.ENVIRONMENT.map((o) => [o.variable, `${o.meaning}; overrides ${o.path.join(".")}`] as const),
   ["ANTHROPIC_API_KEY", "passed on to claude (as are ANTHROPIC_BASE_URL and the rest)"]
 ]
 

@@ -1,35 +1,55 @@
 /**
  * `flotta repl`: a Node REPL with a live fleet in scope as `fleet` (the Promise facade: `fleet.spawn(...)`,
- * `await fleet.ask(...)`, top-level await) and the config's sessions already up. Leaving the REPL (`.exit`,
- * Ctrl-D, end of input) shuts the fleet down.
+ * `await fleet.ask(...)`, top-level await) and the config's sessions already up, with the config's MCP server
+ * and scheduler (`fleet.scheduler`) unless `--no-mcp` / `--no-schedule`. Leaving the REPL (`.exit`, Ctrl-D,
+ * end of input) shuts the fleet down.
  */
-import { Command } from "@effect/cli"
-import { createFleet } from "@flotta/core/Client"
-import { Effect } from "effect"
+import { Command, Options } from "@effect/cli"
+import { fromLayer } from "@flotta/core/Client"
+import { Flotta } from "@flotta/core/Flotta"
+import * as McpServer from "@flotta/mcp/McpServer"
+import * as SchedulerClient from "@flotta/scheduler/Client"
+import { Effect, Option } from "effect"
 import * as repl from "node:repl"
-import * as ConfigFile from "./ConfigFile.js"
 import * as Engine from "./Engine.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
+const noMcp = Options.boolean("no-mcp").pipe(
+  Options.withDescription("Do not start the config's MCP server")
+)
+const noSchedule = Options.boolean("no-schedule").pipe(
+  Options.withDescription("Do not start the config's scheduler (fleet.scheduler is then undefined)")
+)
+
 export const command = Command.make(
   "repl",
-  { simulate: Shared.simulate, config: Shared.config },
+  { simulate: Shared.simulate, config: Shared.config, noMcp, noSchedule },
   (flags) =>
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const env = flags.simulate ? yield* Engine.simulatedEnv : {}
-      const fleet = createFleet(Engine.fleetOptions(config, env))
+      const features = { simulate: flags.simulate, mcp: !flags.noMcp, schedule: !flags.noSchedule }
+      const on = Engine.enabled(config, features)
+      const fleet = fromLayer(Engine.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
-      const booted = yield* Effect.promise(() => fleet.boot(ConfigFile.fleetOf(config)))
-      for (const failed of booted.failed) {
+      // Built here, so that a layer that cannot start (a port in use, say) fails the command with its own error.
+      const booted = yield* Effect.flatten(Effect.promise(() =>
+        fleet.runtime.runPromiseExit(Effect.gen(function*() {
+          const report = yield* (yield* Flotta).bootFleet(config.fleet.fleet)
+          const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+          return { report, mcp: Option.map(mcp, (server) => server.url) }
+        }))
+      ))
+      for (const failed of booted.report.failed) {
         yield* Output.stderr(`flotta: ${failed.name} did not start: ${failed.error.message}`)
       }
       yield* Output.stderr(
         `flotta repl: \`fleet\` is live` +
-          (booted.started.length > 0 ? ` with ${booted.started.join(", ")}` : "") +
+          (booted.report.started.length > 0 ? ` with ${booted.report.started.join(", ")}` : "") +
+          Option.match(booted.mcp, { onNone: () => "", onSome: (url) => `; MCP at ${url}` }) +
+          (on.schedule ? "; fleet.scheduler is on" : "") +
           `. Try: await fleet.spawn("scout"); await fleet.ask("scout", "hello"). Leave with .exit`
       )
       yield* Effect.async<void>((resume) => {

@@ -5,7 +5,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
-import type { Permission } from "@flotta/core/Permission"
+import type { Policy } from "@flotta/core/Permission"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import { Duration, Effect, Option } from "effect"
 import * as path from "node:path"
@@ -102,8 +102,8 @@ const permissionOf = (permission: Option.Option<"read_only" | "full">, allow: Re
     if (tools.length > 0 && Option.isSome(permission)) {
       return yield* invalid("--allow", "give either --permission or --allow, not both")
     }
-    if (tools.length > 0) return { allow: tools } as Permission
-    return Option.getOrElse(permission, () => "read_only" as const) as Permission
+    if (tools.length > 0) return { allow: tools } as Policy
+    return Option.getOrElse(permission, () => "read_only" as const) as Policy
   })
 
 const footer = (result: RunResult) => {

@@ -6,30 +6,18 @@ import { Command } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"
 import * as McpServer from "@flotta/mcp/McpServer"
 import * as Stdio from "@flotta/mcp/Stdio"
-import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
-import { Effect, Layer, Option } from "effect"
-import * as ConfigFile from "./ConfigFile.js"
+import { Effect, Option } from "effect"
+import type * as ConfigFile from "./ConfigFile.js"
 import * as Engine from "./Engine.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
-/** The MCP server when the config has an `mcp` section (not switched off with `enabled: false`). */
-export const mcpLayer = (config: ConfigFile.LoadedConfig) => {
-  const section = config.raw["mcp"] as (ConfigFile.FlottaConfig["mcp"] & Record<string, unknown>) | undefined
-  if (section === undefined || section.enabled === false) return Layer.empty
-  const { enabled: _enabled, sessionIdleTimeoutMs, ...input } = section
-  return McpServer.layer({
-    ...input,
-    ...(typeof sessionIdleTimeoutMs === "number" ? { sessionIdleTimeout: sessionIdleTimeoutMs } : {})
-  })
-}
-
-/** Starts the config's sessions (run entries become templates) and says what came up. */
+/** Starts the config's sessions (run entries become templates) and says what did not come up. */
 export const boot = (config: ConfigFile.LoadedConfig) =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
-    const booted = yield* fleet.boot(ConfigFile.fleetOf(config))
+    const booted = yield* fleet.bootFleet(config.fleet.fleet)
     for (const failed of booted.failed) {
       yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
     }
@@ -43,24 +31,21 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
+      const features = { simulate: flags.simulate, mcp: true, schedule: true }
+      const on = Engine.enabled(config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
-        const scheduler = config.raw["schedule"] === undefined ? "off" : "on"
         yield* Output.stderr(
           `flotta serve: ${booted.started.length} agent(s) up${
             booted.started.length > 0 ? ` (${booted.started.join(", ")})` : ""
           }; MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
-            `scheduler ${scheduler}. Stop with Ctrl-C.`
+            `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`
         )
         return yield* Effect.never
       })
-      const features = Layer.mergeAll(
-        mcpLayer(config),
-        SchedulerConfig.layerFromJson(config.raw)
-      )
       return yield* program.pipe(
-        Effect.provide(features.pipe(Layer.provideMerge(Engine.layer(config, { simulate: flags.simulate })))),
+        Effect.provide(Engine.layer(config, features)),
         Effect.provide(Stdio.stderrLogger)
       )
     })

@@ -1,11 +1,17 @@
 /**
- * The seam that says how one `claude` process is started: which executable (config, then FLOTTA_CLAUDE_PATH,
- * then the pinned `@anthropic-ai/claude-code` dependency, then `claude` on PATH), the duplex flags, and the
- * environment. Tests swap it for a fake CLI script.
+ * The seam below `Agent` that starts one `claude` process. Its live implementation (`layer`) runs the real
+ * binary through `ClaudeSession` (which executable: config, then FLOTTA_CLAUDE_PATH, then the pinned
+ * `@anthropic-ai/claude-code` dependency, then `claude` on PATH) with the duplex flags and the inherited
+ * environment; `layerCommand` runs any other program that speaks the protocol (a fake CLI script); and
+ * `@flotta/core/Testing` provides an in-memory one. The agent above it (queue, permission, supervision,
+ * report log, transcripts) is the same in all three.
  */
-import { Config, Context, Effect, Layer, Option } from "effect"
+import { CommandExecutor } from "@effect/platform"
+import { Config, Context, Data, Deferred, Duration, Effect, Layer, Option, Queue, Scope } from "effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import type * as Protocol from "./ClaudeProtocol.js"
+import * as ClaudeSession from "./ClaudeSession.js"
 
 /** The `claude` version flotta is tested against (the pinned dependency). */
 export const TESTED_VERSION = "2.1.332"
@@ -15,18 +21,92 @@ export interface ClaudeExecutable {
   readonly command: string
   /** Arguments placed before the claude flags (a fake CLI script, for example). */
   readonly prefixArgs: ReadonlyArray<string>
-  /** Where the executable came from, for `doctor` and error messages. */
-  readonly source: "config" | "env" | "dependency" | "path" | "custom"
+  /** Where the executable came from, for `doctor` and error messages (`memory`: `@flotta/core/Testing`). */
+  readonly source: "config" | "env" | "dependency" | "path" | "custom" | "memory"
 }
 
-export class ClaudeCli extends Context.Tag("@flotta/core/ClaudeCli")<ClaudeCli, ClaudeExecutable>() {
-  /** Resolves the real binary; `configuredPath` wins over everything else. */
-  static readonly layer = (configuredPath?: string) => Layer.effect(ClaudeCli, resolve(configuredPath))
+export interface ExitInfo {
+  readonly exitCode: number | null
+  readonly stderr: string
+}
 
-  /** Any executable, e.g. `node fake-claude.mjs`. */
+/** What a process hands on to its agent: turn frames in order, then `Exited` once its output has ended. */
+export type ProcessEvent = Protocol.Frame | { readonly _tag: "Exited"; readonly exit: ExitInfo }
+
+/** A control request this host sent was answered with an error, or the process went away first. */
+export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed")<{
+  readonly subtype: string
+  readonly reason: string
+}> {}
+
+/** Answers the CLI's own control requests (`can_use_tool`, hooks, ...): the inner `response` object. */
+export type ControlHandler = (
+  request: Protocol.ControlRequestFrame["request"]
+) => Effect.Effect<
+  { readonly _tag: "Success"; readonly response: unknown } | { readonly _tag: "Error"; readonly error: string }
+>
+
+export interface StartOptions {
+  /** The agent's name (for logs and for implementations that script per agent). */
+  readonly name: string
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  /** Added to the host's environment (less the parent-session markers). */
+  readonly env: Readonly<Record<string, string>>
+  readonly onControlRequest: ControlHandler
+  /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
+  readonly eofGrace?: Duration.DurationInput
+  readonly termGrace?: Duration.DurationInput
+}
+
+/** The process could not be started at all (no binary, no working directory, ...). */
+export class StartError extends Data.TaggedError("StartError")<{ readonly reason: string }> {}
+
+/** One running `claude` process, as its agent sees it. Closing the scope it was started in stops it. */
+export interface ClaudeProcess {
+  /** The OS process id; `null` for a process that is not an OS process (in memory). */
+  readonly pid: number | null
+  /** Sends one user turn. */
+  readonly sendUser: (text: string) => Effect.Effect<void>
+  /** Sends a control request and waits for its answer. */
+  readonly request: (
+    request: Record<string, unknown> & { readonly subtype: string }
+  ) => Effect.Effect<unknown, ControlRequestFailed>
+  /** Turn frames in order, then `Exited`. */
+  readonly frames: Queue.Dequeue<ProcessEvent>
+  /** Completes when the process has exited. */
+  readonly exited: Deferred.Deferred<ExitInfo>
+  /** Milliseconds (Clock time) of its last output: stall detection reads it. */
+  readonly lastOutputAt: () => number
+  readonly stderrTail: () => string
+  /** Ends its input: the CLI exits on its own shortly after. */
+  readonly endInput: Effect.Effect<void>
+}
+
+export class ClaudeCli extends Context.Tag("@flotta/core/ClaudeCli")<ClaudeCli, {
+  /** What runs: shown by `doctor` and in errors. */
+  readonly executable: ClaudeExecutable
+  /** Starts one process in the current scope; closing the scope stops it. */
+  readonly start: (options: StartOptions) => Effect.Effect<ClaudeProcess, StartError, Scope.Scope>
+}>() {
+  /** The real binary; `configuredPath` wins over everything else. */
+  static readonly layer = (configuredPath?: string) =>
+    Layer.effect(ClaudeCli, Effect.flatMap(resolve(configuredPath), live))
+
+  /** Any executable that speaks the protocol, e.g. `node fake-claude.mjs`. */
   static readonly layerCommand = (command: string, prefixArgs: ReadonlyArray<string> = []) =>
-    Layer.succeed(ClaudeCli, { command, prefixArgs, source: "custom" })
+    Layer.effect(ClaudeCli, live({ command, prefixArgs, source: "custom" }))
 }
+
+/** Processes of an executable, started with the platform's `CommandExecutor` captured here. */
+const live = (executable: ClaudeExecutable) =>
+  Effect.map(CommandExecutor.CommandExecutor, (executor) => ({
+    executable,
+    start: (options: StartOptions) =>
+      ClaudeSession.start({ ...options, executable }).pipe(
+        Effect.provideService(CommandExecutor.CommandExecutor, executor)
+      )
+  }))
 
 /** The `claude` binary the pinned dependency ships, when it is installed. */
 export const dependencyBinary = (): Option.Option<string> => {

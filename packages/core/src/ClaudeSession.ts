@@ -4,74 +4,10 @@
  * Frames that belong to turns are handed on through `frames`; the process's end arrives there as `Exited`.
  */
 import { Command, CommandExecutor } from "@effect/platform"
-import {
-  Cause,
-  Clock,
-  Data,
-  Deferred,
-  Duration,
-  Effect,
-  Fiber,
-  FiberSet,
-  Mailbox,
-  Option,
-  Queue,
-  Scope,
-  Stream
-} from "effect"
-import type { ClaudeExecutable } from "./ClaudeCli.js"
+import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Queue, Scope, Stream } from "effect"
+import type { ClaudeExecutable, ClaudeProcess, ExitInfo, ProcessEvent, StartOptions } from "./ClaudeCli.js"
+import { childEnv, ControlRequestFailed, StartError } from "./ClaudeCli.js"
 import * as Protocol from "./ClaudeProtocol.js"
-
-export interface ExitInfo {
-  readonly exitCode: number | null
-  readonly stderr: string
-}
-
-export type SessionEvent = Protocol.Frame | { readonly _tag: "Exited"; readonly exit: ExitInfo }
-
-/** A control request this host sent was answered with an error, or the process went away first. */
-export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed")<{
-  readonly subtype: string
-  readonly reason: string
-}> {}
-
-/** Answers the CLI's own control requests (`can_use_tool`, hooks, ...): the inner `response` object. */
-export type ControlHandler = (
-  request: Protocol.ControlRequestFrame["request"]
-) => Effect.Effect<
-  { readonly _tag: "Success"; readonly response: unknown } | { readonly _tag: "Error"; readonly error: string }
->
-
-export interface StartOptions {
-  readonly executable: ClaudeExecutable
-  readonly args: ReadonlyArray<string>
-  readonly cwd: string
-  readonly env: Record<string, string>
-  readonly onControlRequest: ControlHandler
-  /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
-  readonly eofGrace?: Duration.DurationInput
-  readonly termGrace?: Duration.DurationInput
-}
-
-export interface ClaudeSession {
-  readonly pid: number
-  /** Writes one NDJSON line to stdin. */
-  readonly send: (line: string) => Effect.Effect<void>
-  /** Sends a control request and waits for its answer. */
-  readonly request: (request: Record<string, unknown> & { readonly subtype: string }) => Effect.Effect<
-    unknown,
-    ControlRequestFailed
-  >
-  /** Turn frames in order, then `Exited` once stdout has ended. */
-  readonly frames: Queue.Dequeue<SessionEvent>
-  /** Completes when the process has exited. */
-  readonly exited: Deferred.Deferred<ExitInfo>
-  /** Milliseconds (Clock time) of the last stdout line: stall detection reads it. */
-  readonly lastOutputAt: () => number
-  readonly stderrTail: () => string
-  /** Ends stdin: the CLI exits on its own shortly after. */
-  readonly endInput: Effect.Effect<void>
-}
 
 const STDERR_LINES = 40
 const NEWLINE = new TextEncoder().encode("\n")
@@ -84,26 +20,26 @@ let requestCounter = 0
 const nextRequestId = () => `flotta_${(++requestCounter).toString(36)}_${Math.random().toString(36).slice(2, 8)}`
 
 /** Starts one process in the current scope; closing the scope stops it (EOF, then SIGTERM, then SIGKILL). */
-export const start = (options: StartOptions): Effect.Effect<
-  ClaudeSession,
-  { readonly _tag: "StartError"; readonly reason: string },
+export const start = (options: StartOptions & { readonly executable: ClaudeExecutable }): Effect.Effect<
+  ClaudeProcess,
+  StartError,
   CommandExecutor.CommandExecutor | Scope.Scope
 > =>
   Effect.gen(function*() {
     const executor = yield* CommandExecutor.CommandExecutor
     const command = Command.make(options.executable.command, ...options.executable.prefixArgs, ...options.args).pipe(
       Command.workingDirectory(options.cwd),
-      Command.env(options.env, { extendEnv: false }),
+      Command.env(childEnv(options.env), { extendEnv: false }),
       Command.stdin("pipe")
     )
     const proc = yield* executor.start(command).pipe(
-      Effect.mapError((error) => ({ _tag: "StartError", reason: describeStartError(error, options) }) as const)
+      Effect.mapError((error) => new StartError({ reason: describeStartError(error, options) }))
     )
 
     const stderrLines: Array<string> = []
     let lastOutputAt = yield* Clock.currentTimeMillis
     const exited = yield* Deferred.make<ExitInfo>()
-    const frames = yield* Queue.unbounded<SessionEvent>()
+    const frames = yield* Queue.unbounded<ProcessEvent>()
     const pending = new Map<string, Deferred.Deferred<unknown, ControlRequestFailed>>()
     const handlers = yield* FiberSet.make()
     const handlerFibers = new Map<string, Fiber.RuntimeFiber<void>>()
@@ -267,17 +203,17 @@ export const start = (options: StartOptions): Effect.Effect<
 
     return {
       pid: proc.pid,
-      send,
+      sendUser: (text: string) => send(Protocol.userFrame(text)),
       request,
       frames,
       exited,
       lastOutputAt: () => lastOutputAt,
       stderrTail,
       endInput
-    } satisfies ClaudeSession
+    } satisfies ClaudeProcess
   })
 
-const describeStartError = (error: unknown, options: StartOptions): string => {
+const describeStartError = (error: unknown, options: StartOptions & { readonly executable: ClaudeExecutable }) => {
   const text = String((error as { readonly message?: unknown })?.message ?? error)
   if (text.includes("ENOENT")) {
     return text.includes("access")

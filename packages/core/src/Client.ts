@@ -5,9 +5,10 @@
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { AgentOptions } from "./Agent.js"
 import * as Flotta from "./Flotta.js"
+import type { Permission } from "./Permission.js"
+import type { Registry } from "./Registry.js"
 import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./ReportLog.js"
-import type { RunOptions } from "./Run.js"
-import type { FindingsQuery, ScanOptions, SchedulerSlot, WindowInput } from "./Steering.js"
+import type { RunOptions, Runs } from "./Run.js"
 import type { VerifyOptions } from "./Worktrees.js"
 
 export interface SubscribeCallbacks extends SubscribeOptions {
@@ -15,17 +16,36 @@ export interface SubscribeCallbacks extends SubscribeOptions {
   readonly onMissed?: (count: number, after: number) => void
 }
 
-export interface CreateFleetOptions extends Flotta.FleetOptions {
-  /**
-   * Layers built on top of the engine, such as the scheduler (`SchedulerConfig.layerFromJson(config)` from
-   * `@flotta/scheduler`). A failure to build one rejects the first call.
-   */
-  readonly extend?: Layer.Layer<never, unknown, Flotta.Flotta | ReportLog | SchedulerSlot>
+/** A Promise runner on the fleet's runtime: the effect's typed failure rejects as the same object. */
+export type Runner = <A, E>(effect: Effect.Effect<A, E, unknown>) => Promise<A>
+
+/** The engine's services (what `Flotta.layer` provides): what an extension's layer may build on. */
+export type Engine = Flotta.Flotta | Runs | Registry | ReportLog | Permission
+
+/**
+ * Something built on top of the engine that shows a Promise face of its own on the fleet object, under the
+ * key it is given in `extensions`: `createFleet({ extensions: { x: someExtension } })` shows it as `fleet.x`.
+ * Other packages of flotta export theirs; the engine knows none of them.
+ */
+export interface Extension<A> {
+  /** Built on top of the engine; a failure to build it rejects the first call. Absent: nothing to add. */
+  readonly layer?: Layer.Layer<never, unknown, Engine>
+  /** The face: `run` runs an effect on the fleet's runtime (which holds the extension's layer). */
+  readonly promises: (run: Runner) => A
+}
+
+export type Extensions = Readonly<Record<string, Extension<unknown>>>
+
+/** The faces a set of extensions adds to the fleet object. */
+export type Faces<X extends Extensions> = { readonly [K in keyof X]: X[K] extends Extension<infer A> ? A : never }
+
+export interface CreateFleetOptions<X extends Extensions = Record<never, never>> extends Flotta.FleetOptions {
+  readonly extensions?: X
 }
 
 const toPromise = <A, E>(
-  runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, unknown>,
-  effect: Effect.Effect<A, E, Flotta.Flotta>
+  runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>,
+  effect: Effect.Effect<A, E, Engine>
 ) =>
   runtime.runPromiseExit(effect).then((exit) => {
     if (Exit.isSuccess(exit)) return exit.value
@@ -33,12 +53,37 @@ const toPromise = <A, E>(
     throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
   })
 
-export const createFleet = (options: CreateFleetOptions = {}) => {
-  const { extend, ...fleetOptions } = options
-  const engine = Flotta.layer(fleetOptions)
-  const runtime: ManagedRuntime.ManagedRuntime<Flotta.Flotta, unknown> = ManagedRuntime.make(
-    extend === undefined ? engine : Layer.provideMerge(extend, engine)
+/** The fleet in memory over the real claude CLI (or `options.executable`), with any extensions. */
+export const createFleet = <X extends Extensions = Record<never, never>>(
+  options: CreateFleetOptions<X> = {}
+): Fleet & Faces<X> => {
+  const { extensions, ...fleetOptions } = options
+  return fromLayer(Flotta.layer(fleetOptions), extensions)
+}
+
+/**
+ * The Promise facade over any layer that provides the engine: `Flotta.layer(...)`, `Testing.layer(...)`, or
+ * an application's own composition. Extensions' layers are built on top of it.
+ */
+export const fromLayer = <X extends Extensions = Record<never, never>>(
+  engine: Layer.Layer<Engine, unknown>,
+  extensions?: X
+): Fleet & Faces<X> => {
+  const added = Object.values(extensions ?? {}).flatMap((e) => (e.layer === undefined ? [] : [e.layer]))
+  const layer = added.length === 0
+    ? engine
+    : Layer.provideMerge(Layer.mergeAll(...(added as [Layer.Layer<never, unknown, Engine>])), engine)
+  const runtime: ManagedRuntime.ManagedRuntime<Engine, unknown> = ManagedRuntime.make(
+    layer as Layer.Layer<Engine, unknown>
   )
+  const runner: Runner = (effect) => toPromise(runtime, effect as Effect.Effect<never, never, Engine>)
+  const faces = Object.fromEntries(
+    Object.entries(extensions ?? {}).map(([key, extension]) => [key, extension.promises(runner)])
+  ) as Faces<X>
+  return Object.assign(facade(runtime), faces)
+}
+
+const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
   const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
@@ -72,17 +117,6 @@ export const createFleet = (options: CreateFleetOptions = {}) => {
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
     gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
-    // Steering: each rejects with SchedulerNotEnabled when no scheduler was added (`extend`).
-    schedulerStatus: () => run((f) => f.schedulerStatus()),
-    keepGoing: (minutes: number = 60) => run((f) => f.keepGoing(minutes)),
-    workToday: (window?: WindowInput) => run((f) => f.workToday(window)),
-    workOn: (date: string, window?: WindowInput) => run((f) => f.workOn(date, window)),
-    pause: () => run((f) => f.pause()),
-    resume: () => run((f) => f.resume()),
-    stopForToday: () => run((f) => f.stopForToday()),
-    runRoutine: (name: string) => run((f) => f.runRoutine(name)),
-    scanNow: (scanOptions?: ScanOptions) => run((f) => f.scanNow(scanOptions)),
-    findings: (query?: FindingsQuery) => run((f) => f.findings(query)),
     /** Live report entries; returns the function that unsubscribes. */
     subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): () => void => {
       const fiber = runtime.runFork(
@@ -108,4 +142,5 @@ export const createFleet = (options: CreateFleetOptions = {}) => {
   }
 }
 
-export type Fleet = ReturnType<typeof createFleet>
+/** The fleet's Promise facade (without extensions' faces). */
+export type Fleet = ReturnType<typeof facade>

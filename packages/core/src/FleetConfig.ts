@@ -1,8 +1,8 @@
 /**
- * The engine's own settings: how children are started and supervised. Every field has a default; the
- * environment can override the ones an operator tunes (`FLOTTA_MAX_CONCURRENT_STARTS`, ...).
+ * The engine's own settings: how children are started and supervised. Every field has a default. (The `flotta`
+ * command maps its environment variables onto the config file before it hands the settings here.)
  */
-import { Config, Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Layer } from "effect"
 import * as os from "node:os"
 
 export interface FleetSettings {
@@ -68,18 +68,5 @@ export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
 })
 
 export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {
-  /** Explicit settings, with the environment's overrides applied on top. */
-  static readonly layer = (input: FleetSettingsInput = {}) =>
-    Layer.effect(
-      FleetConfig,
-      Effect.gen(function*() {
-        // A malformed value fails the layer with a ConfigError that names the variable.
-        const starts = yield* Config.option(
-          Config.integer("FLOTTA_MAX_CONCURRENT_STARTS").pipe(
-            Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 })
-          )
-        )
-        return make({ ...input, ...(Option.isSome(starts) ? { maxConcurrentStarts: starts.value } : {}) })
-      })
-    )
+  static readonly layer = (input: FleetSettingsInput = {}) => Layer.succeed(FleetConfig, make(input))
 }

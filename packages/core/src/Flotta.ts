@@ -11,13 +11,12 @@ import type { ClaudeExecutable } from "./ClaudeCli.js"
 import type { AgentClosed, AgentNotFound, InvalidSpec, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
+import { PendingDecisions, Permission } from "./Permission.js"
 import { Registry } from "./Registry.js"
 import { ReportLog, ReportStore } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
-import { readFindings, SchedulerSlot } from "./Steering.js"
-import type { FindingsQuery, ScanOptions, WindowInput } from "./Steering.js"
 
 export interface AskOptions {
   /** When it expires the turn is interrupted and fails with TurnTimeout. */
@@ -66,7 +65,6 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const registry = yield* Registry
     const reportLog = yield* ReportLog
     const runs = yield* Runs
-    const schedulerSlot = yield* SchedulerSlot
 
     const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
       const agent = yield* registry.spawn(name, options)
@@ -130,9 +128,8 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const subscribe = (options: SubscribeOptions = {}) => reportLog.subscribe(options)
     const stream = (options: SubscribeOptions = {}) => reportLog.stream(options)
 
-    /** Starts a declarative fleet's sessions and keeps its run entries as templates. */
-    const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
-      const fleet = Spec.readFleet(config)
+    /** Starts a validated fleet's sessions (at once, admitted a few at a time) and keeps its run templates. */
+    const bootFleet = Effect.fn("Flotta.bootFleet")(function*(fleet: Spec.Fleet) {
       yield* runs.addTemplates(fleet.templates)
       for (const rejected of fleet.rejected) {
         yield* Effect.logWarning(`config entry skipped: ${rejected.path}: ${rejected.message}`)
@@ -157,22 +154,8 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       } satisfies BootReport
     })
 
-    // Steering: delegated to the scheduler registered in the slot, or SchedulerNotEnabled.
-    const steering = schedulerSlot.current
-    const schedulerStatus = () => Effect.flatMap(steering, (s) => s.status)
-    /** Extends today's working window by `minutes` (default 60); it expires by itself. */
-    const keepGoing = (minutes: number = 60) => Effect.flatMap(steering, (s) => s.keepGoing(minutes))
-    const workToday = (window?: WindowInput) => Effect.flatMap(steering, (s) => s.workToday(window))
-    const workOn = (date: string, window?: WindowInput) => Effect.flatMap(steering, (s) => s.workOn(date, window))
-    /** No new work is started; fires in flight finish. */
-    const pause = () => Effect.flatMap(steering, (s) => s.pause)
-    const resume = () => Effect.flatMap(steering, (s) => s.resume)
-    const stopForToday = () => Effect.flatMap(steering, (s) => s.stopForToday)
-    /** Fires a routine now, ignoring cadence and hours, and waits for its outcome. */
-    const runRoutine = (name: string) => Effect.flatMap(steering, (s) => s.runRoutine(name))
-    const scanNow = (options: ScanOptions = {}) => Effect.flatMap(steering, (s) => s.scanNow(options))
-    /** Every distinct task the scans found, newest first; read from the report log (no scheduler needed). */
-    const findings = (query: FindingsQuery = {}) => readFindings(reportLog, query)
+    /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
+    const boot = (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config)))
 
     return {
       spawn,
@@ -193,6 +176,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       subscribe,
       stream,
       boot,
+      bootFleet,
       template: runs.template,
       run: runs.run,
       runAsync: runs.runAsync,
@@ -201,17 +185,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       verify: runs.verify,
       verifyAsync: runs.verifyAsync,
       worktrees: runs.worktrees,
-      gcWorktrees: runs.gcWorktrees,
-      schedulerStatus,
-      keepGoing,
-      workToday,
-      workOn,
-      pause,
-      resume,
-      stopForToday,
-      runRoutine,
-      scanNow,
-      findings
+      gcWorktrees: runs.gcWorktrees
     } as const
   })
 }) {}
@@ -221,20 +195,27 @@ export interface FleetOptions extends FleetSettingsInput {
   readonly executable?: Pick<ClaudeExecutable, "command" | "prefixArgs">
 }
 
-/** The whole engine as one Layer. It provides Flotta, Runs, Registry, ReportLog and SchedulerSlot. */
+/**
+ * The engine's services over a process seam (`ClaudeCli`): Flotta, Runs, Registry, ReportLog and Permission.
+ * `layer` puts the real CLI below it; `@flotta/core/Testing` an in-memory one.
+ */
+export const services = <E, R>(cli: Layer.Layer<ClaudeCli, E, R>, settings: FleetSettingsInput = {}) =>
+  Flotta.Default.pipe(
+    Layer.provideMerge(Runs.Default),
+    Layer.provideMerge(Registry.Default),
+    Layer.provideMerge(ReportLog.Default),
+    Layer.provideMerge(Permission.Default),
+    Layer.provide(PendingDecisions.none),
+    Layer.provide(ReportStore.memory),
+    Layer.provide(FleetConfig.layer(settings)),
+    Layer.provide(cli)
+  )
+
+/** The whole engine as one Layer, over the real claude CLI (or `options.executable`), on Node. */
 export const layer = (options: FleetOptions = {}) => {
   const { executable, ...settings } = options
   const cli = executable === undefined
     ? ClaudeCli.layer(settings.claudePath)
     : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
-  return Flotta.Default.pipe(
-    Layer.provideMerge(Runs.Default),
-    Layer.provideMerge(Registry.Default),
-    Layer.provideMerge(ReportLog.Default),
-    Layer.provideMerge(SchedulerSlot.Default),
-    Layer.provide(ReportStore.memory),
-    Layer.provide(FleetConfig.layer(settings)),
-    Layer.provide(cli),
-    Layer.provide(NodeContext.layer)
-  )
+  return services(cli, settings).pipe(Layer.provide(NodeContext.layer))
 }

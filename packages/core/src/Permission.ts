@@ -1,10 +1,11 @@
 /**
- * Permission as data. One value decides two things: the CLI flags a child starts with (which tools the model
+ * Permission as data. One policy decides two things: the CLI flags a child starts with (which tools the model
  * is offered and which need no prompt), and the answer to every `can_use_tool` request the child sends.
  * Both are needed: flags alone leave tools that never prompt, and answers alone let the model see tools it
- * may not use.
+ * may not use. The `Permission` service answers requests; a decision the policy leaves to someone else
+ * (`{ behavior: "ask" }`) goes to the `PendingDecisions` seam, where approvals plug in.
  */
-import { Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 
 /** Tools that can only read. Glob and Grep are absent from CLI 2.1.332 but come back in other versions. */
 export const READ_ONLY_TOOLS: ReadonlyArray<string> = ["Read", "Glob", "Grep"]
@@ -13,13 +14,27 @@ export type PermissionDecision =
   | { readonly behavior: "allow"; readonly updatedInput?: Record<string, unknown> }
   | { readonly behavior: "deny"; readonly message: string; readonly interrupt?: boolean }
 
+/** What a policy may answer: a decision, or "someone else decides" (a pending decision). */
+export type PolicyAnswer = PermissionDecision | { readonly behavior: "ask" }
+
 /** A policy in code: may answer synchronously, with a Promise, or with an Effect. */
 export type PermissionFunction = (
   tool: string,
   input: Record<string, unknown>
-) => PermissionDecision | Promise<PermissionDecision> | Effect.Effect<PermissionDecision>
+) => PolicyAnswer | Promise<PolicyAnswer> | Effect.Effect<PolicyAnswer>
 
-export type Permission = "read_only" | "full" | { readonly allow: ReadonlyArray<string> } | PermissionFunction
+/** An agent's permission: `"read_only"`, `"full"`, `{ allow: [tools] }`, or a function. */
+export type Policy = "read_only" | "full" | { readonly allow: ReadonlyArray<string> } | PermissionFunction
+
+/** One `can_use_tool` request, with who asked. */
+export interface PermissionRequest {
+  readonly agent: string
+  /** The turn in flight, when there is one. */
+  readonly turnId: string | null
+  readonly tool: string
+  readonly input: Record<string, unknown>
+  readonly toolUseId?: string
+}
 
 /** The data forms, as they appear in config files. */
 export const PermissionData = Schema.Union(
@@ -35,7 +50,7 @@ const toolOfRule = (rule: string): string => {
 }
 
 /** The CLI flags for a permission. `--tools` restricts what the model is offered at all. */
-export const flags = (permission: Permission): ReadonlyArray<string> => {
+export const flags = (permission: Policy): ReadonlyArray<string> => {
   if (typeof permission === "function" || permission === "full") return []
   const allowed = permission === "read_only" ? READ_ONLY_TOOLS : permission.allow
   const tools = [...new Set(allowed.map(toolOfRule))]
@@ -43,7 +58,7 @@ export const flags = (permission: Permission): ReadonlyArray<string> => {
 }
 
 /** Whether a permission lets the agent change files or run commands (a session may not, in config). */
-export const canWrite = (permission: Permission): boolean => {
+export const canWrite = (permission: Policy): boolean => {
   if (typeof permission === "function" || permission === "full") return true
   if (permission === "read_only") return false
   return permission.allow.some((rule) => !READ_ONLY_TOOLS.includes(toolOfRule(rule)))
@@ -54,12 +69,12 @@ const deny = (tool: string, why: string): PermissionDecision => ({
   message: `Permission denied by flotta: ${tool} ${why}`
 })
 
-/** The answer to one `can_use_tool` request. A policy function that throws or rejects denies. */
-export const decide = (
-  permission: Permission,
+/** The policy's own answer to one request. A policy function that throws or rejects denies. */
+export const answer = (
+  permission: Policy,
   tool: string,
   input: Record<string, unknown>
-): Effect.Effect<PermissionDecision> => {
+): Effect.Effect<PolicyAnswer> => {
   if (permission === "full") return Effect.succeed({ behavior: "allow" })
   if (permission === "read_only") {
     return Effect.succeed(
@@ -86,7 +101,8 @@ export const decide = (
 }
 
 /** Guards against a policy returning something that is not a decision: anything unclear denies. */
-const normalize = (decision: PermissionDecision): PermissionDecision => {
+const normalize = (decision: PolicyAnswer): PolicyAnswer => {
+  if (decision?.behavior === "ask") return { behavior: "ask" }
   if (decision?.behavior === "allow") {
     return decision.updatedInput !== undefined && typeof decision.updatedInput === "object"
       ? { behavior: "allow", updatedInput: decision.updatedInput }
@@ -103,5 +119,28 @@ const normalize = (decision: PermissionDecision): PermissionDecision => {
 }
 
 /** A short label for reports and `info`. */
-export const describe = (permission: Permission): string | { readonly allow: ReadonlyArray<string> } =>
+export const describe = (permission: Policy): string | { readonly allow: ReadonlyArray<string> } =>
   typeof permission === "function" ? "function" : permission
+
+/** The seam for a decision the policy left open: a human (or another approver) takes it. */
+export class PendingDecisions extends Context.Tag("@flotta/core/PendingDecisions")<PendingDecisions, {
+  readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
+}>() {
+  /** Nobody to ask: a pending decision is a deny that says so (the model sees the message). */
+  static readonly none = Layer.succeed(PendingDecisions, {
+    decide: (request) =>
+      Effect.succeed(deny(request.tool, "needs an approval, and no approver is configured for this fleet"))
+  })
+}
+
+/** Answers every agent's permission requests from its policy, handing "ask" answers to `PendingDecisions`. */
+export class Permission extends Effect.Service<Permission>()("@flotta/core/Permission", {
+  effect: Effect.gen(function*() {
+    const pending = yield* PendingDecisions
+    const decide = Effect.fn("Permission.decide")(function*(policy: Policy, request: PermissionRequest) {
+      const given = yield* answer(policy, request.tool, request.input)
+      return given.behavior === "ask" ? yield* pending.decide(request) : given
+    })
+    return { decide } as const
+  })
+}) {}

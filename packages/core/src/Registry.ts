@@ -3,13 +3,13 @@
  * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
  * scope closes every agent: children never outlive the fleet.
  */
-import { CommandExecutor } from "@effect/platform"
 import { Effect, ExecutionStrategy, Exit, Metric, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName } from "./Errors.js"
 import type { SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
+import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
 import * as Telemetry from "./Telemetry.js"
 
@@ -34,8 +34,8 @@ type Entry =
 export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry", {
   scoped: Effect.gen(function*() {
     const settings = yield* FleetConfig
-    const executable = yield* ClaudeCli
-    const executor = yield* CommandExecutor.CommandExecutor
+    const cli = yield* ClaudeCli
+    const permission = yield* Permission
     const reports = yield* ReportLog
     // Agents live in a scope made before the registry's finalizer, so that finalizer runs first on shutdown:
     // it raises `shuttingDown` before any agent's scope starts closing.
@@ -51,8 +51,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
 
     const deps: Agent.AgentDeps = {
-      executable,
-      executor,
+      cli,
+      permission,
       reports,
       settings,
       startPermit: admission.withPermits(1)

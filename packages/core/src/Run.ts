@@ -32,7 +32,7 @@ export interface RunOptions {
   readonly prompt?: string
   readonly cwd?: string
   readonly model?: string
-  readonly permission?: Permission.Permission
+  readonly permission?: Permission.Policy
   readonly systemPrompt?: string
   readonly appendSystemPrompt?: string
   /** `true` isolates the run in `<repo>/.claude/worktrees/<run name>`; a string names the worktree. */

@@ -1,10 +1,9 @@
 /**
- * The MCP server's settings: where it listens, who may call it, and how long legacy sessions live. Read from
- * the config file's `mcp` section (`Config.nested("mcp")`), with `FLOTTA_MCP_PORT`, `FLOTTA_MCP_HOST` and
- * `FLOTTA_MCP_TOKEN` overriding it. Secure by default: loopback only, Host and Origin checked on every request,
- * and a non-loopback bind without a token refused at start.
+ * The MCP server's settings: where it listens, who may call it, and how long legacy sessions live: the config
+ * file's `mcp` section (`FileSection`), or the same fields from code. Secure by default: loopback only, Host
+ * and Origin checked on every request, and a non-loopback bind without a token refused at start.
  */
-import { Config, Data, Duration, Effect, Option, Redacted } from "effect"
+import { Data, Duration, Effect, Option, Redacted, Schema } from "effect"
 import * as net from "node:net"
 
 export interface McpSettings {
@@ -108,50 +107,24 @@ export const make = (input: McpConfigInput = {}): Effect.Effect<McpSettings, Mcp
     } satisfies McpSettings
   })
 
-/** `FLOTTA_MCP_PORT`, `FLOTTA_MCP_HOST`, `FLOTTA_MCP_TOKEN`: they win over the config file and over code. */
-export const environmentOverrides: Config.Config<McpConfigInput> = Config.all({
-  port: Config.option(Config.port("FLOTTA_MCP_PORT")),
-  host: Config.option(Config.string("FLOTTA_MCP_HOST")),
-  token: Config.option(Config.redacted("FLOTTA_MCP_TOKEN"))
-}).pipe(Config.map(({ host, port, token }) => ({
-  ...(Option.isSome(port) ? { port: port.value } : {}),
-  ...(Option.isSome(host) ? { host: host.value } : {}),
-  ...(Option.isSome(token) ? { token: token.value } : {})
-})))
+/** The `mcp` section of a config file, as written (`sessionIdleTimeoutMs`; `enabled: false` turns it off). */
+const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 
-/**
- * The `mcp` section: `None` when it is absent. A section is present when any of its keys is set; an otherwise
- * empty section is written `"mcp": { "enabled": true }`, and `"enabled": false` switches a section off.
- */
-export const section: Config.Config<Option.Option<McpConfigInput>> = Config.all({
-  enabled: Config.option(Config.boolean("enabled")),
-  port: Config.option(Config.port("port")),
-  host: Config.option(Config.string("host")),
-  token: Config.option(Config.redacted("token")),
-  allowedOrigins: Config.option(Config.array(Config.string(), "allowedOrigins")),
-  allowedHosts: Config.option(Config.array(Config.string(), "allowedHosts")),
-  maxSessions: Config.option(Config.integer("maxSessions")),
-  sessionIdleTimeoutMs: Config.option(Config.integer("sessionIdleTimeoutMs"))
-}).pipe(
-  Config.nested("mcp"),
-  Config.map((fields): Option.Option<McpConfigInput> => {
-    const { enabled, ...rest } = fields
-    const anySet = Object.values(rest).some((o: Option.Option<unknown>) => Option.isSome(o))
-    if (Option.getOrElse(enabled, () => anySet) === false) return Option.none()
-    const get = <A>(o: Option.Option<A>) => Option.getOrUndefined(o)
-    const input: { -readonly [K in keyof McpConfigInput]: McpConfigInput[K] } = {}
-    if (Option.isSome(rest.port)) input.port = rest.port.value
-    if (Option.isSome(rest.host)) input.host = rest.host.value
-    if (Option.isSome(rest.token)) input.token = rest.token.value
-    if (Option.isSome(rest.allowedOrigins)) input.allowedOrigins = rest.allowedOrigins.value
-    if (Option.isSome(rest.allowedHosts)) input.allowedHosts = rest.allowedHosts.value
-    if (Option.isSome(rest.maxSessions)) input.maxSessions = rest.maxSessions.value
-    const idle = get(rest.sessionIdleTimeoutMs)
-    if (idle !== undefined) input.sessionIdleTimeout = Duration.millis(idle)
-    return Option.some(input)
-  })
-)
+export const FileSection = Schema.Struct({
+  enabled: exact(Schema.Boolean),
+  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
+  host: exact(Schema.String.pipe(Schema.minLength(1))),
+  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
+  allowedOrigins: exact(Schema.Array(Schema.String)),
+  allowedHosts: exact(Schema.Array(Schema.String)),
+  maxSessions: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  sessionIdleTimeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive()))
+})
+export type FileSection = typeof FileSection.Type
 
-/** Settings from code, with the environment's overrides applied on top, checked. */
-export const resolve = (input: McpConfigInput = {}) =>
-  Effect.flatMap(environmentOverrides, (overrides) => make({ ...input, ...overrides }))
+/** A decoded section as settings input; `undefined` when it is absent or switched off (`enabled: false`). */
+export const fromFile = (section: FileSection | undefined): McpConfigInput | undefined => {
+  if (section === undefined || section.enabled === false) return undefined
+  const { enabled: _enabled, sessionIdleTimeoutMs, ...input } = section
+  return { ...input, ...(sessionIdleTimeoutMs === undefined ? {} : { sessionIdleTimeout: sessionIdleTimeoutMs }) }
+}

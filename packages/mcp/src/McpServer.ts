@@ -2,12 +2,11 @@
  * The fleet's MCP server over Streamable HTTP: one endpoint, `http://<host>:<port>/mcp`, serving the
  * 2026-07-28 revision and the 2025-era ones side by side (see McpHandler). `layer(config)` runs it for as long
  * as the layer's scope lives and closes the port, the sessions and every open stream when it ends;
- * `layerFromConfig` does so only when the config has an `mcp` section.
+ * `layer(undefined)` (a config without an `mcp` section) is `Layer.empty`: no port is opened.
  */
 import { Flotta } from "@flotta/core/Flotta"
 import { toNodeHandler } from "@modelcontextprotocol/node"
 import { Context, Effect, Layer, Option } from "effect"
-import type { ConfigError } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as McpConfig from "./McpConfig.js"
@@ -65,20 +64,13 @@ export const serve = (settings: McpConfig.McpSettings) =>
     return { url, host: address.address, port: address.port, handler }
   })
 
-/** The server with these settings (the environment's FLOTTA_MCP_* override them). Requires the fleet. */
-export const layer = (
-  config: McpConfig.McpConfigInput = {}
-): Layer.Layer<McpServer, McpConfig.McpConfigError | ConfigError.ConfigError, Flotta> =>
-  Layer.scoped(McpServer, Effect.flatMap(McpConfig.resolve(config), serve))
-
-/** The server when the config has an `mcp` section; otherwise nothing at all (no port is opened). */
-export const layerFromConfig: Layer.Layer<never, McpConfig.McpConfigError | ConfigError.ConfigError, Flotta> = Layer
-  .unwrapEffect(
-    Effect.map(
-      McpConfig.section,
-      Option.match({
-        onNone: () => Layer.empty,
-        onSome: (config) => Layer.map(layer(config), () => Context.empty())
-      })
-    )
-  )
+/** The server with these settings, for as long as the layer lives; nothing at all without settings. */
+export function layer(
+  config: McpConfig.McpConfigInput
+): Layer.Layer<McpServer, McpConfig.McpConfigError, Flotta>
+export function layer(
+  config: McpConfig.McpConfigInput | undefined
+): Layer.Layer<never, McpConfig.McpConfigError, Flotta>
+export function layer(config: McpConfig.McpConfigInput | undefined) {
+  return config === undefined ? Layer.empty : Layer.scoped(McpServer, Effect.flatMap(McpConfig.make(config), serve))
+}

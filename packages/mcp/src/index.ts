@@ -1,8 +1,8 @@
 /**
  * @flotta/mcp: the fleet as MCP tools, over Streamable HTTP (one endpoint, both protocol eras) and stdio.
  *
- * - HTTP, composed from config: `McpServer.layerFromConfig` (needs `Flotta`; `Layer.empty` without an `mcp`
- *   section), or `McpServer.layer({ port, host, token, allowedOrigins })` from code.
+ * - HTTP: `McpServer.layer(section)` (needs `Flotta`): the config's `mcp` section (`McpConfig.fromFile`) or
+ *   `{ port, host, token, allowedOrigins }` from code; `Layer.empty` when there is none.
  * - stdio (`flotta mcp`): `Stdio.serve()` in a scope with `Flotta` provided; provide `Stdio.stderrLogger` with
  *   the fleet so that Effect's logs (the fleet's included) go to stderr, never into the protocol on stdout.
  * - In process (tests, embedding): `McpHandler.make(settings)` is the endpoint as `fetch(Request)`.

@@ -4,7 +4,7 @@
  * bookkeeping (DELETE, expiry, cap), and no port left open once the layer's scope closes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as McpConfig from "../src/McpConfig.js"
@@ -163,18 +163,6 @@ describe("the MCP server on a loopback port", () => {
       }
     }))
 
-  it.scopedLive("FLOTTA_MCP_TOKEN and FLOTTA_MCP_PORT override the config", () =>
-    Effect.gen(function*() {
-      const port = yield* freePort
-      const server = yield* serve({ port: 1 }).pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([["FLOTTA_MCP_TOKEN", TOKEN], ["FLOTTA_MCP_PORT", String(port)]])
-        ))
-      )
-      assert.strictEqual(server.port, port)
-      assert.strictEqual((yield* post(server.url, { host: `127.0.0.1:${port}` })).status, 401)
-    }))
-
   it.scopedLive("refuses to bind beyond loopback without a token, with a clear message", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(serve({ host: "0.0.0.0" }))
@@ -192,22 +180,20 @@ describe("the MCP server on a loopback port", () => {
       )
     }))
 
-  it.scopedLive("layerFromConfig opens a port only when the config has an mcp section", () =>
+  it.scopedLive("the layer opens a port only when the config has an mcp section", () =>
     Effect.gen(function*() {
       const port = yield* freePort
       const url = `http://127.0.0.1:${port}/mcp`
-      const build = (config: unknown) =>
-        Layer.build(McpServer.layerFromConfig.pipe(Layer.provide(fakeFleet()))).pipe(
-          Effect.withConfigProvider(ConfigProvider.fromJson(config))
-        )
+      const build = (section: McpConfig.FileSection | undefined) =>
+        Layer.build(McpServer.layer(McpConfig.fromFile(section)).pipe(Layer.provide(fakeFleet())))
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* build({ agents: [] })
+        yield* build(undefined)
         assert.isTrue(yield* refused(url))
-        yield* build({ mcp: { enabled: false, port } })
+        yield* build({ enabled: false, port })
         assert.isTrue(yield* refused(url))
       }))
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* build({ mcp: { port } })
+        yield* build({ port })
         assert.strictEqual((yield* post(url, { host: `127.0.0.1:${port}` })).status, 200)
       }))
       assert.isTrue(yield* refused(url), "the port outlived the layer")

@@ -11,7 +11,7 @@
  * A window is the interval between its two instants, so on a fall-back night the repeated hour is not worked
  * twice, and a window inside a spring-forward gap is shifted rather than dropped.
  */
-import type { Weekday } from "@flotta/core/Steering"
+import type { Weekday } from "./Steering.js"
 
 export const MINUTE = 60_000
 export const HOUR = 60 * MINUTE

@@ -9,31 +9,45 @@
  * is a span and an entry in the report log under `scheduler`.
  */
 import type { TurnResult } from "@flotta/core/Agent"
-import {
-  InvalidScanOutput,
-  InvalidSchedule,
-  InvalidSpec,
-  RoutineBusy,
-  RoutineNotFound,
-  RoutineRailed,
-  RoutineRefused
-} from "@flotta/core/Errors"
+import { InvalidSpec } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Permission from "@flotta/core/Permission"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import type { Rejected, Spec } from "@flotta/core/Spec"
 import {
-  normalizeTitle,
-  ReportKinds,
-  SCHEDULER_AGENT,
-  schedulerEntries,
-  SchedulerSlot,
-  tasksOf
-} from "@flotta/core/Steering"
+  Cause,
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  FiberSet,
+  Layer,
+  Option,
+  Queue,
+  Ref,
+  Schema
+} from "effect"
+import { randomBytes } from "node:crypto"
+import {
+  InvalidScanOutput,
+  InvalidSchedule,
+  RoutineBusy,
+  RoutineNotFound,
+  RoutineRailed,
+  RoutineRefused,
+  SchedulerNotEnabled
+} from "./Errors.js"
+import type { DispatchRoutine, Routine, ScanParams } from "./Routine.js"
+import { decodeAt } from "./Routine.js"
+import * as S from "./Schedule.js"
+import { normalizeTitle, readFindings, ReportKinds, SCHEDULER_AGENT, schedulerEntries, tasksOf } from "./Steering.js"
 import type {
   DispatchOutcome,
   ErrorView,
+  FindingsQuery,
   FireOutcome,
   FireTrigger,
   Mode,
@@ -47,26 +61,7 @@ import type {
   Task,
   WindowInput,
   WindowView
-} from "@flotta/core/Steering"
-import {
-  Cause,
-  Clock,
-  Context,
-  Deferred,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  FiberSet,
-  Layer,
-  Queue,
-  Ref,
-  Schema
-} from "effect"
-import { randomBytes } from "node:crypto"
-import type { DispatchRoutine, Routine, ScanParams } from "./Routine.js"
-import { decodeAt } from "./Routine.js"
-import * as S from "./Schedule.js"
+} from "./Steering.js"
 
 export interface ScheduleSettings {
   readonly zone: S.TimeZone
@@ -101,9 +96,6 @@ export interface SchedulerDeps {
   readonly fleet: FleetOps
   readonly reports: Pick<ReportLog, "post" | "reports">
 }
-
-/** The running scheduler's steering. The `Flotta` facade reaches the same object through `SchedulerSlot`. */
-export class Scheduler extends Context.Tag("@flotta/scheduler/Scheduler")<Scheduler, Steering>() {}
 
 export const fromFlotta = (fleet: Flotta): FleetOps => ({
   run: fleet.run,
@@ -1123,20 +1115,33 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
       resume: resume.pipe(Effect.withSpan("Scheduler.resume")),
       stopForToday: stopForToday.pipe(Effect.withSpan("Scheduler.stopForToday")),
       runRoutine: (name) => runRoutine(name).pipe(Effect.withSpan("Scheduler.runRoutine", { attributes: { name } })),
-      scanNow: (options) => scanNow(options).pipe(Effect.withSpan("Scheduler.scanNow"))
+      scanNow: (options) => scanNow(options).pipe(Effect.withSpan("Scheduler.scanNow")),
+      findings: (query: FindingsQuery = {}) => readFindings(reports, query)
     } satisfies Steering
   })
 
-/** The scheduler over the engine: requires `Flotta`, `ReportLog` and `SchedulerSlot`, registers its steering. */
-export const layer = (options: SchedulerOptions): Layer.Layer<Scheduler, never, Flotta | ReportLog | SchedulerSlot> =>
-  Layer.scoped(
-    Scheduler,
+/**
+ * The running scheduler: every steering operation and `findings()`. Built over the engine (`Flotta`,
+ * `ReportLog`); `Scheduler.layer(config)` is `Layer.empty` when the config has no schedule, so no timer runs.
+ */
+export class Scheduler extends Effect.Service<Scheduler>()("@flotta/scheduler/Scheduler", {
+  scoped: (options: SchedulerOptions) =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      const reportLog = yield* ReportLog
-      const slot = yield* SchedulerSlot
-      const steering = yield* make(options, { fleet: fromFlotta(fleet), reports: reportLog })
-      yield* slot.register(steering)
-      return steering
+      const reports = yield* ReportLog
+      return yield* make(options, { fleet: fromFlotta(fleet), reports })
     })
+}) {
+  /** The scheduler for a decoded `schedule` section, or nothing at all (`Layer.empty`) when there is none. */
+  static layer(options: SchedulerOptions): Layer.Layer<Scheduler, never, Flotta | ReportLog>
+  static layer(options: SchedulerOptions | undefined): Layer.Layer<never, never, Flotta | ReportLog>
+  static layer(options: SchedulerOptions | undefined) {
+    return options === undefined ? Layer.empty : Scheduler.Default(options)
+  }
+
+  /** The scheduler when one runs in this context, else `SchedulerNotEnabled`: how optional callers reach it. */
+  static readonly enabled: Effect.Effect<Scheduler, SchedulerNotEnabled> = Effect.flatMap(
+    Effect.serviceOption(Scheduler),
+    Option.match({ onNone: () => new SchedulerNotEnabled(), onSome: Effect.succeed })
   )
+}

@@ -7,26 +7,18 @@
  * "routines": [{ "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:00" } }]
  * ```
  *
- * Without a `schedule` section there is no scheduler: the layers below are `Layer.empty` and no timer runs.
- * A bad `schedule` section fails the layer with `InvalidSpec` (its path and every problem); a bad routine
- * is skipped, reported with the path of its bad field.
- *
- * A window is `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`. Prefer the string form when the file is read through
- * Effect's `ConfigProvider.fromJson`: in effect 3.22 that function never returns on an array nested in an
- * array (`[["08:47", "17:00"]]`), so `layerFromConfig` can only see the string form.
+ * Without a `schedule` section there is no scheduler (`Scheduler.layer(undefined)` is `Layer.empty` and no
+ * timer runs). A bad `schedule` section is `InvalidSpec` (its path and every problem); a bad routine is
+ * skipped, reported with the path of its bad field. A window is `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`.
  */
 import { InvalidSpec } from "@flotta/core/Errors"
-import type { Flotta } from "@flotta/core/Flotta"
-import type { ReportLog } from "@flotta/core/ReportLog"
 import type { Rejected } from "@flotta/core/Spec"
-import type { SchedulerSlot } from "@flotta/core/Steering"
-import type { Mode, Weekday } from "@flotta/core/Steering"
-import { Config, Effect, Either, HashMap, Layer, Option } from "effect"
-import type { ConfigError } from "effect"
+import { Effect, Either, Option } from "effect"
 import type { Routine } from "./Routine.js"
 import { isRecord, readRoutines } from "./Routine.js"
 import * as S from "./Schedule.js"
-import * as Scheduler from "./Scheduler.js"
+import type * as Scheduler from "./Scheduler.js"
+import type { Mode, Weekday } from "./Steering.js"
 
 export const DEFAULT_TICK_MS = 60_000
 
@@ -152,104 +144,14 @@ export const read = (config: unknown): Either.Either<Option.Option<SchedulerConf
   return Either.right(Option.some({ schedule: schedule.right, routines, rejected }))
 }
 
-type Requirements = Flotta | ReportLog | SchedulerSlot
-
-/** The scheduler for a parsed config object (what `Flotta.boot` also reads), or `Layer.empty` without a schedule. */
-export const layerFromJson = (config: unknown): Layer.Layer<never, InvalidSpec, Requirements> =>
-  Layer.unwrapEffect(
-    Effect.map(
-      read(config),
-      Option.match({
-        onNone: () => Layer.empty,
-        onSome: (c) => Layer.discard(Scheduler.layer(c))
+/** `read` for a config that must have a `schedule` section: its absence is `InvalidSpec` too. */
+export const required = (config: unknown): Effect.Effect<SchedulerConfig, InvalidSpec> =>
+  Effect.suspend(() =>
+    Either.match(read(config), {
+      onLeft: Effect.fail,
+      onRight: Option.match({
+        onNone: () => new InvalidSpec({ path: "schedule", reason: "required: the time zone and working hours" }),
+        onSome: Effect.succeed
       })
-    )
-  )
-
-// ------------------------------------------------------------------------------------------ Effect Config
-
-/** Config leaves arrive as strings: give numbers and booleans back their type, so validation sees them. */
-const scalar = (text: string): unknown =>
-  /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text === "true" ? true : text === "false" ? false : text
-
-const opt = <A>(config: Config.Config<A>) => Config.option(config)
-
-const leaf = (name: string) => opt(Config.map(Config.string(name), scalar))
-
-const defined = (entries: ReadonlyArray<readonly [string, Option.Option<unknown>]>) =>
-  Object.fromEntries(entries.flatMap(([k, v]) => (Option.isSome(v) ? [[k, v.value]] : [])))
-
-const scheduleConfig = Config.all({
-  timezone: leaf("timezone"),
-  offsetSeconds: opt(Config.map(Config.string("offsetSeconds"), scalar).pipe(Config.nested("timezone"))),
-  hours: Config.all(Object.fromEntries(DAYS.map((d) => [d, opt(Config.array(Config.string(), d))])) as Record<
-    Weekday,
-    Config.Config<Option.Option<Array<string>>>
-  >).pipe(Config.nested("hours")),
-  tickMs: leaf("tickMs"),
-  start: leaf("start")
-}).pipe(Config.nested("schedule"))
-
-const routineConfig = Config.all({
-  fields: Config.all(
-    Object.fromEntries(
-      [
-        "name",
-        "action",
-        "focus",
-        "prompt",
-        "cwd",
-        "model",
-        "maxTurns",
-        "timeoutMs",
-        "template",
-        "maxDispatch",
-        "agent",
-        "worktree",
-        "maxBudgetUsd",
-        "dailyBudgetUsd"
-      ].map((k) => [k, leaf(k)])
-    )
-  ),
-  intervalMs: leaf("intervalMs").pipe(Config.nested("every")),
-  dailyAt: leaf("dailyAt").pipe(Config.nested("every")),
-  env: opt(Config.hashMap(Config.string(), "env")),
-  permission: leaf("permission"),
-  allow: opt(Config.array(Config.string(), "allow").pipe(Config.nested("permission")))
-}).pipe(Config.map((r) => ({
-  ...defined(Object.entries(r.fields)),
-  ...((Option.isSome(r.intervalMs) || Option.isSome(r.dailyAt))
-    ? { every: defined([["intervalMs", r.intervalMs], ["dailyAt", r.dailyAt]]) }
-    : {}),
-  ...(Option.isSome(r.env) && HashMap.size(r.env.value) > 0 ? { env: Object.fromEntries(r.env.value) } : {}),
-  ...(Option.isSome(r.allow) ? { permission: { allow: r.allow.value } } : Option.isSome(r.permission)
-    ? { permission: r.permission.value }
-    : {})
-})))
-
-/**
- * The `schedule` and `routines` sections as the current `ConfigProvider` sees them, rebuilt as the config
- * object `read` takes (`None`: no schedule). Windows must use the `"HH:MM-HH:MM"` form here.
- */
-export const fromConfig: Effect.Effect<Option.Option<unknown>, ConfigError.ConfigError> = Effect.gen(function*() {
-  const s = yield* scheduleConfig
-  const hours = Object.fromEntries(DAYS.flatMap((d) => (Option.isSome(s.hours[d]) ? [[d, s.hours[d].value]] : [])))
-  const timezone = Option.isSome(s.offsetSeconds) ? Option.some({ offsetSeconds: s.offsetSeconds.value }) : s.timezone
-  if (Option.isNone(timezone) && Object.keys(hours).length === 0) return Option.none()
-  const routines = yield* Config.array(routineConfig, "routines").pipe(Config.withDefault([]))
-  return Option.some({
-    schedule: {
-      ...(Option.isSome(timezone) ? { timezone: timezone.value } : {}),
-      ...(Object.keys(hours).length > 0 ? { hours } : {}),
-      ...(Option.isSome(s.tickMs) ? { tickMs: s.tickMs.value } : {}),
-      ...(Option.isSome(s.start) ? { start: s.start.value } : {})
-    },
-    routines
-  })
-})
-
-/** The scheduler from Effect `Config` (`schedule` and `routines`), or `Layer.empty` without a schedule. */
-export const layerFromConfig: Layer.Layer<never, InvalidSpec | ConfigError.ConfigError, Requirements> = Layer
-  .unwrapEffect(
-    Effect.map(fromConfig, Option.match({ onNone: () => Layer.empty, onSome: layerFromJson }))
+    })
   )

@@ -1,4 +1,7 @@
+export * as SchedulerClient from "./Client.js"
+export * from "./Errors.js"
 export * as Routine from "./Routine.js"
 export * as Schedule from "./Schedule.js"
 export * as Scheduler from "./Scheduler.js"
 export * as SchedulerConfig from "./SchedulerConfig.js"
+export * as Steering from "./Steering.js"

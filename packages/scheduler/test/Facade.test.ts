@@ -1,14 +1,17 @@
 /**
- * Steering through the `Flotta` facade and `createFleet`, with the engine over the fake claude CLI.
+ * The `Scheduler` service over the engine, and `fleet.scheduler` on the Promise facade, with the engine over
+ * the fake claude CLI.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { createFleet } from "@flotta/core/Client"
-import { SchedulerNotEnabled } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
-import type { FireOutcome } from "@flotta/core/Steering"
-import { Chunk, Effect, Layer, Option, Stream, TestClock } from "effect"
+import { Chunk, Effect, Either, Layer, Option, Stream, TestClock } from "effect"
 import { FAKE_CLAUDE, fakeFleet } from "../../core/test/support.js"
+import * as SchedulerClient from "../src/Client.js"
+import { SchedulerNotEnabled } from "../src/Errors.js"
+import { Scheduler } from "../src/Scheduler.js"
 import * as SchedulerConfig from "../src/SchedulerConfig.js"
+import type { FireOutcome } from "../src/Steering.js"
 
 const ALL_WEEK = Object.fromEntries(
   ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map((d) => [d, [["00:00", "24:00"]]])
@@ -16,33 +19,19 @@ const ALL_WEEK = Object.fromEntries(
 
 /** The engine over the fake CLI with the scheduler of `config` on top. */
 const scheduled = (config: Record<string, unknown>) =>
-  SchedulerConfig.layerFromJson(config).pipe(Layer.provideMerge(fakeFleet()))
+  Scheduler.layer(Option.getOrThrow(Either.getOrThrow(SchedulerConfig.read(config)))).pipe(
+    Layer.provideMerge(fakeFleet())
+  )
 
-describe("the facade without a scheduler", () => {
-  it.scoped("every steering call fails with SchedulerNotEnabled; findings read the report log alone", () =>
+describe("without a scheduler", () => {
+  it.scoped("optional callers get SchedulerNotEnabled", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      const calls = [
-        fleet.schedulerStatus(),
-        fleet.keepGoing(),
-        fleet.workToday(),
-        fleet.workOn("2030-01-01"),
-        fleet.pause(),
-        fleet.resume(),
-        fleet.stopForToday(),
-        fleet.runRoutine("morning-scan"),
-        fleet.scanNow()
-      ]
-      for (const call of calls) {
-        const error = yield* Effect.flip(call as Effect.Effect<unknown, { readonly _tag: string }>)
-        assert.deepStrictEqual(error, new SchedulerNotEnabled())
-      }
+      assert.deepStrictEqual(yield* Effect.flip(Scheduler.enabled), new SchedulerNotEnabled())
       assert.strictEqual(
         new SchedulerNotEnabled().message,
         "the scheduler is not enabled: add a `schedule` section to the config"
       )
-      assert.deepStrictEqual(yield* fleet.findings(), [])
-    }).pipe(Effect.provide(SchedulerConfig.layerFromJson({ agents: [] }).pipe(Layer.provideMerge(fakeFleet())))))
+    }).pipe(Effect.provide(Scheduler.layer(undefined).pipe(Layer.provideMerge(fakeFleet())))))
 })
 
 describe("routines through the fleet (fake CLI, TestClock)", () => {
@@ -51,6 +40,7 @@ describe("routines through the fleet (fake CLI, TestClock)", () => {
       yield* TestClock.setTime(Date.parse("2025-03-03T09:00:00Z"))
       yield* Effect.gen(function*() {
         const fleet = yield* Flotta
+        const scheduler = yield* Scheduler
         const boot = yield* fleet.boot({
           agents: [
             { name: "helper" },
@@ -58,7 +48,7 @@ describe("routines through the fleet (fake CLI, TestClock)", () => {
           ]
         })
         assert.deepStrictEqual(boot.started, ["helper"])
-        const status = yield* fleet.schedulerStatus()
+        const status = yield* scheduler.status
         assert.deepStrictEqual(status.routines.map((r) => r.nextFireAt), [
           "2025-03-03T09:30:00.000Z",
           "2025-03-03T09:30:00.000Z",
@@ -83,9 +73,10 @@ describe("routines through the fleet (fake CLI, TestClock)", () => {
         // The runs went through the fleet: they are in the report log under their own names.
         const greetRun = yield* fleet.reports({ agent: outcomes[0]!.runs[0]! })
         assert.deepStrictEqual(greetRun.entries.map((e) => e.kind), ["spawned", "result", "closed"])
-        const override = yield* fleet.keepGoing()
+        const override = yield* scheduler.keepGoing(60)
         assert.strictEqual(override.minutes, 60)
-        assert.strictEqual((yield* fleet.pause()).mode, "paused")
+        assert.strictEqual((yield* scheduler.pause).mode, "paused")
+        assert.deepStrictEqual(yield* scheduler.findings(), [])
       }).pipe(
         Effect.provide(scheduled({
           schedule: { timezone: "utc", hours: ALL_WEEK, tickMs: 3_600_000 },
@@ -112,26 +103,34 @@ describe("createFleet with the scheduler", () => {
   })
   const executable = { command: process.execPath, prefixArgs: [FAKE_CLAUDE] }
 
-  it("steers through Promises, and rejects with SchedulerNotEnabled without one", async () => {
-    const plain = createFleet({ executable })
+  it("fleet.scheduler steers through Promises, and is undefined without a schedule", async () => {
+    const plain = createFleet({ executable, extensions: { scheduler: SchedulerClient.extension({ agents: [] }) } })
     fleets.push(plain)
-    const error = await plain.schedulerStatus().then(() => null, (e: unknown) => e)
-    assert.strictEqual((error as { _tag: string })._tag, "SchedulerNotEnabled")
-    assert.deepStrictEqual(await plain.findings(), [])
+    assert.isUndefined(plain.scheduler)
 
     const fleet = createFleet({
       executable,
-      extend: SchedulerConfig.layerFromJson({ schedule: { timezone: "utc", hours: ALL_WEEK } })
+      extensions: { scheduler: SchedulerClient.extension({ schedule: { timezone: "utc", hours: ALL_WEEK } }) }
     })
     fleets.push(fleet)
-    const status = await fleet.schedulerStatus()
+    const scheduler = fleet.scheduler!
+    const status = await scheduler.status()
     assert.strictEqual(status.mode, "working")
     assert.isTrue(status.working)
-    const stop = await fleet.stopForToday()
+    const stop = await scheduler.stopForToday()
     assert.strictEqual(stop.kind, "stop_for_today")
-    assert.isFalse((await fleet.schedulerStatus()).working)
-    assert.isTrue((await fleet.resume()).working)
-    const unknown = await fleet.runRoutine("nope").then(() => null, (e: unknown) => e)
+    assert.isFalse((await scheduler.status()).working)
+    assert.isTrue((await scheduler.resume()).working)
+    const unknown = await scheduler.runRoutine("nope").then(() => null, (e: unknown) => e)
     assert.strictEqual((unknown as { _tag: string })._tag, "RoutineNotFound")
+    assert.deepStrictEqual(await scheduler.findings(), [])
+
+    const bad = createFleet({
+      executable,
+      extensions: { scheduler: SchedulerClient.extension({ schedule: { timezone: "nowhere", hours: {} } }) }
+    })
+    fleets.push(bad)
+    const error = await bad.list().then(() => null, (e: unknown) => e)
+    assert.strictEqual((error as { _tag: string })._tag, "InvalidSpec")
   })
 })

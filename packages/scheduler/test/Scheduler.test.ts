@@ -3,10 +3,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { RunOptions } from "@flotta/core/Run"
-import { readFindings } from "@flotta/core/Steering"
-import type { FireOutcome } from "@flotta/core/Steering"
 import { Deferred, Duration, Effect, TestClock, Tracer } from "effect"
 import { TASKS_JSON_SCHEMA } from "../src/Scheduler.js"
+import { readFindings } from "../src/Steering.js"
+import type { FireOutcome } from "../src/Steering.js"
 import {
   entries,
   failureOf,

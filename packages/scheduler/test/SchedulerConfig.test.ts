@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { SchedulerNotEnabled } from "@flotta/core/Errors"
-import { SchedulerSlot } from "@flotta/core/Steering"
-import { ConfigProvider, Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { fakeFleet } from "../../core/test/support.js"
+import { SchedulerNotEnabled } from "../src/Errors.js"
 import * as Routine from "../src/Routine.js"
+import { Scheduler } from "../src/Scheduler.js"
 import * as SchedulerConfig from "../src/SchedulerConfig.js"
 import { entries, UTC_WEEK } from "./support.js"
 
@@ -189,64 +189,20 @@ describe("the layers", () => {
   // The engine over the fake CLI (no process starts in these tests).
   const Engine = fakeFleet()
 
-  it.scoped("without a schedule section the layer is empty: nothing registers, nothing is recorded", () =>
+  it.scoped("without a schedule section the layer is empty: no scheduler, nothing is recorded", () =>
     Effect.gen(function*() {
-      yield* Layer.build(SchedulerConfig.layerFromJson({ agents: [] }))
-      const slot = yield* SchedulerSlot
-      assert.deepStrictEqual(yield* Effect.flip(slot.current), new SchedulerNotEnabled())
+      yield* Layer.build(Scheduler.layer(undefined))
+      assert.isTrue(Option.isNone(yield* Effect.serviceOption(Scheduler)))
+      assert.deepStrictEqual(yield* Effect.flip(Scheduler.enabled), new SchedulerNotEnabled())
       assert.deepStrictEqual(yield* entries(), [])
     }).pipe(Effect.provide(Engine)))
 
-  it.effect("a bad schedule fails the layer with the path of the bad field", () =>
+  it.effect("a bad schedule is InvalidSpec with the path of the bad field", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(
-        Effect.scoped(Layer.build(SchedulerConfig.layerFromJson({ schedule: { timezone: "nowhere", hours: {} } })))
-      )
+      const error = yield* Effect.flip(SchedulerConfig.required({ schedule: { timezone: "nowhere", hours: {} } }))
       assert.strictEqual(error._tag, "InvalidSpec")
       assert.match(error.message, /schedule\.timezone: unknown time zone "nowhere"/)
-    }).pipe(Effect.provide(Engine)))
-
-  it.effect("Effect Config gives the same config (windows as \"HH:MM-HH:MM\")", () =>
-    Effect.gen(function*() {
-      const json = {
-        schedule: { timezone: { offsetSeconds: -25200 }, hours: { mon: ["08:47-17:00"], sat: ["10:00-12:00"] } },
-        routines: [
-          { name: "scan", action: "scan", every: { dailyAt: "09:00" }, focus: "docs", maxBudgetUsd: 0.5 },
-          {
-            name: "writer",
-            action: "run",
-            every: { intervalMs: 60000 },
-            prompt: "go",
-            permission: { allow: ["Read", "Edit"] },
-            worktree: true,
-            env: { A: "1" }
-          }
-        ]
-      }
-      const seen = yield* SchedulerConfig.fromConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromJson(json)))
-      assert.isTrue(Option.isSome(seen))
-      const read = Either.getOrThrow(SchedulerConfig.read(Option.getOrThrow(seen)))
-      const config = Option.getOrThrow(read)
-      assert.deepStrictEqual(config.rejected, [])
-      assert.deepStrictEqual(config.schedule.zone, { _tag: "Offset", seconds: -25200 })
-      assert.deepStrictEqual(config.schedule.hours, {
-        mon: [{ start: 527, end: 1020 }],
-        sat: [{ start: 600, end: 720 }]
-      })
-      assert.deepStrictEqual(config.routines[0], {
-        name: "scan",
-        action: "scan",
-        every: { dailyAt: "09:00" },
-        focus: "docs",
-        maxBudgetUsd: 0.5
-      })
-      assert.deepInclude(config.routines[1], {
-        every: { intervalMs: 60000 },
-        permission: { allow: ["Read", "Edit"] },
-        worktree: true,
-        env: { A: "1" }
-      })
-      const none = yield* SchedulerConfig.fromConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromJson({})))
-      assert.isTrue(Option.isNone(none))
+      const missing = yield* Effect.flip(SchedulerConfig.required({ agents: [] }))
+      assert.strictEqual(missing.path, "schedule")
     }))
 })

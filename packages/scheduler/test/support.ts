@@ -8,11 +8,11 @@ import { ReportLog, ReportStore } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import * as Spec from "@flotta/core/Spec"
-import { SCHEDULER_AGENT, schedulerEntries } from "@flotta/core/Steering"
-import type { Steering } from "@flotta/core/Steering"
 import { Effect, Either, Layer, Option, TestClock } from "effect"
 import * as Scheduler from "../src/Scheduler.js"
 import * as SchedulerConfig from "../src/SchedulerConfig.js"
+import { SCHEDULER_AGENT, schedulerEntries } from "../src/Steering.js"
+import type { Steering } from "../src/Steering.js"
 
 export const LogLive = ReportLog.Default.pipe(Layer.provide(ReportStore.memory))
 

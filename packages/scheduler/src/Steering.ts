@@ -1,14 +1,12 @@
 /**
- * The seam between the engine and the scheduling layer. The engine stays time-agnostic: it only knows the
- * shape of steering (these types) and holds, in `SchedulerSlot`, the implementation a scheduler registers when
- * its Layer is built. Without one, every steering call fails with `SchedulerNotEnabled`. Findings are read
- * from the report log alone, so they need no scheduler.
+ * Steering: the shape of what a running scheduler offers (status, overrides, pause, manual fires, scans,
+ * findings) and the report-log vocabulary it writes. Findings are read from the report log alone, so a
+ * restarted scheduler, or a reader with no scheduler at all, sees every one.
  */
-import { Effect, Option, Ref } from "effect"
-import type { Scope } from "effect"
-import { SchedulerNotEnabled } from "./Errors.js"
-import type { InvalidSchedule, InvalidSpec, RoutineBusy, RoutineNotFound, RoutineRailed } from "./Errors.js"
-import type { ReportEntry, ReportLog } from "./ReportLog.js"
+import type { InvalidSpec } from "@flotta/core/Errors"
+import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
+import { Effect } from "effect"
+import type { InvalidSchedule, RoutineBusy, RoutineNotFound, RoutineRailed } from "./Errors.js"
 
 /** The report log's agent for everything the scheduler records. */
 export const SCHEDULER_AGENT = "scheduler"
@@ -212,37 +210,9 @@ export interface Steering {
   readonly stopForToday: Effect.Effect<Override>
   readonly runRoutine: (name: string) => Effect.Effect<FireOutcome, RoutineNotFound | RoutineBusy | RoutineRailed>
   readonly scanNow: (options: ScanOptions) => Effect.Effect<FireOutcome, InvalidSpec>
+  /** Every distinct task the scans found, newest first; read from the report log. */
+  readonly findings: (query?: FindingsQuery) => Effect.Effect<ReadonlyArray<Finding>>
 }
-
-/** Holds the scheduler's steering while its Layer is alive. Part of the engine layer. */
-export class SchedulerSlot extends Effect.Service<SchedulerSlot>()("@flotta/core/SchedulerSlot", {
-  effect: Effect.gen(function*() {
-    const slot = yield* Ref.make(Option.none<Steering>())
-
-    /** Installs a scheduler until the scope closes. One scheduler per engine: a second is a bug. */
-    const register = (steering: Steering): Effect.Effect<void, never, Scope.Scope> =>
-      Effect.acquireRelease(
-        Ref.modify(slot, (current) =>
-          Option.isSome(current) ? [false, current] as const : [true, Option.some(steering)] as const).pipe(
-            Effect.flatMap((installed) =>
-              installed ? Effect.void : Effect.dieMessage("a scheduler is already registered with this fleet")
-            )
-          ),
-        () =>
-          Ref.update(slot, (current) =>
-            Option.isSome(current) && current.value === steering ? Option.none() : current)
-      )
-
-    const current: Effect.Effect<Steering, SchedulerNotEnabled> = Ref.get(slot).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => new SchedulerNotEnabled(),
-        onSome: Effect.succeed
-      }))
-    )
-
-    return { register, current } as const
-  })
-}) {}
 
 /** The key findings are deduplicated by: lower case, whitespace collapsed, punctuation trimmed at both ends. */
 export const normalizeTitle = (title: string): string =>

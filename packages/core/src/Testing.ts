@@ -1,0 +1,449 @@
+/**
+ * `@flotta/core/Testing`: the whole fleet with an in-memory Claude, for tests that run under `TestClock`.
+ *
+ * `Testing.layer(options)` provides `Flotta` and the rest of the engine's services exactly as `Flotta.layer`
+ * does, but below `Agent` sits a scripted model instead of a `claude` process: the agent's queue, permission
+ * handling, supervision, the report log and transcripts run unchanged on top of it. No process starts, and
+ * every timer (a slow reply, the stall watchdog, timeouts, restart backoff) runs on the Effect `Clock`, so
+ * `TestClock.adjust` drives them.
+ *
+ * The model is a function of `{ agent, prompt, history, turn }` returning a `Reply`: a plain string, or one
+ * of `toolUse`, `delay`, `apiError`, `crash`, `hang`, `structured`. `history` holds every earlier prompt of
+ * the agent's conversation and survives a crash and resume, as the real CLI's session file does.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Queue, Scope } from "effect"
+import type { ClaudeExecutable, ClaudeProcess, ExitInfo, ProcessEvent, StartOptions } from "./ClaudeCli.js"
+import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
+import type * as Protocol from "./ClaudeProtocol.js"
+import type { FleetSettingsInput } from "./FleetConfig.js"
+import * as Flotta from "./Flotta.js"
+import { READ_ONLY_TOOLS } from "./Permission.js"
+
+// ---------------------------------------------------------------------------------------------- replies
+
+/** What the host decided about a tool call, as the model's next step sees it. */
+export type ToolDecision =
+  | { readonly behavior: "allow"; readonly input: Record<string, unknown> }
+  | { readonly behavior: "deny"; readonly message: string }
+
+/** One step of the scripted model. */
+export type Reply =
+  | string
+  | { readonly _tag: "Structured"; readonly output: unknown; readonly text: string }
+  | {
+    readonly _tag: "ToolUse"
+    readonly tool: string
+    readonly input: Record<string, unknown>
+    readonly then: Reply | ((decision: ToolDecision) => Reply)
+  }
+  | { readonly _tag: "Delay"; readonly duration: Duration.Duration; readonly reply: Reply }
+  | { readonly _tag: "ApiError"; readonly status: number; readonly message: string }
+  | { readonly _tag: "Crash"; readonly exitCode: number; readonly stderr: string }
+  | { readonly _tag: "Hang" }
+
+/**
+ * A tool call. It asks permission through the agent's real path (unless the agent's flags already allow the
+ * tool, or do not offer it, as with the CLI), is recorded with its decision in the transcript, and the model
+ * goes on with `then`: a reply, or a function of the decision.
+ */
+export const toolUse = (
+  tool: string,
+  input: Record<string, unknown> = {},
+  then: Reply | ((decision: ToolDecision) => Reply) = (decision) =>
+    decision.behavior === "allow" ? `${tool} done` : `${tool} refused: ${decision.message}`
+): Reply => ({ _tag: "ToolUse", tool, input, then })
+
+/** Silent for `duration` (Clock time), then `reply`: a slow model. The stall watchdog applies to it. */
+export const delay = (duration: Duration.DurationInput, reply: Reply): Reply => ({
+  _tag: "Delay",
+  duration: Duration.decode(duration),
+  reply
+})
+
+/** The API answers with an HTTP error: the turn fails as `TurnFailed` with that status. */
+export const apiError = (status: number, message = `the API answered ${status}`): Reply => ({
+  _tag: "ApiError",
+  status,
+  message
+})
+
+/** The process dies mid-turn: `AgentCrashed`, then a restart with `--resume`. */
+export const crash = (options: { readonly exitCode?: number; readonly stderr?: string } = {}): Reply => ({
+  _tag: "Crash",
+  exitCode: options.exitCode ?? 1,
+  stderr: options.stderr ?? "in-memory claude: simulated crash"
+})
+
+/** No output at all: the stall watchdog and timeouts apply (an interrupt still ends the turn). */
+export const hang = (): Reply => ({ _tag: "Hang" })
+
+/** Structured output, as the CLI gives it under `--json-schema` (a run's `jsonSchema`). */
+export const structured = (output: unknown, text = "Done."): Reply => ({ _tag: "Structured", output, text })
+
+// ---------------------------------------------------------------------------------------------- options
+
+export interface ModelInput {
+  readonly agent: string
+  /** This turn's prompt. */
+  readonly prompt: string
+  /** Every earlier prompt of this conversation, oldest first (it survives crash and resume). */
+  readonly history: ReadonlyArray<string>
+  /** This turn's number in the conversation, from 1. */
+  readonly turn: number
+  readonly sessionId: string
+  /** The `--model` the agent was started with, if any. */
+  readonly model: string | null
+}
+
+export type Model = (input: ModelInput) => Reply
+
+export interface Options extends FleetSettingsInput {
+  /** The scripted model (default: `echo: <prompt>`). */
+  readonly model?: Model
+  /** Make a process fail at start (`SpawnFailed`): return the stderr it dies with, or nothing to start. */
+  readonly failStart?: (start: { readonly agent: string; readonly resume: boolean }) => string | undefined
+  /** How long a process takes to become ready, on the Clock (default: no time). */
+  readonly startDelay?: Duration.DurationInput
+  /** What each model call costs, in dollars (default 0.001). */
+  readonly costPerCall?: number
+}
+
+export const echo: Model = ({ prompt }) => `echo: ${prompt}`
+
+const EXECUTABLE: ClaudeExecutable = { command: "in-memory claude", prefixArgs: [], source: "memory" }
+
+// ---------------------------------------------------------------------------------------------- flags
+
+interface Flags {
+  readonly sessionId: string
+  readonly resume: boolean
+  readonly model: string | null
+  /** `--tools`: the tools offered (undefined: all). */
+  readonly tools: ReadonlyArray<string> | undefined
+  readonly allowedTools: ReadonlyArray<string>
+  readonly maxTurns: number | undefined
+  readonly maxBudgetUsd: number | undefined
+  readonly jsonSchema: boolean
+}
+
+const list = (value: string | undefined) =>
+  value === undefined ? [] : value.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+
+/** The flags the in-memory CLI acts on (the rest are accepted and ignored, as many are by the real one). */
+const parseFlags = (args: ReadonlyArray<string>): Flags => {
+  const value = (flag: string) => {
+    const i = args.lastIndexOf(flag)
+    return i === -1 ? undefined : args[i + 1]
+  }
+  const resume = value("--resume")
+  const tools = value("--tools")
+  const maxTurns = value("--max-turns")
+  const maxBudget = value("--max-budget-usd")
+  return {
+    sessionId: resume ?? value("--session-id") ?? "",
+    resume: resume !== undefined,
+    model: value("--model") ?? null,
+    tools: tools === undefined ? undefined : list(tools),
+    allowedTools: list(value("--allowedTools")),
+    maxTurns: maxTurns === undefined ? undefined : Number(maxTurns),
+    maxBudgetUsd: maxBudget === undefined ? undefined : Number(maxBudget),
+    jsonSchema: args.includes("--json-schema")
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- a process
+
+/** Conversations by session id: what the CLI keeps in its session files, so `--resume` finds them. */
+type Sessions = Map<string, Array<string>>
+
+let toolCounter = 0
+
+const startProcess = (
+  start: StartOptions,
+  sessions: Sessions,
+  options: Options
+): Effect.Effect<ClaudeProcess, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const flags = parseFlags(start.args)
+    const model = options.model ?? echo
+    const costPerCall = options.costPerCall ?? 0.001
+    const startDelay = Duration.decode(options.startDelay ?? Duration.zero)
+    const frames = yield* Queue.unbounded<ProcessEvent>()
+    const exited = yield* Deferred.make<ExitInfo>()
+    const input = yield* Queue.unbounded<string | null>()
+    let lastOutputAt = yield* Clock.currentTimeMillis
+    let stderr = ""
+    /** The process's running cost, as the CLI reports it. */
+    let cost = 0
+    let turn: Fiber.RuntimeFiber<void> | undefined
+    let interrupting = false
+    let dead = false
+
+    const emit = (frame: Protocol.Frame) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          lastOutputAt = clock.unsafeCurrentTimeMillis()
+          frames.unsafeOffer(frame)
+        })
+      )
+
+    const exit = (exitCode: number | null, text: string) =>
+      Effect.suspend(() => {
+        if (dead) return Effect.void
+        dead = true
+        stderr = text
+        const info: ExitInfo = { exitCode, stderr: text }
+        return Deferred.succeed(exited, info).pipe(
+          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit: info })),
+          Effect.asVoid
+        )
+      })
+
+    const process: ClaudeProcess = {
+      pid: null,
+      sendUser: (text) => Effect.asVoid(Queue.offer(input, text)),
+      request: (body) =>
+        Effect.suspend(() => {
+          if (dead) {
+            return new ControlRequestFailed({ subtype: body.subtype, reason: "the claude process has exited" })
+          }
+          switch (body.subtype) {
+            case "initialize":
+              return Duration.isZero(startDelay) ? Effect.succeed({}) : Effect.as(Effect.sleep(startDelay), {})
+            case "interrupt": {
+              const running = turn
+              if (running === undefined) return Effect.succeed({})
+              interrupting = true
+              return Effect.as(Fiber.interrupt(running), {})
+            }
+            default:
+              return new ControlRequestFailed({ subtype: body.subtype, reason: "unsupported in memory" })
+          }
+        }),
+      frames,
+      exited,
+      lastOutputAt: () => lastOutputAt,
+      stderrTail: () => stderr,
+      endInput: Effect.asVoid(Queue.offer(input, null))
+    }
+
+    // A start that fails, as the CLI would: it dies before answering `initialize`.
+    const refused = options.failStart?.({ agent: start.name, resume: flags.resume })
+    const conversation = sessions.get(flags.sessionId)
+    const startError = refused !== undefined
+      ? refused
+      : flags.resume && conversation === undefined
+      ? `No conversation found with session ID: ${flags.sessionId}`
+      : !flags.resume && conversation !== undefined
+      ? `Error: Session ID ${flags.sessionId} is already in use.`
+      : undefined
+    if (startError !== undefined) {
+      yield* exit(1, startError)
+      return process
+    }
+    const prompts = conversation ?? []
+    sessions.set(flags.sessionId, prompts)
+
+    /** One turn: the model's replies until a result, a crash or a hang. */
+    const runTurn = (text: string) =>
+      Effect.gen(function*() {
+        const startedAt = yield* Clock.currentTimeMillis
+        const history = [...prompts]
+        prompts.push(text)
+        const costAtStart = cost
+        let calls = 0
+        const denials: Array<Protocol.PermissionDenial> = []
+        const result = (fields: Partial<Protocol.ResultFrame> & { readonly subtype: string }) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            emit({
+              _tag: "Result",
+              frame: {
+                type: "result",
+                is_error: false,
+                num_turns: calls,
+                session_id: flags.sessionId,
+                duration_ms: now - startedAt,
+                total_cost_usd: cost,
+                permission_denials: denials,
+                usage: { input_tokens: 10 * calls, output_tokens: 5 * calls },
+                ...fields
+              }
+            }))
+        const assistant = (content: Protocol.AssistantFrame["message"]["content"]) =>
+          emit({ _tag: "Assistant", frame: { type: "assistant", message: { content } } })
+        /** One model round trip; false when a bound stops the turn (its result is then sent). */
+        const call = Effect.suspend(() => {
+          calls++
+          cost += costPerCall
+          if (flags.maxBudgetUsd !== undefined && cost - costAtStart > flags.maxBudgetUsd) {
+            return Effect.as(result({ subtype: "error_max_budget_usd", is_error: true, errors: ["budget"] }), false)
+          }
+          return Effect.succeed(true)
+        })
+
+        yield* emit({
+          _tag: "Init",
+          frame: { type: "system", subtype: "init", session_id: flags.sessionId, model: flags.model ?? "memory" }
+        })
+        let reply: Reply = yield* Effect.try(() =>
+          model({
+            agent: start.name,
+            prompt: text,
+            history,
+            turn: prompts.length,
+            sessionId: flags.sessionId,
+            model: flags.model
+          })
+        ).pipe(Effect.catchAll((error) => Effect.succeed(crash({ stderr: `the model threw: ${error.error}` }))))
+        while (true) {
+          if (typeof reply === "string") {
+            if (!(yield* call)) return
+            yield* assistant([{ type: "text", text: reply }])
+            return yield* result({ subtype: "success", result: reply })
+          }
+          switch (reply._tag) {
+            case "Structured": {
+              if (!(yield* call)) return
+              if (!flags.jsonSchema) {
+                yield* assistant([{ type: "text", text: reply.text }])
+                return yield* result({ subtype: "success", result: reply.text })
+              }
+              const id = `toolu_memory_${++toolCounter}`
+              yield* assistant([{ type: "tool_use", id, name: "StructuredOutput", input: reply.output }])
+              return yield* result({ subtype: "success", result: reply.text, structured_output: reply.output })
+            }
+            case "ToolUse": {
+              if (!(yield* call)) return
+              const id = `toolu_memory_${++toolCounter}`
+              yield* assistant([{ type: "tool_use", id, name: reply.tool, input: reply.input }])
+              if (flags.maxTurns !== undefined && calls >= flags.maxTurns) {
+                return yield* result({ subtype: "error_max_turns", is_error: true, errors: ["max turns"] })
+              }
+              const decision = yield* decide(reply.tool, reply.input, id)
+              if (decision.behavior === "deny") {
+                denials.push({ tool_name: reply.tool, tool_use_id: id, tool_input: reply.input })
+              }
+              yield* emit({ _tag: "Other", type: "user" })
+              reply = typeof reply.then === "function" ? reply.then(decision) : reply.then
+              break
+            }
+            case "Delay": {
+              yield* Effect.sleep(reply.duration)
+              reply = reply.reply
+              break
+            }
+            case "ApiError": {
+              calls++
+              const message = `API Error: ${reply.status} ${reply.message}`
+              yield* assistant([{ type: "text", text: message }])
+              return yield* result({
+                subtype: "success",
+                is_error: true,
+                result: message,
+                api_error_status: reply.status
+              })
+            }
+            case "Crash":
+              return yield* exit(reply.exitCode, reply.stderr)
+            case "Hang":
+              return yield* Effect.never
+          }
+        }
+      }).pipe(
+        // An interrupt ends the turn as the CLI does: an `error_during_execution` result.
+        Effect.onInterrupt(() =>
+          interrupting
+            ? Effect.flatMap(Clock.currentTimeMillis, () =>
+              emit({
+                _tag: "Result",
+                frame: {
+                  type: "result",
+                  subtype: "error_during_execution",
+                  is_error: true,
+                  errors: ["[Request interrupted by user]"],
+                  num_turns: 0,
+                  session_id: flags.sessionId,
+                  duration_ms: 0,
+                  total_cost_usd: cost,
+                  permission_denials: [],
+                  terminal_reason: "aborted_streaming"
+                }
+              }))
+            : Effect.void
+        )
+      )
+
+    /** The host's answer to a tool call: asked through `can_use_tool` unless the flags already decide it. */
+    const decide = (
+      tool: string,
+      toolInput: Record<string, unknown>,
+      toolUseId: string
+    ): Effect.Effect<ToolDecision> =>
+      Effect.gen(function*() {
+        if (flags.tools !== undefined && !flags.tools.includes(tool)) {
+          return { behavior: "deny", message: `No such tool available: ${tool}` }
+        }
+        if (flags.allowedTools.includes(tool) || READ_ONLY_TOOLS.includes(tool)) {
+          return { behavior: "allow", input: toolInput }
+        }
+        const answer = yield* start.onControlRequest({
+          subtype: "can_use_tool",
+          tool_name: tool,
+          input: toolInput,
+          tool_use_id: toolUseId
+        })
+        if (answer._tag === "Error") return { behavior: "deny", message: answer.error }
+        const response = answer.response as { behavior?: string; updatedInput?: unknown; message?: unknown }
+        return response.behavior === "allow"
+          ? {
+            behavior: "allow",
+            input: typeof response.updatedInput === "object" && response.updatedInput !== null
+              ? response.updatedInput as Record<string, unknown>
+              : toolInput
+          }
+          : { behavior: "deny", message: typeof response.message === "string" ? response.message : "denied" }
+      })
+
+    // The process's one reader of its input: turns in order, until input ends or the process dies.
+    yield* Effect.gen(function*() {
+      while (true) {
+        const text = yield* Queue.take(input)
+        if (text === null) return yield* exit(0, "")
+        interrupting = false
+        turn = yield* Effect.fork(runTurn(text))
+        yield* Fiber.await(turn)
+        turn = undefined
+        if (dead) return
+      }
+    }).pipe(Effect.forkScoped)
+
+    // Closing the scope stops the process, as a kill would.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => (turn === undefined ? Effect.void : Fiber.interrupt(turn))).pipe(
+        Effect.zipRight(exit(null, stderr))
+      )
+    )
+    return process
+  })
+
+// ---------------------------------------------------------------------------------------------- layers
+
+/** The in-memory CLI alone: the seam below `Agent`, for composing the engine yourself. */
+export const cli = (options: Options = {}): Layer.Layer<ClaudeCli> =>
+  Layer.sync(ClaudeCli, () => {
+    const sessions: Sessions = new Map()
+    return {
+      executable: EXECUTABLE,
+      start: (start: StartOptions) => startProcess(start, sessions, options)
+    }
+  })
+
+/**
+ * The fleet over the in-memory CLI: `Flotta`, `Runs`, `Registry`, `ReportLog` and `Permission`, as
+ * `Flotta.layer` provides them. Options: the model, start failures and delay, cost, and the engine's settings.
+ */
+export const layer = (options: Options = {}) => {
+  const { costPerCall: _cost, failStart: _fail, model: _model, startDelay: _delay, ...settings } = options
+  return Flotta.services(cli(options), settings).pipe(Layer.provide(NodeContext.layer))
+}

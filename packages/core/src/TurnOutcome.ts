@@ -1,0 +1,102 @@
+/**
+ * What a `result` frame means for its turn, as pure functions: the turn's own `TurnResult` (its share of the
+ * process's running cost), and whether the turn failed and as which typed error. The CLI reports an API error
+ * as a `success` subtype with `is_error`, an interrupt as `error_during_execution`, and can report success
+ * without the structured output a schema asked for: each of these is told apart here.
+ */
+import * as Protocol from "./ClaudeProtocol.js"
+import {
+  BudgetExceeded,
+  MaxTurnsReached,
+  StructuredOutputMissing,
+  TurnFailed,
+  TurnInterrupted,
+  TurnTimeout
+} from "./Errors.js"
+import type { TurnError } from "./Errors.js"
+
+/** The outcome of one finished turn. */
+export interface TurnResult {
+  readonly turnId: string
+  readonly text: string
+  /** This turn's own cost (the CLI reports a per-process running total). */
+  readonly costUsd: number
+  readonly durationMs: number
+  /** Model round trips in this turn (a tool call makes two). */
+  readonly modelCalls: number
+  readonly sessionId: string
+  readonly usage: Protocol.Usage
+  readonly permissionDenials: ReadonlyArray<Protocol.PermissionDenial>
+  /** The CLI's result subtype (`success`, `error_during_execution`, ...; an API error is `api_error`). */
+  readonly subtype: string
+  readonly structuredOutput?: unknown
+}
+
+/** What the agent knows about the turn besides its result frame. */
+export interface TurnFacts {
+  readonly name: string
+  readonly turnId: string
+  /** The session the turn ran in (the frame's own, when it has one). */
+  readonly sessionId: string
+  /** The process's running cost before this turn. */
+  readonly costBefore: number
+  /** Why the agent interrupted the turn, if it did. */
+  readonly interruptReason: "user" | "timeout" | null
+  readonly timeoutMs: number
+  readonly expectStructuredOutput: boolean
+}
+
+/** The turn's result: its own cost is the growth of the process's running total. */
+export const resultOf = (frame: Protocol.ResultFrame, facts: TurnFacts): TurnResult => {
+  const result: TurnResult = {
+    turnId: facts.turnId,
+    text: Protocol.resultText(frame),
+    costUsd: Math.max(0, frame.total_cost_usd - facts.costBefore),
+    durationMs: frame.duration_ms,
+    modelCalls: frame.num_turns,
+    sessionId: frame.session_id.length > 0 ? frame.session_id : facts.sessionId,
+    usage: frame.usage ?? {},
+    permissionDenials: frame.permission_denials,
+    subtype: frame.is_error && frame.subtype === "success" ? "api_error" : frame.subtype
+  }
+  return frame.structured_output === undefined ? result : { ...result, structuredOutput: frame.structured_output }
+}
+
+/** The typed error a finished turn failed with, or `undefined` when it succeeded. */
+export const classify = (frame: Protocol.ResultFrame, facts: TurnFacts, result: TurnResult): TurnError | undefined => {
+  const { name, turnId } = facts
+  const bound = { name, costUsd: result.costUsd, turns: frame.num_turns, sessionId: result.sessionId }
+  if (frame.subtype === "success" && !frame.is_error) {
+    return facts.expectStructuredOutput && frame.structured_output === undefined
+      ? new StructuredOutputMissing({ name, sessionId: result.sessionId, text: result.text })
+      : undefined
+  }
+  if (frame.subtype === "success") {
+    return new TurnFailed({
+      name,
+      turnId,
+      status: frame.api_error_status ?? null,
+      subtype: "api_error",
+      reason: result.text
+    })
+  }
+  if (frame.subtype === "error_during_execution" && facts.interruptReason === "timeout") {
+    return new TurnTimeout({
+      name,
+      turnId,
+      timeoutMs: facts.timeoutMs,
+      costUsd: result.costUsd,
+      turns: frame.num_turns,
+      sessionId: result.sessionId
+    })
+  }
+  if (frame.subtype === "error_during_execution" && facts.interruptReason !== null) {
+    return new TurnInterrupted({ name, turnId })
+  }
+  if (frame.subtype === "error_max_turns") return new MaxTurnsReached(bound)
+  if (frame.subtype === "error_max_budget_usd") return new BudgetExceeded(bound)
+  if (frame.terminal_reason === "aborted_tools" || frame.terminal_reason === "aborted_streaming") {
+    return new TurnInterrupted({ name, turnId })
+  }
+  return new TurnFailed({ name, turnId, status: null, subtype: frame.subtype, reason: result.text || frame.subtype })
+}
