@@ -1,10 +1,11 @@
 // The fake Anthropic Messages API for integration tests that run the real `claude` CLI offline: a Promise
-// facade over the shipped simulator (packages/cli/src/Simulator.ts), which holds the rules and the server.
+// facade over the shipped simulator: the server in packages/cli/src/Simulator.ts, the rules in SimulatorRules.ts.
 import { ManagedRuntime } from "effect"
 import * as fs from "node:fs"
 import * as Simulator from "../../packages/cli/src/Simulator.js"
+import type * as SimulatorRules from "../../packages/cli/src/SimulatorRules.js"
 
-export type Usage = Simulator.Usage
+export type Usage = SimulatorRules.Usage
 export type RecordedRequest = Simulator.RecordedRequest
 
 export interface FakeMessagesApi {
