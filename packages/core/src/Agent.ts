@@ -108,6 +108,7 @@ export interface AgentStatusView {
 
 export interface AgentInfo {
   readonly name: string
+  readonly lifecycle: "session" | "run"
   readonly status: AgentStatus
   readonly pid: number | null
   readonly sessionId: string
@@ -126,6 +127,8 @@ export interface AgentInfo {
 
 export interface Agent {
   readonly name: string
+  /** A session converses across turns; a run takes one turn (and `broadcast` never reaches it). */
+  readonly lifecycle: "session" | "run"
   readonly prompt: (text: string, options?: { readonly timeout?: Duration.DurationInput }) => Effect.Effect<
     string,
     AgentClosed | InvalidSpec
@@ -463,6 +466,7 @@ export const make = (
 
     const info = Effect.map(status, (view): AgentInfo => ({
       name,
+      lifecycle: options.lifecycle ?? "session",
       status: view.status,
       pid: state.process?.process.pid ?? null,
       sessionId: state.sessionId,
@@ -499,6 +503,7 @@ export const make = (
 
     return {
       name,
+      lifecycle: options.lifecycle ?? "session",
       prompt,
       await: awaitTurn,
       watch,

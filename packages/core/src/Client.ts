@@ -16,6 +16,9 @@ export interface SubscribeCallbacks extends SubscribeOptions {
   readonly onMissed?: (count: number, after: number) => void
 }
 
+/** Stops a subscription; `ready` resolves once it is live. */
+export type Unsubscribe = (() => void) & { readonly ready: Promise<void> }
+
 /** A Promise runner on the fleet's runtime: the effect's typed failure rejects as the same object. */
 export type Runner = <A, E>(effect: Effect.Effect<A, E, unknown>) => Promise<A>
 
@@ -117,11 +120,17 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
     gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
-    /** Live report entries; returns the function that unsubscribes. */
-    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): () => void => {
+    /**
+     * Live report entries; returns the function that unsubscribes, whose `ready` resolves once the
+     * subscription is live (every entry posted after that is delivered, or counted by `onMissed`).
+     */
+    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): Unsubscribe => {
+      let live: () => void = () => undefined
+      const ready = new Promise<void>((resolve) => (live = resolve))
       const fiber = runtime.runFork(
         Effect.flatMap(Flotta.Flotta, (f) =>
           f.subscribe(callbacks).pipe(
+            Effect.tap(() => Effect.sync(live)),
             Effect.flatMap(Stream.runForEach((notice) =>
               Effect.sync(() => {
                 if (notice._tag === "Entry") onEntry(notice.entry)
@@ -131,9 +140,9 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
             Effect.scoped
           ))
       )
-      return () => {
+      return Object.assign(() => {
         runtime.runFork(Fiber.interrupt(fiber))
-      }
+      }, { ready })
     },
     /** Closes every agent (their children exit) and releases the fleet. */
     shutdown: () => runtime.dispose(),

@@ -104,9 +104,12 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const close = (name: string) => registry.close(name)
     const list = registry.list
 
-    /** Every live agent at once; one slow or failing agent never holds up the others. */
+    /**
+     * Every live session at once; one slow or failing agent never holds up the others. Runs are left alone: a
+     * queued turn would run with the run's permission inside its worktree.
+     */
     const broadcast = Effect.fn("Flotta.broadcast")(function*(text: string, options: AskOptions = {}) {
-      const agents = yield* registry.agents
+      const agents = (yield* registry.agents).filter((agent) => agent.lifecycle === "session")
       return yield* Effect.forEach(agents, (agent) =>
         agent.prompt(text, options).pipe(
           Effect.flatMap((turnId) => agent.await(turnId)),
@@ -196,16 +199,21 @@ export interface FleetOptions extends FleetSettingsInput {
 }
 
 /**
- * The engine's services over a process seam (`ClaudeCli`): Flotta, Runs, Registry, ReportLog and Permission.
- * `layer` puts the real CLI below it; `@flotta/core/Testing` an in-memory one.
+ * The engine's services over a process seam (`ClaudeCli`): Flotta, Runs, Registry, ReportLog and Permission,
+ * with `pending` deciding what a policy leaves open. `layer` puts the real CLI below it; `@flotta/core/Testing`
+ * an in-memory one.
  */
-export const services = <E, R>(cli: Layer.Layer<ClaudeCli, E, R>, settings: FleetSettingsInput = {}) =>
+export const services = <E, R>(
+  cli: Layer.Layer<ClaudeCli, E, R>,
+  settings: FleetSettingsInput = {},
+  pending: Layer.Layer<PendingDecisions> = PendingDecisions.none
+) =>
   Flotta.Default.pipe(
     Layer.provideMerge(Runs.Default),
     Layer.provideMerge(Registry.Default),
     Layer.provideMerge(ReportLog.Default),
     Layer.provideMerge(Permission.Default),
-    Layer.provide(PendingDecisions.none),
+    Layer.provide(pending),
     Layer.provide(ReportStore.memory),
     Layer.provide(FleetConfig.layer(settings)),
     Layer.provide(cli)

@@ -84,6 +84,15 @@ export const validate = (
     return Either.left([...byPath].map(([path, messages]) => ({ entry, name, path, message: messages.join(", or ") })))
   }
   const spec = decoded.right
+  if (spec.lifecycle === "session" && spec.worktree !== undefined && spec.worktree !== false) {
+    return Either.left([{
+      entry,
+      name,
+      path: `${entry}.worktree`,
+      message: "a session has no worktree (it converses in its cwd): worktrees belong to `run` entries " +
+        "(lifecycle: \"run\")"
+    }])
+  }
   if (spec.lifecycle === "session" && Permission.canWrite(spec.permission)) {
     return Either.left([{
       entry,

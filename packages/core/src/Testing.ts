@@ -94,6 +94,8 @@ export interface ModelInput {
   readonly sessionId: string
   /** The `--model` the agent was started with, if any. */
   readonly model: string | null
+  /** The process's working directory (a run's worktree, say). */
+  readonly cwd: string
 }
 
 export type Model = (input: ModelInput) => Reply
@@ -210,7 +212,14 @@ const startProcess = (
           }
           switch (body.subtype) {
             case "initialize":
-              return Duration.isZero(startDelay) ? Effect.succeed({}) : Effect.as(Effect.sleep(startDelay), {})
+              // Answered after the start delay, unless the process dies first (as a pending request would fail).
+              return Duration.isZero(startDelay) ? Effect.succeed({}) : Effect.raceFirst(
+                Effect.as(Effect.sleep(startDelay), {}),
+                Effect.zipRight(
+                  Deferred.await(exited),
+                  new ControlRequestFailed({ subtype: body.subtype, reason: "the claude process exited" })
+                )
+              )
             case "interrupt": {
               const running = turn
               if (running === undefined) return Effect.succeed({})
@@ -242,8 +251,8 @@ const startProcess = (
       yield* exit(1, startError)
       return process
     }
+    // Like the CLI's session file, the conversation exists from its first message on.
     const prompts = conversation ?? []
-    sessions.set(flags.sessionId, prompts)
 
     /** One turn: the model's replies until a result, a crash or a hang. */
     const runTurn = (text: string) =>
@@ -251,6 +260,7 @@ const startProcess = (
         const startedAt = yield* Clock.currentTimeMillis
         const history = [...prompts]
         prompts.push(text)
+        sessions.set(flags.sessionId, prompts)
         const costAtStart = cost
         let calls = 0
         const denials: Array<Protocol.PermissionDenial> = []
@@ -293,7 +303,8 @@ const startProcess = (
             history,
             turn: prompts.length,
             sessionId: flags.sessionId,
-            model: flags.model
+            model: flags.model,
+            cwd: start.cwd
           })
         ).pipe(Effect.catchAll((error) => Effect.succeed(crash({ stderr: `the model threw: ${error.error}` }))))
         while (true) {

@@ -218,7 +218,9 @@ export const run = (ctx: AgentContext, process: ClaudeProcess, turn: Turn): Effe
       const frame = event.value
       switch (frame._tag) {
         case "Init":
+          // The CLI has taken the message: the session is on disk now, and a restart must resume it.
           state.sessionId = frame.frame.session_id
+          state.resumable = true
           break
         case "Assistant":
           observe(ctx, turn, frame.frame)

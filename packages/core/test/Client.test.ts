@@ -1,12 +1,15 @@
+/**
+ * The Promise facade (`createFleet`, `Client.fromLayer`) over the in-memory Claude: the same operations as
+ * Promises that reject with the typed error objects.
+ */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { createFleet } from "../src/Client.js"
+import { fromLayer } from "../src/Client.js"
 import type { ReportEntry } from "../src/ReportLog.js"
-import { FAKE_CLAUDE, waitGone } from "./support.js"
+import { memoryFleet } from "./support.js"
 
-const fleets: Array<ReturnType<typeof createFleet>> = []
+const fleets: Array<ReturnType<typeof fromLayer>> = []
 const newFleet = () => {
-  const fleet = createFleet({ executable: { command: process.execPath, prefixArgs: [FAKE_CLAUDE] } })
+  const fleet = fromLayer(memoryFleet())
   fleets.push(fleet)
   return fleet
 }
@@ -14,19 +17,25 @@ afterEach(async () => {
   await Promise.all(fleets.splice(0).map((f) => f.shutdown()))
 })
 
-describe("createFleet: the Promise facade", () => {
+/** Resolves once `predicate` holds, polling on the event loop (no timers). */
+const until = async (predicate: () => boolean) => {
+  for (let i = 0; i < 10_000 && !predicate(); i++) await new Promise((r) => setImmediate(r))
+  assert.isTrue(predicate(), "the condition never held")
+}
+
+describe("the Promise facade", () => {
   it("spawns, asks, prompts and reads results", async () => {
     const fleet = newFleet()
     const info = await fleet.spawn("promised")
     assert.strictEqual(info.name, "promised")
     assert.strictEqual(await fleet.ask("promised", "hello"), "echo: hello")
     const turnId = await fleet.prompt("promised", "later")
-    const result = await fleet.wait("promised", turnId)
-    assert.strictEqual(result.text, "echo: later")
+    assert.strictEqual((await fleet.wait("promised", turnId)).text, "echo: later")
     assert.strictEqual((await fleet.watch("promised", turnId)).text, "echo: later")
     assert.strictEqual((await fleet.result("promised")).turnId, turnId)
     assert.strictEqual((await fleet.transcript("promised")).length, 2)
     assert.deepStrictEqual((await fleet.list()).map((i) => i.name), ["promised"])
+    assert.strictEqual((await fleet.run({ prompt: "once" })).text, "echo: once")
   })
 
   it("rejects with the typed error object itself", async () => {
@@ -36,7 +45,7 @@ describe("createFleet: the Promise facade", () => {
     assert.strictEqual((error as { _tag: string })._tag, "AgentNotFound")
     assert.match((error as Error).message, /live agents: one/)
     const failed = await fleet.ask("one", "error 500").then(() => null, (e: unknown) => e)
-    assert.strictEqual((failed as { _tag: string; status: number })._tag, "TurnFailed")
+    assert.strictEqual((failed as { _tag: string })._tag, "TurnFailed")
     assert.strictEqual((failed as { status: number }).status, 500)
   })
 
@@ -45,24 +54,24 @@ describe("createFleet: the Promise facade", () => {
     await fleet.spawn("watched")
     const seen: Array<ReportEntry> = []
     const unsubscribe = fleet.subscribe((entry) => seen.push(entry), { agent: "watched" })
-    await new Promise((r) => setTimeout(r, 20))
+    await unsubscribe.ready
     await fleet.ask("watched", "one")
-    await new Promise((r) => setTimeout(r, 20))
+    await until(() => seen.length === 2)
     unsubscribe()
-    await new Promise((r) => setTimeout(r, 20))
     await fleet.ask("watched", "two")
-    await new Promise((r) => setTimeout(r, 20))
     assert.deepStrictEqual(seen.map((e) => e.kind), ["turn_started", "result"])
     const { entries, next } = await fleet.reports({ agent: "watched" })
     assert.deepStrictEqual(entries.map((e) => e.kind), ["spawned", "turn_started", "result", "turn_started", "result"])
     assert.isAbove(next, 0)
   })
 
-  it("shutdown closes every agent and their children exit", async () => {
+  it("shutdown closes every agent: a waiting caller gets AgentClosed", async () => {
     const fleet = newFleet()
-    const infos = await Promise.all(["x", "y"].map((n) => fleet.spawn(n)))
-    await fleet.prompt("x", "hang")
+    await Promise.all(["x", "y"].map((n) => fleet.spawn(n)))
+    const turn = await fleet.prompt("x", "hang")
+    const waiting = fleet.wait("x", turn).then(() => null, (e: unknown) => e)
     await fleet.shutdown()
-    for (const info of infos) assert.isTrue(await Effect.runPromise(waitGone(info.pid!)))
+    const error = await waiting
+    assert.strictEqual((error as { _tag?: string } | null)?._tag, "AgentClosed")
   })
 })

@@ -1,118 +1,125 @@
+/**
+ * The fleet as a whole over the in-memory Claude, under TestClock: names, admission of starts, start failures,
+ * broadcast, the declarative fleet, shutdown and metrics.
+ */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Metric, MetricState } from "effect"
-import { execFileSync } from "node:child_process"
+import { Effect, Fiber, Layer, Metric, MetricState, TestClock } from "effect"
 import * as Flotta from "../src/Flotta.js"
 import * as Telemetry from "../src/Telemetry.js"
-import { fakeFleet, isAlive, waitGone } from "./support.js"
-
-const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isFailure(exit) && exit.cause._tag === "Fail") return exit.cause.error
-  throw new Error(`expected a typed failure, got ${String(exit)}`)
-}
+import { eventually, failureOf, memoryFleet, tagOf } from "./support.js"
 
 describe("names", () => {
-  it.scopedLive("a bad name is InvalidName, a taken one AgentAlreadyExists", () =>
+  it.effect("a bad name is InvalidName, a taken one AgentAlreadyExists", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       for (const bad of ["", "Upper", "../escape", "a/b", "-lead", "x".repeat(64), ".hidden"]) {
-        const error = failure(yield* Effect.exit(fleet.spawn(bad)))
-        assert.strictEqual(error._tag, "InvalidName", bad)
+        assert.strictEqual(failureOf(yield* Effect.exit(fleet.spawn(bad)))._tag, "InvalidName", bad)
       }
       yield* fleet.spawn("a.b_c-1")
-      const taken = failure(yield* Effect.exit(fleet.spawn("a.b_c-1")))
+      const taken = failureOf(yield* Effect.exit(fleet.spawn("a.b_c-1")))
       assert.strictEqual(taken._tag, "AgentAlreadyExists")
       assert.match(taken.message, /already exists/)
-    }).pipe(Effect.provide(fakeFleet())))
+    }).pipe(Effect.provide(memoryFleet())))
 
-  it.scopedLive("an unknown agent is AgentNotFound and the message lists the live ones", () =>
+  it.effect("an unknown agent is AgentNotFound and the message lists the live ones", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       yield* fleet.spawn("one")
       yield* fleet.spawn("two")
-      const error = failure(yield* Effect.exit(fleet.ask("three", "hi")))
+      const error = failureOf(yield* Effect.exit(fleet.ask("three", "hi")))
       assert.strictEqual(error._tag, "AgentNotFound")
       assert.include(error.message, "live agents: one, two")
-    }).pipe(Effect.provide(fakeFleet())))
+    }).pipe(Effect.provide(memoryFleet())))
 })
 
-describe("spawn failures", () => {
-  it.scopedLive("a missing binary is SpawnFailed that says what to do, and the name stays free", () =>
+describe("starting", () => {
+  it.effect("a process that dies at start is SpawnFailed with its exit code and stderr, and the name stays free", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const error = failure(yield* Effect.exit(fleet.spawn("ghost")))
-      assert.strictEqual(error._tag, "SpawnFailed")
-      assert.match(error.message, /not found/)
-      assert.deepStrictEqual(yield* fleet.list, [])
-    }).pipe(Effect.provide(Flotta.layer({ executable: { command: "/nonexistent/claude", prefixArgs: [] } }))))
-
-  it.scopedLive("a binary that exits at start is SpawnFailed with its exit code and stderr tail", () =>
-    Effect.gen(function*() {
-      const fleet = yield* Flotta.Flotta
-      const error = failure(yield* Effect.exit(fleet.spawn("doa", { env: { FAKE_CLAUDE_EXIT_AT_START: "4" } })))
+      const error = failureOf(yield* Effect.exit(fleet.spawn("doa")))
       assert.strictEqual(error._tag, "SpawnFailed")
       if (error._tag === "SpawnFailed") {
-        assert.strictEqual(error.exitCode, 4)
+        assert.strictEqual(error.exitCode, 1)
         assert.include(error.stderr, "fatal: cannot start")
+        assert.match(error.message, /exited during start/)
       }
-      // The name is free again.
-      yield* fleet.spawn("doa")
-    }).pipe(Effect.provide(fakeFleet())))
+      assert.deepStrictEqual(yield* fleet.list, [])
+      const reports = yield* fleet.reports({ agent: "doa" })
+      assert.deepStrictEqual(reports.entries, [], "nothing is reported for an agent that never came up")
+    }).pipe(
+      Effect.provide(memoryFleet({ failStart: ({ agent }) => (agent === "doa" ? "fatal: cannot start" : undefined) }))
+    ))
 
-  it.scopedLive("a cwd that does not exist is SpawnFailed naming it", () =>
+  it.effect("starts are admitted a few at a time, and a wait for a slot never times out", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const error = failure(yield* Effect.exit(fleet.spawn("lost", { cwd: "/no/such/dir" })))
-      assert.strictEqual(error._tag, "SpawnFailed")
-      assert.include(error.message, "/no/such/dir")
-    }).pipe(Effect.provide(fakeFleet())))
-
-  it.scopedLive("starts are admitted a few at a time and a wait for a slot never times out", () =>
-    Effect.gen(function*() {
-      const fleet = yield* Flotta.Flotta
-      // Each start takes 300 ms; with 2 slots, 8 starts take 4 rounds (1.2 s), far past the 500 ms
-      // readiness timeout, which only runs once a start has its slot.
-      const started = Date.now()
-      const infos = yield* Effect.forEach(
-        Array.from({ length: 8 }, (_, i) => `s${i}`),
-        (name) => fleet.spawn(name, { env: { FAKE_CLAUDE_START_DELAY_MS: "300" } }),
-        { concurrency: "unbounded" }
-      )
-      const elapsed = Date.now() - started
+      // Each start takes 300 ms; with 2 slots, 8 starts take 4 rounds (1.2 s), far past the 500 ms readiness
+      // timeout, which only runs once a start has its slot.
+      const names = Array.from({ length: 8 }, (_, i) => `s${i}`)
+      const all = yield* Effect.fork(Effect.forEach(names, (name) => fleet.spawn(name), { concurrency: "unbounded" }))
+      for (const round of [1, 2, 3]) {
+        yield* TestClock.adjust("300 millis")
+        const up = yield* eventually(fleet.list, (list) => list.length === 2 * round)
+        assert.strictEqual(up.length, 2 * round, `after round ${round}`)
+      }
+      yield* TestClock.adjust("300 millis")
+      const infos = yield* Fiber.join(all)
       assert.strictEqual(infos.length, 8)
-      assert.isAtLeast(elapsed, 1100, "never more than 2 starting at once")
       assert.strictEqual((yield* fleet.list).filter((i) => i.status === "idle").length, 8)
-    }).pipe(Effect.provide(fakeFleet({ maxConcurrentStarts: 2, startTimeout: "500 millis" }))))
+    }).pipe(
+      Effect.provide(memoryFleet({ maxConcurrentStarts: 2, startTimeout: "500 millis", startDelay: "300 millis" }))
+    ))
 
-  it.scopedLive("a child that never answers initialize fails after startTimeout", () =>
+  it.effect("a process that never answers initialize fails after startTimeout", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const error = failure(yield* Effect.exit(fleet.spawn("mute", { env: { FAKE_CLAUDE_START_DELAY_MS: "5000" } })))
+      const spawn = yield* Effect.fork(Effect.exit(fleet.spawn("mute")))
+      yield* TestClock.adjust("300 millis")
+      yield* TestClock.adjust("1 second") // the moment given to the exit code and stderr
+      const error = failureOf(yield* Fiber.join(spawn))
       assert.strictEqual(error._tag, "SpawnFailed")
-      assert.match(error.message, /not ready after/)
-    }).pipe(Effect.provide(fakeFleet({ startTimeout: "300 millis" }))))
+      assert.match(error.message, /not ready after 300ms \(no answer to initialize\)/)
+      assert.deepStrictEqual(yield* fleet.list, [])
+    }).pipe(Effect.provide(memoryFleet({ startTimeout: "300 millis", startDelay: "1 hour" }))))
 })
 
 describe("broadcast", () => {
-  it.scopedLive("every agent at once; a slow or failing one never holds up the others", () =>
+  it.effect("every session at once; a slow or failing one never holds up the others", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       yield* fleet.spawn("fast")
       yield* fleet.spawn("also-fast")
-      yield* fleet.spawn("broken")
-      // `broken` is busy with a hang, so the broadcast turn queues behind it and times out.
-      yield* fleet.prompt("broken", "hang")
-      const started = Date.now()
-      const outcomes = yield* fleet.broadcast("hi", { timeout: "1 second" })
+      yield* fleet.spawn("busy")
+      // `busy` is working on a hang, so the broadcast turn queues behind it and times out.
+      yield* fleet.prompt("busy", "hang")
+      const broadcast = yield* Effect.fork(fleet.broadcast("hi", { timeout: "1 second" }))
+      yield* TestClock.adjust("1 second")
+      const outcomes = yield* Fiber.join(broadcast)
       const byName = Object.fromEntries(outcomes.map((o) => [o.name, o]))
       assert.deepStrictEqual(byName["fast"], { name: "fast", ok: true, turnId: "t1", text: "echo: hi", costUsd: 0.001 })
       assert.isTrue(byName["also-fast"]!.ok)
-      assert.isFalse(byName["broken"]!.ok)
-      assert.isBelow(Date.now() - started, 10_000)
-    }).pipe(Effect.provide(fakeFleet({ turnTimeout: "1 second", interruptGrace: "1 second" }))))
+      assert.deepInclude(byName["busy"]!, { ok: false })
+      assert.strictEqual(byName["busy"]!.ok ? "" : byName["busy"]!.error._tag, "TurnTimeout")
+    }).pipe(Effect.provide(memoryFleet())))
+
+  it.effect("broadcast reaches sessions only, never a run in flight", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta.Flotta
+      yield* fleet.spawn("session")
+      const run = yield* fleet.runAsync({ prompt: "slow 1000 working", name: "busy-run" })
+      yield* eventually(fleet.list, (list) => list.some((i) => i.name === run))
+      const outcomes = yield* fleet.broadcast("status?")
+      assert.deepStrictEqual(outcomes.map((o) => o.name), ["session"])
+      yield* TestClock.adjust("1 second")
+      const result = yield* fleet.awaitRun(run)
+      assert.strictEqual(result.kind === "run" ? result.text : "", "slow done working")
+      const prompts = (yield* fleet.reports({ agent: run, kinds: ["turn_started"] })).entries
+      assert.deepStrictEqual(prompts, [], "the run took no second turn")
+    }).pipe(Effect.provide(memoryFleet())))
 })
 
 describe("the declarative fleet", () => {
-  it.scopedLive("boot starts the sessions, keeps runs as templates, skips bad entries with their path", () =>
+  it.effect("boot starts the sessions, keeps runs as templates, skips bad entries with their path", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       const report = yield* fleet.boot({
@@ -122,7 +129,8 @@ describe("the declarative fleet", () => {
           { name: "writer", permission: "full" },
           { name: "Bad Name" },
           { name: "runner", lifecycle: "run", worktree: true, permission: { allow: ["Read", "Edit"] } },
-          { name: "typo", permision: "full" }
+          { name: "typo", permision: "full" },
+          { name: "isolated", worktree: true }
         ]
       })
       assert.deepStrictEqual(report.started, ["scout"])
@@ -130,51 +138,46 @@ describe("the declarative fleet", () => {
       assert.deepStrictEqual(report.rejected.map((r) => r.path), [
         "agents[1].permission",
         "agents[2].name",
-        "agents[4].permision"
+        "agents[4].permision",
+        "agents[5].worktree"
       ])
       const scout = yield* fleet.info("scout")
       assert.strictEqual(scout.model, "haiku")
       assert.strictEqual(scout.permission, "read_only")
       assert.isDefined(yield* fleet.template("runner"))
-    }).pipe(Effect.provide(fakeFleet())))
+    }).pipe(Effect.provide(memoryFleet())))
 })
 
 describe("shutdown and telemetry", () => {
-  it.live("closing the fleet's scope stops every child", () =>
+  it.effect("closing the fleet's scope closes every agent and fails their turns", () =>
     Effect.gen(function*() {
-      const pids = yield* Effect.scoped(
+      const outcome = yield* Effect.scoped(
         Effect.gen(function*() {
           const fleet = yield* Flotta.Flotta
-          const infos = yield* Effect.forEach(["a", "b", "c"], (n) => fleet.spawn(n), { concurrency: 3 })
-          yield* fleet.prompt("a", "hang")
-          return infos.map((i) => i.pid!)
-        }).pipe(Effect.provide(fakeFleet()))
+          yield* Effect.forEach(["a", "b", "c"], (n) => fleet.spawn(n), { concurrency: 3 })
+          const turn = yield* fleet.prompt("a", "hang")
+          const registry = yield* Flotta.Flotta
+          return { fleet: registry, wait: yield* Effect.fork(Effect.exit(fleet.wait("a", turn))) }
+        }).pipe(Effect.provide(memoryFleet()))
       )
-      for (const pid of pids) assert.isTrue(yield* waitGone(pid), `pid ${pid} outlived the fleet`)
+      assert.strictEqual(tagOf(yield* Fiber.join(outcome.wait)), "AgentClosed")
     }))
 
-  it.live("a spawn still starting when the fleet shuts down fails and leaves no child behind", () =>
+  it.effect("a spawn still starting when the fleet shuts down fails, and nothing is left", () =>
     Effect.gen(function*() {
-      const marker = `--flotta-test-marker-${process.pid}-${Date.now()}`
-      const exit = yield* Effect.scoped(
+      const starting = yield* Effect.scoped(
         Effect.gen(function*() {
           const fleet = yield* Flotta.Flotta
-          const starting = yield* Effect.fork(
-            fleet.spawn("late", { env: { FAKE_CLAUDE_START_DELAY_MS: "1500" }, extraArgs: [marker] })
-          )
-          yield* Effect.sleep("300 millis")
-          return starting
-        }).pipe(Effect.provide(fakeFleet()))
-      ).pipe(Effect.flatMap((fiber) => Fiber.await(fiber)))
-      assert.isTrue(Exit.isFailure(exit), String(exit))
-      yield* Effect.sleep("200 millis")
-      const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) =>
-        l.includes(marker)
+          const fiber = yield* Effect.fork(Effect.exit(fleet.spawn("late")))
+          yield* TestClock.adjust("100 millis")
+          return fiber
+        }).pipe(Effect.provide(memoryFleet({ startDelay: "1 second" })))
       )
-      assert.deepStrictEqual(left, [])
+      const exit = yield* Fiber.join(starting)
+      assert.notStrictEqual(tagOf(exit), "success")
     }))
 
-  it.scopedLive("turns are counted per agent and outcome, and live agents are gauged", () =>
+  it.effect("turns are counted per agent and outcome, and live agents are gauged", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
       yield* fleet.spawn("metered")
@@ -191,15 +194,5 @@ describe("shutdown and telemetry", () => {
       const live = yield* Metric.value(Telemetry.agentsLive)
       assert.isTrue(MetricState.isGaugeState(live))
       assert.strictEqual(live.value, 1)
-    }).pipe(Effect.provide(fakeFleet())))
-})
-
-describe("processes", () => {
-  it.scopedLive("isAlive sees the fake child while it runs", () =>
-    Effect.gen(function*() {
-      const fleet = yield* Flotta.Flotta
-      const info = yield* fleet.spawn("visible")
-      assert.isTrue(isAlive(info.pid!))
-      assert.strictEqual(yield* fleet.ask("visible", "pid"), String(info.pid))
-    }).pipe(Effect.provide(fakeFleet())))
+    }).pipe(Effect.provide(Layer.fresh(memoryFleet()))))
 })

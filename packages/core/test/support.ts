@@ -1,12 +1,79 @@
-import { Effect } from "effect"
+/**
+ * Test support. The unit ring runs the fleet over `Testing` (the in-memory Claude, no process): `scripted` is
+ * its model for these tests, `eventually` waits for a condition without real time. `fakeFleet` and the process
+ * helpers below serve the ring against the fake CLI script (test/core-fake-cli.test.ts and friends).
+ */
+import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Flotta from "../src/Flotta.js"
+import * as Testing from "../src/Testing.js"
+
+/**
+ * A small command language for prompts: `hang`, `slow <ms> <words>`, `crash [code]`, `error <status>`,
+ * `tool <Name> [json]` (then `allowed <Name> <input>` or `denied <Name>: <why>`), `recall` (the earlier
+ * prompts), anything else `echo: <prompt>`.
+ */
+export const scripted: Testing.Model = ({ history, prompt }) => {
+  const [word = "", ...rest] = prompt.split(" ")
+  switch (word) {
+    case "hang":
+      return Testing.hang()
+    case "slow":
+      return Testing.delay(`${Number(rest[0])} millis`, `slow done ${rest.slice(1).join(" ")}`.trim())
+    case "crash":
+      return Testing.crash({ exitCode: rest[0] === undefined ? 1 : Number(rest[0]) })
+    case "error":
+      return Testing.apiError(Number(rest[0]))
+    case "tool": {
+      const [tool = "Read", ...json] = rest
+      const input = json.length === 0 ? {} : JSON.parse(json.join(" ")) as Record<string, unknown>
+      return Testing.toolUse(
+        tool,
+        input,
+        (d) => (d.behavior === "allow" ? `allowed ${tool} ${JSON.stringify(d.input)}` : `denied ${tool}: ${d.message}`)
+      )
+    }
+    case "recall":
+      return `earlier: ${history.join(" | ")}`
+    default:
+      return `echo: ${prompt}`
+  }
+}
+
+/** The fleet over the in-memory Claude with the `scripted` model. */
+export const memoryFleet = (options: Testing.Options = {}) => Testing.layer({ model: scripted, ...options })
+
+/** The typed failure of an exit, or its tag `success` / `defect`. */
+export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isFailure(exit) && exit.cause._tag === "Fail") return exit.cause.error
+  throw new Error(`expected a typed failure, got ${String(exit)}`)
+}
+
+export const tagOf = <A, E>(exit: Exit.Exit<A, E>): string =>
+  Exit.isSuccess(exit)
+    ? "success"
+    : exit.cause._tag === "Fail"
+    ? (exit.cause.error as { readonly _tag: string })._tag
+    : `defect: ${String(exit.cause)}`
+
+/** Lets other fibers run until a view satisfies a predicate (no clock: safe under TestClock). */
+export const eventually = <A, E, R>(view: Effect.Effect<A, E, R>, predicate: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 10_000; i++) {
+      const value = yield* view
+      if (predicate(value)) return value
+      yield* Effect.yieldNow()
+    }
+    return yield* Effect.dieMessage("the condition never held")
+  })
+
+// ------------------------------------------------------------------------------- the fake CLI script ring
 
 export const FAKE_CLAUDE = path.join(import.meta.dirname, "fixtures", "fake-claude.mjs")
 
-/** The whole engine over the fake CLI script. */
+/** The whole engine over the fake CLI script (real processes). */
 export const fakeFleet = (options: Flotta.FleetOptions = {}) =>
   Flotta.layer({ executable: { command: process.execPath, prefixArgs: [FAKE_CLAUDE] }, ...options })
 

@@ -8,21 +8,13 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
-import { TESTED_VERSION } from "../src/ClaudeCli.js"
-import { Flotta } from "../src/Flotta.js"
-import { FAKE_CLAUDE, fakeFleet } from "./support.js"
+import { TESTED_VERSION } from "../packages/core/src/ClaudeCli.js"
+import { Flotta } from "../packages/core/src/Flotta.js"
+import { FAKE_CLAUDE, fakeFleet } from "../packages/core/test/support.js"
 
 type Json = Record<string, unknown>
 
-const FIXTURE = path.resolve(
-  import.meta.dirname,
-  "..",
-  "..",
-  "..",
-  "test",
-  "fixtures",
-  `cli-frames-${TESTED_VERSION}.json`
-)
+const FIXTURE = path.join(import.meta.dirname, "fixtures", `cli-frames-${TESTED_VERSION}.json`)
 const fixture = JSON.parse(fs.readFileSync(FIXTURE, "utf8")) as {
   readonly turns: ReadonlyArray<{ readonly name: string; readonly frames: ReadonlyArray<Json> }>
 }
