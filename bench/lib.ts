@@ -15,6 +15,10 @@ import { DUPLEX_FLAGS } from "../packages/core/src/ClaudeCli.js"
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 export const FAKE = path.join(ROOT, "packages/core/test/fixtures/fake-claude.mjs")
+/** Frames of the real CLI (2.1.332) captured against the simulator: the fake replays them (FAKE_CLAUDE_FRAMES). */
+export const REAL_FRAMES = path.join(ROOT, "test/fixtures/cli-frames-2.1.332.json")
+/** The fake child's environment for realistic frames: every key the real CLI sends, at its real size. */
+export const REALISTIC_ENV = { FAKE_CLAUDE_FRAMES: REAL_FRAMES }
 export const CLAUDE = path.join(ROOT, "node_modules/.bin/claude")
 export const OUT_DIR = path.join(ROOT, "bench/out")
 
@@ -352,8 +356,10 @@ export class RawChild {
     })
   }
 
-  static fake(): RawChild {
-    return new RawChild(process.execPath, [FAKE, ...DUPLEX_FLAGS, "--session-id", randomUUID()])
+  static fake(env: Readonly<Record<string, string>> = {}): RawChild {
+    return new RawChild(process.execPath, [FAKE, ...DUPLEX_FLAGS, "--session-id", randomUUID()], {
+      env: { ...process.env, ...env }
+    })
   }
 
   get pid(): number {

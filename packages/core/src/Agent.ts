@@ -5,19 +5,7 @@
  * or stalled process with `--resume`, so the conversation survives (`Supervisor`). Its state is one record,
  * `AgentState`, shared by those three.
  */
-import {
-  Clock,
-  Deferred,
-  Duration,
-  Effect,
-  ExecutionStrategy,
-  Exit,
-  Fiber,
-  Option,
-  Queue,
-  Scope,
-  SubscriptionRef
-} from "effect"
+import { Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import * as ClaudeCli from "./ClaudeCli.js"
@@ -145,7 +133,6 @@ export interface Agent {
   readonly interrupt: Effect.Effect<boolean>
   /** Stops the agent: its turns fail with AgentClosed, its child is stopped. */
   readonly shutdown: (reason: string) => Effect.Effect<void>
-  readonly statusRef: SubscriptionRef.SubscriptionRef<AgentStatus>
 }
 
 export interface AgentDeps {
@@ -161,17 +148,20 @@ export interface AgentDeps {
 export interface Running {
   readonly process: ClaudeProcess
   readonly scope: Scope.CloseableScope
+  readonly generation: number
 }
 
 /** News from a process that has exited, in the same queue as turns: an idle agent waits on one thing. */
 export interface ProcessExited {
   readonly _tag: "ProcessExited"
-  readonly process: ClaudeProcess
+  /** Which of the agent's processes (they are numbered as they start). */
+  readonly generation: number
   readonly exit: ExitInfo
 }
 
 /** Everything about one agent that changes, in one place. */
 export interface AgentState {
+  status: AgentStatus
   sessionId: string
   /** Whether the session has a saved conversation to resume (after a first turn, or when given one). */
   resumable: boolean
@@ -185,6 +175,8 @@ export interface AgentState {
   totalCost: number
   closedReason: string | null
   restarts: number
+  /** Processes started so far. */
+  generation: number
 }
 
 /** What the turn runner and the supervisor share with the agent. */
@@ -201,7 +193,6 @@ export interface AgentContext {
   /** Turns not yet taken by the agent (queued). */
   readonly waiting: Map<string, Turn.Turn>
   readonly metrics: Turn.TurnMetrics
-  readonly setStatus: (status: AgentStatus) => Effect.Effect<void>
   /** Starts a process for the current session (resuming it when it has a conversation). */
   readonly startProcess: Effect.Effect<Running, SpawnFailed>
 }
@@ -238,10 +229,10 @@ export const make = (
     const env = { ...settings.env, ...options.env }
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
     const startedAt = Turn.iso(yield* Clock.currentTimeMillis)
-    const statusRef = yield* SubscriptionRef.make<AgentStatus>("starting")
     /** Every turn still in history, oldest first. */
     const history = new Map<string, Turn.Turn>()
     const state: AgentState = {
+      status: "starting",
       sessionId: options.resume ?? randomUUID(),
       resumable: options.resume !== undefined,
       current: undefined,
@@ -252,7 +243,8 @@ export const make = (
       failed: 0,
       totalCost: 0,
       closedReason: null,
-      restarts: 0
+      restarts: 0,
+      generation: 0
     }
 
     // --- permission requests from the process -------------------------------------------------------------
@@ -321,19 +313,17 @@ export const make = (
     const startProcess: Effect.Effect<Running, SpawnFailed> = Effect.gen(function*() {
       const processScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       const args = buildArgs(options, policy, { id: state.sessionId, resume: state.resumable })
+      const generation = ++state.generation
+      const onExit = (exit: ExitInfo) => inbox.unsafeOffer({ _tag: "ProcessExited", generation, exit })
       const started = deps.startPermit(
-        deps.cli.start({ name, args, cwd, env, onControlRequest }).pipe(
+        deps.cli.start({ name, args, cwd, env, onControlRequest, onExit }).pipe(
           Effect.mapError((e) => new SpawnFailed({ name, reason: e.reason, exitCode: null, stderr: "" })),
           Effect.tap(ready),
           Scope.extend(processScope)
         )
       )
       const process = yield* started.pipe(Effect.onError(() => Scope.close(processScope, Exit.void)))
-      yield* Deferred.await(process.exited).pipe(
-        Effect.flatMap((exit) => Queue.offer(inbox, { _tag: "ProcessExited", process, exit })),
-        Effect.forkIn(processScope)
-      )
-      return { process, scope: processScope }
+      return { process, scope: processScope, generation }
     })
 
     const inbox = yield* Queue.unbounded<Turn.Turn | ProcessExited>()
@@ -347,7 +337,6 @@ export const make = (
       inbox,
       waiting: new Map(),
       metrics: Turn.metricsFor(name, Telemetry),
-      setStatus: (status) => SubscriptionRef.set(statusRef, status),
       startProcess
     }
 
@@ -363,7 +352,7 @@ export const make = (
       lifecycle: options.lifecycle ?? "session"
     })
     state.process = first
-    yield* ctx.setStatus("idle")
+    state.status = "idle"
     const supervisor = yield* Supervisor.supervise(ctx, first).pipe(
       Effect.annotateLogs({ agent: name }),
       Effect.forkIn(scope)
@@ -403,7 +392,8 @@ export const make = (
           return Effect.succeed(false)
         }
         turn.interruptReason = reason
-        return Effect.as(Turn.sendInterrupt(ctx, state.process.process), true)
+        const process = state.process.process
+        return Turn.sendInterrupt(ctx, process).pipe(Effect.zipRight(Turn.wake(process)), Effect.as(true))
       })
 
     /** Cancels a turn someone stopped waiting for: drop it if queued, interrupt it if running. */
@@ -451,9 +441,10 @@ export const make = (
         return Deferred.await(turn.deferred)
       })
 
-    const status = Effect.map(SubscriptionRef.get(statusRef), (current): AgentStatusView => {
+    const status = Effect.sync((): AgentStatusView => {
       // `waiting` (not the queue) counts a turn until the agent has taken it and made it current.
       const queued = ctx.waiting.size
+      const current = state.status
       return {
         // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
         status: current === "idle" && queued > 0 ? "working" : current,
@@ -498,7 +489,7 @@ export const make = (
         yield* Fiber.interrupt(supervisor)
         if (inFlight !== undefined) ctx.waiting.set(inFlight.id, inFlight)
         yield* Supervisor.failWaiting(ctx, new AgentClosed({ name, reason: state.closedReason }))
-        yield* ctx.setStatus("closed")
+        state.status = "closed"
       })
 
     return {
@@ -512,7 +503,6 @@ export const make = (
       info,
       transcript,
       interrupt,
-      shutdown,
-      statusRef
+      shutdown
     } satisfies Agent
   })

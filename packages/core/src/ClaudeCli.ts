@@ -30,8 +30,14 @@ export interface ExitInfo {
   readonly stderr: string
 }
 
-/** What a process hands on to its agent: turn frames in order, then `Exited` once its output has ended. */
-export type ProcessEvent = Protocol.Frame | { readonly _tag: "Exited"; readonly exit: ExitInfo }
+/**
+ * What a process hands on to its agent: turn frames in order, then `Exited` once its output has ended. The
+ * agent's own timer puts a `Wake` in the same queue, so a turn waits on one thing.
+ */
+export type ProcessEvent =
+  | Protocol.Frame
+  | { readonly _tag: "Exited"; readonly exit: ExitInfo }
+  | { readonly _tag: "Wake" }
 
 /** A control request this host sent was answered with an error, or the process went away first. */
 export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed")<{
@@ -54,6 +60,8 @@ export interface StartOptions {
   /** Added to the host's environment (less the parent-session markers). */
   readonly env: Readonly<Record<string, string>>
   readonly onControlRequest: ControlHandler
+  /** Told once, when the process has exited (from whatever fiber sees it). */
+  readonly onExit: (exit: ExitInfo) => void
   /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
   readonly eofGrace?: Duration.DurationInput
   readonly termGrace?: Duration.DurationInput
@@ -72,8 +80,8 @@ export interface ClaudeProcess {
   readonly request: (
     request: Record<string, unknown> & { readonly subtype: string }
   ) => Effect.Effect<unknown, ControlRequestFailed>
-  /** Turn frames in order, then `Exited`. */
-  readonly frames: Queue.Dequeue<ProcessEvent>
+  /** Turn frames in order, then `Exited`; the agent may offer a `Wake` of its own. */
+  readonly frames: Queue.Queue<ProcessEvent>
   /** Completes when the process has exited. */
   readonly exited: Deferred.Deferred<ExitInfo>
   /** Milliseconds (Clock time) of its last output: stall detection reads it. */

@@ -2,6 +2,11 @@
  * The stream-json frames the `claude` CLI writes and reads in duplex mode, and its control protocol.
  * Decoding is lenient (unknown fields and unknown frame types are ignored) because the CLI adds fields often;
  * see shared/CLAUDE-CLI.md for the observed shapes.
+ *
+ * The Schemas below are the contract. The three frames of every turn (`system/init`, `assistant`, `result`)
+ * are large (the real CLI's result has 27 keys, its init 2.7 kB) and are decoded on the hot path by hand:
+ * `decodeLine` reads only the fields the Schemas declare, with the same defaults, and a test holds it to the
+ * Schemas on the real CLI's captured frames.
  */
 import { Option, Schema } from "effect"
 
@@ -100,9 +105,118 @@ export type Frame =
   | { readonly _tag: "ControlCancel"; readonly requestId: string }
   | { readonly _tag: "Other"; readonly type: string }
 
-const decodeResult = Schema.decodeUnknownOption(ResultFrame)
-const decodeInit = Schema.decodeUnknownOption(SystemInitFrame)
-const decodeAssistant = Schema.decodeUnknownOption(AssistantFrame)
+type Json = Record<string, unknown>
+
+const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const numberOr = (u: unknown, fallback: number) => (typeof u === "number" ? u : fallback)
+/** An optional, nullable field: absent stays absent, anything but the expected type fails the frame. */
+const optionalNullable = <A>(u: unknown, is: (u: unknown) => u is A): A | null | undefined | false =>
+  u === undefined || u === null ? u : is(u) ? u : false
+const isString = (u: unknown): u is string => typeof u === "string"
+const isNumber = (u: unknown): u is number => typeof u === "number"
+
+const decodeDenial = (u: unknown): PermissionDenial | undefined => {
+  if (!isRecord(u) || !isString(u["tool_name"])) return undefined
+  const id = u["tool_use_id"]
+  if (id !== undefined && !isString(id)) return undefined
+  return {
+    tool_name: u["tool_name"],
+    ...(id === undefined ? {} : { tool_use_id: id }),
+    ...("tool_input" in u ? { tool_input: u["tool_input"] } : {})
+  }
+}
+
+/** `ResultFrame`, by hand (see the note at the top). */
+export const decodeResultFrame = (json: Json): Option.Option<ResultFrame> => {
+  const { errors, result, subtype, usage } = json
+  if (!isString(subtype)) return Option.none()
+  const text = optionalNullable(result, isString)
+  const apiStatus = optionalNullable(json["api_error_status"], isNumber)
+  const terminal = optionalNullable(json["terminal_reason"], isString)
+  if (text === false || apiStatus === false || terminal === false) return Option.none()
+  if ((errors !== undefined && !Array.isArray(errors)) || (usage !== undefined && !isRecord(usage))) {
+    return Option.none()
+  }
+  const rawDenials = json["permission_denials"]
+  let denials: Array<PermissionDenial> = []
+  if (rawDenials !== undefined) {
+    if (!Array.isArray(rawDenials)) return Option.none()
+    denials = rawDenials.map(decodeDenial).filter((d): d is PermissionDenial => d !== undefined)
+    if (denials.length !== rawDenials.length) return Option.none()
+  }
+  const isError = json["is_error"]
+  const sessionId = json["session_id"]
+  if ((isError !== undefined && typeof isError !== "boolean") || (sessionId !== undefined && !isString(sessionId))) {
+    return Option.none()
+  }
+  const frame: { -readonly [K in keyof ResultFrame]: ResultFrame[K] } = {
+    type: "result",
+    subtype,
+    is_error: isError === true,
+    num_turns: numberOr(json["num_turns"], 0),
+    session_id: sessionId ?? "",
+    duration_ms: numberOr(json["duration_ms"], 0),
+    total_cost_usd: numberOr(json["total_cost_usd"], 0),
+    permission_denials: denials
+  }
+  if (text !== undefined) frame.result = text
+  if (errors !== undefined) frame.errors = errors
+  if (usage !== undefined) frame.usage = usage
+  if (apiStatus !== undefined) frame.api_error_status = apiStatus
+  if (terminal !== undefined) frame.terminal_reason = terminal
+  if ("structured_output" in json) frame.structured_output = json["structured_output"]
+  return Option.some(frame)
+}
+
+/** `SystemInitFrame`, by hand. */
+export const decodeInitFrame = (json: Json): Option.Option<SystemInitFrame> => {
+  const { cwd, model, tools } = json
+  const sessionId = json["session_id"]
+  if (!isString(sessionId)) return Option.none()
+  if ((model !== undefined && !isString(model)) || (cwd !== undefined && !isString(cwd))) return Option.none()
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every(isString))) return Option.none()
+  return Option.some({
+    type: "system",
+    subtype: "init",
+    session_id: sessionId,
+    ...(model === undefined ? {} : { model }),
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(tools === undefined ? {} : { tools })
+  })
+}
+
+type Block = AssistantFrame["message"]["content"][number]
+
+const decodeBlock = (u: unknown): Block | undefined => {
+  if (!isRecord(u) || !isString(u["type"])) return undefined
+  const { id, name, text } = u
+  if ((text !== undefined && !isString(text)) || (id !== undefined && !isString(id))) return undefined
+  if (name !== undefined && !isString(name)) return undefined
+  return {
+    type: u["type"],
+    ...(text === undefined ? {} : { text }),
+    ...(id === undefined ? {} : { id }),
+    ...(name === undefined ? {} : { name }),
+    ...("input" in u ? { input: u["input"] } : {})
+  }
+}
+
+/** `AssistantFrame`, by hand. */
+export const decodeAssistantFrame = (json: Json): Option.Option<AssistantFrame> => {
+  const message = json["message"]
+  if (!isRecord(message) || !Array.isArray(message["content"])) return Option.none()
+  const content: Array<Block> = []
+  for (const raw of message["content"]) {
+    const block = decodeBlock(raw)
+    if (block === undefined) return Option.none()
+    content.push(block)
+  }
+  return Option.some({ type: "assistant", message: { content } })
+}
+
+const decodeResult = decodeResultFrame
+const decodeInit = decodeInitFrame
+const decodeAssistant = decodeAssistantFrame
 const decodeControlRequest = Schema.decodeUnknownOption(ControlRequestFrame)
 const decodeControlResponse = Schema.decodeUnknownOption(ControlResponseFrame)
 const decodeControlCancel = Schema.decodeUnknownOption(ControlCancelFrame)
@@ -119,13 +233,13 @@ export const decodeLine = (line: string): Option.Option<Frame> => {
   } catch {
     return Option.none()
   }
-  if (typeof json !== "object" || json === null) return Option.none()
-  const type = (json as { readonly type?: unknown }).type
+  if (!isRecord(json)) return Option.none()
+  const type = json["type"]
   switch (type) {
     case "result":
       return Option.map(decodeResult(json), (frame) => ({ _tag: "Result", frame }) as const)
     case "system":
-      return (json as { readonly subtype?: unknown }).subtype === "init"
+      return json["subtype"] === "init"
         ? Option.map(decodeInit(json), (frame) => ({ _tag: "Init", frame }) as const)
         : Option.some({ _tag: "Other", type: "system" })
     case "assistant":

@@ -152,7 +152,8 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
         const failure = new ControlRequestFailed({ subtype: "", reason: "the claude process exited" })
         return Effect.forEach(pending.values(), (deferred) => Deferred.fail(deferred, failure)).pipe(
           Effect.zipRight(Deferred.succeed(exited, exit)),
-          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit }))
+          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit })),
+          Effect.zipRight(Effect.sync(() => options.onExit(exit)))
         )
       }),
       Effect.forkScoped

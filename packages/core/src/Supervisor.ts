@@ -50,10 +50,10 @@ export const restartSchedule = (settings: FleetSettings): Schedule.Schedule<numb
 const serve = (ctx: AgentContext, running: Running) =>
   Effect.gen(function*() {
     while (true) {
-      yield* ctx.setStatus("idle")
-      const next: Turn.Turn | ProcessExited = yield* ctx.inbox.take
+      ctx.state.status = "idle"
+      const next: Turn.Turn | ProcessExited = yield* Queue.take(ctx.inbox)
       if (next._tag === "ProcessExited") {
-        if (next.process !== running.process) continue // an earlier process's, already handled
+        if (next.generation !== running.generation) continue // an earlier process's, already handled
         return { end: { _tag: "Exited", exit: next.exit } as Turn.ProcessEnd, turn: null }
       }
       ctx.waiting.delete(next.id)
@@ -83,7 +83,7 @@ export const failWaiting = (ctx: AgentContext, error: AgentClosed) =>
 const giveUp = (ctx: AgentContext, reason: string) =>
   Effect.gen(function*() {
     ctx.state.closedReason = reason
-    yield* ctx.setStatus("closed")
+    ctx.state.status = "closed"
     yield* failWaiting(ctx, new AgentClosed({ name: ctx.name, reason }))
     yield* ctx.reports.post(ctx.name, "closed", { reason })
   })
@@ -108,7 +108,7 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
       yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
       // Restart until a process comes up or the budget is spent.
       while (true) {
-        yield* ctx.setStatus("restarting")
+        ctx.state.status = "restarting"
         const attempt = yield* Effect.either(restarts.next(undefined))
         if (Either.isLeft(attempt)) {
           return yield* giveUp(

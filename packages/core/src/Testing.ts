@@ -198,7 +198,7 @@ const startProcess = (
         const info: ExitInfo = { exitCode, stderr: text }
         return Deferred.succeed(exited, info).pipe(
           Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit: info })),
-          Effect.asVoid
+          Effect.zipRight(Effect.sync(() => start.onExit(info)))
         )
       })
 

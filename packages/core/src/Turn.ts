@@ -4,7 +4,7 @@
  * turn past its deadline, or whose process falls silent, is interrupted; one that does not end after its
  * interrupt, or whose process dies, ends the process's service (the supervisor restarts it).
  */
-import { Clock, Deferred, Duration, Effect, Metric, Option, Queue } from "effect"
+import { Deferred, Duration, Effect, Fiber, Metric, Queue } from "effect"
 import type { AgentContext, PermissionRecord, TurnRecord } from "./Agent.js"
 import type { ClaudeProcess, ExitInfo } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
@@ -161,78 +161,89 @@ export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
     return ctx.reports.post(ctx.name, "permission", record, turn?.id)
   })
 
+/**
+ * Puts a `Wake` in the process's queue at `wakeAt` (Clock time): one timer per wait, raced with nothing, so a
+ * turn whose frames stream in never arms a timer per frame.
+ */
+const wakeAt = (process: ClaudeProcess, at: number) =>
+  Effect.clockWith((clock) =>
+    Effect.sleep(Duration.millis(Math.max(0, at - clock.unsafeCurrentTimeMillis()))).pipe(
+      Effect.zipRight(wake(process)),
+      Effect.fork
+    )
+  )
+
+const WAKE = { _tag: "Wake" } as const
+
+/** Makes the turn look at its clock now (after an interrupt, say, whose grace it must start timing). */
+export const wake = (process: ClaudeProcess) => Effect.asVoid(Queue.offer(process.frames, WAKE))
+
 /** Sends the turn and reads frames until its result (`undefined`), or a crash or stall (why the process ended). */
-export const run = (ctx: AgentContext, process: ClaudeProcess, turn: Turn): Effect.Effect<ProcessEnd | undefined> =>
-  Effect.gen(function*() {
+export const run = (ctx: AgentContext, process: ClaudeProcess, turn: Turn): Effect.Effect<ProcessEnd | undefined> => {
+  let timer: Fiber.RuntimeFiber<void> | undefined
+  return Effect.gen(function*() {
     const { settings, state } = ctx
-    const startedAt = yield* Clock.currentTimeMillis
+    const clock = yield* Effect.clock
+    const startedAt = clock.unsafeCurrentTimeMillis()
     const stallMs = Duration.toMillis(settings.stallTimeout)
     const graceMs = Duration.toMillis(settings.interruptGrace)
     turn.record.status = "running"
     turn.record.startedAt = iso(startedAt)
     state.current = turn
-    yield* ctx.setStatus("working")
+    state.status = "working"
     if (ctx.options.lifecycle !== "run") {
       yield* ctx.reports.post(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id)
     }
     yield* process.sendUser(turn.text)
     const deadline = turn.deadlineAt ?? startedAt + turn.timeoutMs
     let interruptedAt: number | null = null
+    const stallAt = () => Math.max(process.lastOutputAt(), startedAt) + stallMs
+    /** When something may be due: the deadline (or the end of an interrupt's grace), or the stall. */
+    const nextCheck = () => Math.min(stallAt(), interruptedAt === null ? deadline : interruptedAt + graceMs)
+    const interrupt = (reason: "user" | "timeout", now: number) => {
+      if (turn.interruptReason === null) turn.interruptReason = reason
+      interruptedAt = now
+      return sendInterrupt(ctx, process)
+    }
+    timer = yield* wakeAt(process, nextCheck())
     while (true) {
-      if (turn.interruptReason !== null && interruptedAt === null) interruptedAt = yield* Clock.currentTimeMillis
-      const now = yield* Clock.currentTimeMillis
+      const event = yield* Queue.take(process.frames)
+      const now = clock.unsafeCurrentTimeMillis()
+      // An interrupt someone else sent (the user's) starts the grace period too.
+      if (turn.interruptReason !== null && interruptedAt === null) interruptedAt = now
       if (interruptedAt === null && now >= deadline) {
         // Checked on every frame too: a turn that keeps streaming past its deadline is still stopped.
-        turn.interruptReason = "timeout"
-        interruptedAt = now
-        yield* sendInterrupt(ctx, process)
+        yield* interrupt("timeout", now)
       }
-      // Frames usually wait in the queue already: take them without arming a timer.
-      const queued = yield* Queue.poll(process.frames)
-      const event = Option.isSome(queued) ? queued : yield* Queue.take(process.frames).pipe(
-        Effect.timeoutOption(Duration.millis(Math.max(
-          0,
-          Math.min(
-            Math.max(process.lastOutputAt(), startedAt) + stallMs,
-            interruptedAt === null ? deadline : interruptedAt + graceMs
-          ) - now
-        )))
-      )
-      if (Option.isNone(event)) {
-        const later = yield* Clock.currentTimeMillis
-        if (interruptedAt === null && later >= deadline) {
-          turn.interruptReason = "timeout"
-          interruptedAt = later
-          yield* sendInterrupt(ctx, process)
-          continue
+      switch (event._tag) {
+        case "Wake": {
+          if (interruptedAt !== null && now >= interruptedAt + graceMs) {
+            return { _tag: "Stalled", reason: `the turn did not end within ${graceMs} ms of its interrupt` } as const
+          }
+          if (now >= stallAt()) {
+            yield* sendInterrupt(ctx, process)
+            return { _tag: "Stalled", reason: `no output for ${Duration.format(settings.stallTimeout)}` } as const
+          }
+          timer = yield* wakeAt(process, nextCheck())
+          break
         }
-        if (interruptedAt !== null && later >= interruptedAt + graceMs) {
-          return { _tag: "Stalled", reason: `the turn did not end within ${graceMs} ms of its interrupt` } as const
-        }
-        if (later >= Math.max(process.lastOutputAt(), startedAt) + stallMs) {
-          yield* sendInterrupt(ctx, process)
-          return { _tag: "Stalled", reason: `no output for ${Duration.format(settings.stallTimeout)}` } as const
-        }
-        continue
-      }
-      const frame = event.value
-      switch (frame._tag) {
         case "Init":
           // The CLI has taken the message: the session is on disk now, and a restart must resume it.
-          state.sessionId = frame.frame.session_id
+          state.sessionId = event.frame.session_id
           state.resumable = true
           break
         case "Assistant":
-          observe(ctx, turn, frame.frame)
+          observe(ctx, turn, event.frame)
           break
         case "Result":
-          yield* finish(ctx, turn, frame.frame)
+          yield* finish(ctx, turn, event.frame)
           return undefined
         case "Exited":
-          return { _tag: "Exited", exit: frame.exit } as const
+          return { _tag: "Exited", exit: event.exit } as const
       }
     }
   }).pipe(
+    Effect.ensuring(Effect.suspend(() => (timer === undefined ? Effect.void : Fiber.interruptFork(timer)))),
     Effect.ensuring(Effect.sync(() => {
       ctx.state.current = undefined
     })),
@@ -241,6 +252,7 @@ export const run = (ctx: AgentContext, process: ClaudeProcess, turn: Turn): Effe
       captureStackTrace: false
     })
   )
+}
 
 /** Metrics are tagged once per agent (and outcome): tagging per update would miss Effect's metric cache. */
 export const metricsFor = (
