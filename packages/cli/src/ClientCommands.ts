@@ -37,7 +37,8 @@ const connection = {
     Options.optional
   ),
   token: Options.redacted("token").pipe(
-    Options.withDescription("Bearer token (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)"),
+    Options.withPseudoName("token"),
+    Options.withDescription("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)"),
     Options.optional
   ),
   json: Options.boolean("json").pipe(Options.withDescription("Print the server's structured answer as JSON")),

@@ -79,6 +79,7 @@ const report = (exit: Exit.Exit<unknown, unknown>) => {
 }
 
 cli(process.argv).pipe(
+  (program) => Effect.flatMap(Output.cliConsole, (console) => Effect.withConsole(program, console)),
   Effect.onExit(report),
   Effect.provide(NodeContext.layer),
   (program) =>

@@ -121,7 +121,10 @@ const footer = (result: RunResult) => {
 
 export const command = Command.make(
   "run",
-  { ...options, prompt: Args.text({ name: "prompt" }) },
+  {
+    ...options,
+    prompt: Args.text({ name: "prompt" }).pipe(Args.withDescription("The task: what the agent should do"))
+  },
   (flags) =>
     Effect.gen(function*() {
       const cwd = path.resolve(Option.getOrElse(flags.cwd, () => "."))
