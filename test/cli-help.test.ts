@@ -33,7 +33,7 @@ describe("--help through a pipe", () => {
     "close"
   ]
 
-  it("is plain text with a real description under every option and argument", { timeout: 240_000 }, async () => {
+  it("is plain text with a real description under every option and argument", { timeout: 300_000 }, async () => {
     const argvs = [["--help"], ...COMMANDS.map((command) => [command, "--help"])]
     const results = await runFlottaAll(dir, argvs)
     results.forEach((ran, i) => {
