@@ -42,7 +42,7 @@ describe("flotta run", () => {
       [["run", "--simulate", "--max-turns", "2", "LOOP"], 7, /MaxTurnsReached/],
       [["run", "--simulate", "--max-budget-usd", "0.01", "EXPENSIVE"], 8, /BudgetExceeded/],
       [["run", "--simulate", "ERROR 500"], 5, /TurnFailed.*HTTP 500/],
-      [["run", "--simulate", "--timeout", "soon", "x"], 2, /--timeout: expected a duration/],
+      [["run", "--simulate", "--timeout", "soon", "x"], 2, /--timeout: "soon" is not a duration/],
       [["run", "--simulate", "--cleanup", "x"], 2, /--cleanup.*--worktree/],
       [["run"], 2, /Missing argument <prompt>/]
     ]

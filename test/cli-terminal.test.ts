@@ -34,6 +34,31 @@ describe("on a terminal", () => {
   })
 })
 
+/** What a command prints on a pseudo-terminal (stdout and stderr together). */
+const onTerminal = (args: string, env: Record<string, string> = {}) =>
+  new Promise<string>((resolve, reject) => {
+    const command = `${process.execPath} ${FLOTTA} ${args}`
+    execFile(
+      "script",
+      ["-qec", command, "/dev/null"],
+      { cwd: project, timeout: 60_000, env: { ...process.env, ...env } },
+      (error, stdout) => (error !== null ? reject(error) : resolve(stdout))
+    )
+  })
+
+describe("--help on a terminal", () => {
+  it("is coloured, and plain with NO_COLOR; either way without @effect/cli's filler", async () => {
+    const coloured = await onTerminal("run --help")
+    assert.include(coloured, "\u001b[")
+    assert.include(coloured, "The task: what the agent should do")
+    assert.notInclude(coloured, "A user-defined piece of text.")
+    const plain = await onTerminal("run --help", { NO_COLOR: "1" })
+    assert.notInclude(plain, "\u001b[")
+    assert.include(plain, "--permission read_only | full")
+    assert.notInclude(plain, "A user-defined piece of text.")
+  })
+})
+
 describe("flotta.config.ts", () => {
   it("is loaded with defineConfig and validated like the JSON one", async () => {
     fs.writeFileSync(

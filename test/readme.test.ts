@@ -99,7 +99,8 @@ describe("the README", () => {
     )
   })
 
-  it("every other shell command works as written (with --simulate)", async () => {
+  // A dozen commands, each a Node start-up, and \`init\`'s fleet (three sessions) booted by repl and by serve.
+  it("every other shell command works as written (with --simulate)", { timeout: 180_000 }, async () => {
     let server: Awaited<ReturnType<typeof startBackground>> | undefined
     const ran: Array<string> = []
     for (const line of shellLines().slice(2)) {

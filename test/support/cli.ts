@@ -30,3 +30,22 @@ export const runFlotta = (cwd: string, args: ReadonlyArray<string>, env: Record<
       resolve({ code, stdout, stderr })
     })
   })
+
+/** Runs each `flotta ...args` in `cwd`, a few at a time (each is a Node start-up), results in order. */
+export const runFlottaAll = async (
+  cwd: string,
+  argvs: ReadonlyArray<ReadonlyArray<string>>,
+  env: Record<string, string> = {},
+  concurrency = 3
+): Promise<Array<Ran>> => {
+  const results: Array<Ran> = new Array(argvs.length)
+  let next = 0
+  const worker = async () => {
+    while (next < argvs.length) {
+      const i = next++
+      results[i] = await runFlotta(cwd, argvs[i]!, env)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, argvs.length) }, worker))
+  return results
+}

@@ -9,6 +9,7 @@ import * as McpConfig from "@flotta/mcp/McpConfig"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Effect, Option, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
+import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
@@ -34,12 +35,13 @@ export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
 }
 
 const connection = {
-  url: Options.text("url").pipe(
+  url: Flags.url("url").pipe(
     Options.withDescription("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)"),
     Options.optional
   ),
   token: Options.redacted("token").pipe(
-    Options.withDescription("Bearer token (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)"),
+    Options.withPseudoName("token"),
+    Options.withDescription("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)"),
     Options.optional
   ),
   json: Options.boolean("json").pipe(Options.withDescription("Print the server's structured answer as JSON")),
@@ -134,8 +136,8 @@ interface AgentRow {
   readonly totals: { readonly turns: number; readonly costUsd: number }
 }
 
-const name = Args.text({ name: "name" }).pipe(Args.withDescription("The agent's name"))
-const text = Args.text({ name: "text" }).pipe(Args.withDescription("The prompt"))
+const name = Flags.nameArgument("name", "The agent's name")
+const text = Flags.textArgument("text", "The prompt: what the agent should do")
 
 const list = Command.make(
   "list",
@@ -194,7 +196,12 @@ const result = Command.make(
   {
     ...connection,
     name,
-    turn: Args.text({ name: "turn" }).pipe(Args.withDescription("Default: latest"), Args.optional)
+    turn: Flags.argument(
+      "turn",
+      "The turn id `prompt` printed (t1, t2, ...), or latest (the default)",
+      Schema.String.pipe(Schema.pattern(/^(latest|t[1-9][0-9]*)$/)),
+      "is not a turn id (t1, t2, ...) or latest"
+    ).pipe(Args.optional)
   },
   (flags) =>
     withClient(
@@ -233,8 +240,8 @@ const reports = Command.make(
       Options.withAlias("f"),
       Options.withDescription("Keep printing new entries")
     ),
-    agent: Options.text("agent").pipe(Options.withDescription("Only this agent's entries"), Options.optional),
-    since: Options.integer("since").pipe(
+    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's entries"), Options.optional),
+    since: Flags.nonNegativeInteger("since").pipe(
       Options.withDescription("Entries after this sequence number"),
       Options.optional
     )

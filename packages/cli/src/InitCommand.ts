@@ -1,4 +1,8 @@
-/** `flotta init`: writes a commented starter config (JSON with comments) into the current directory. */
+/**
+ * `flotta init`: writes a commented starter config (JSON with comments) into the current directory: the
+ * original flotta's dev fleet (read-only scout, librarian and reviewer sessions; the issue-runner and
+ * issue-filer run templates), the MCP server, and a commented-out scheduler with a find-and-file routine.
+ */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
@@ -13,18 +17,38 @@ export const STARTER =
   "fleetDefaults": { "model": "sonnet", "permission": "read_only", "cwd": "." },
 
   "agents": [
-    // A standing, read-only session: \`flotta serve\` and \`flotta repl\` start it.
+    // Standing, read-only sessions: \`flotta serve\` and \`flotta repl\` start them. A session has no worktree,
+    // so a write-capable one is refused: write work belongs in a run template (below).
     { "name": "scout", "appendSystemPrompt": "Answer questions about this repository. Do not change files." },
+    { "name": "librarian", "model": "haiku", "appendSystemPrompt": "Index and summarize." },
+    {
+      "name": "reviewer",
+      "appendSystemPrompt": "Review the code you are pointed at: read it and the code around it, and comment on bugs, risks and missing tests, citing file and line. Do not change files."
+    },
 
-    // A run template: never started at boot; fire it with run({ template: "issue-runner", prompt }).
+    // Run templates: never started at boot; fire one with run({ template: "issue-runner", prompt }).
     // Write authority lives only in runs, each in its own git worktree.
     {
       "name": "issue-runner",
       "lifecycle": "run",
       "worktree": true,
       "permission": { "allow": ["Read", "Glob", "Grep", "Edit", "Write", "Bash"] },
+      "appendSystemPrompt": "Work one issue in a worktree, run the checks, report.",
       "maxTurns": 40,
       "maxBudgetUsd": 2
+    },
+    // Files found work as GitHub issues with \`gh\` (its token's scope is its authority), only when no open
+    // issue covers it yet; it never closes, edits, comments on or merges anything. The commented-out
+    // find-and-file routine at the end fires it, one run per new task a scan finds.
+    {
+      "name": "issue-filer",
+      "lifecycle": "run",
+      "worktree": true,
+      "permission": { "allow": ["Read", "Bash"] },
+      "appendSystemPrompt": "You file GitHub issues with the gh CLI, and do nothing else. Before filing, search the open issues (gh issue list --state open --search \\"<key words>\\") and file only work that no open issue already covers (gh issue create --title \\"...\\" --body \\"...\\"). Never close, reopen, edit, comment on, label or merge an issue or pull request, and change no files. Report each issue you opened, with its URL, and each task you skipped with the open issue that already covers it.",
+      "prompt": "File this task as a GitHub issue if it is genuinely new.",
+      "maxTurns": 20,
+      "maxBudgetUsd": 0.5
     }
   ],
 
@@ -33,7 +57,14 @@ export const STARTER =
 
   // Working hours and recurring routines switch the scheduler on. Uncomment to try:
   // ,"schedule": { "timezone": "utc", "hours": { "mon": [["09:00", "17:00"]], "tue": [["09:00", "17:00"]] } },
-  // "routines": [{ "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:30" }, "maxBudgetUsd": 0.5 }]
+  // "routines": [
+  //   { "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:30" }, "maxBudgetUsd": 0.5 },
+  //   // Find -> file: a read-only scan, then an issue-filer run per new task (at most 3 a day). It opens real
+  //   // issues, so it ships disabled. Dry-run it first, a run that reports and files nothing:
+  //   //   npx flotta run --worktree --allow Read,Bash "List the work here that no open issue covers yet (see gh issue list). File nothing."
+  //   { "name": "find-and-file", "action": "dispatch_scan", "every": { "dailyAt": "10:00" },
+  //     "focus": "bugs, stale docs, TODOs", "template": "issue-filer", "maxDispatch": 3, "maxBudgetUsd": 2 }
+  // ]
 }
 `
 

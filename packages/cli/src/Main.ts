@@ -5,18 +5,20 @@
  */
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, HashMap, Option } from "effect"
 import { createRequire } from "node:module"
 import * as ClientCommands from "./ClientCommands.js"
 import * as ConfigFile from "./ConfigFile.js"
 import * as DoctorCommand from "./DoctorCommand.js"
 import { exitCodeFor, interruptedExitCode } from "./ExitCode.js"
+import * as Flags from "./Flags.js"
 import * as InitCommand from "./InitCommand.js"
 import * as McpCommand from "./McpCommand.js"
 import * as Output from "./Output.js"
 import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
 import * as ServeCommand from "./ServeCommand.js"
+import { invalid } from "./SharedOptions.js"
 
 /** Variables the command reads (ConfigFile.ENVIRONMENT maps the rest onto the config); children inherit them all. */
 const ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
@@ -48,6 +50,16 @@ const flotta = Command.make("flotta").pipe(
 
 const cli = Command.run(flotta, { name: "flotta", version })
 
+const SUBCOMMANDS: ReadonlyArray<string> = [...HashMap.keys(Command.getSubcommands(flotta))].sort()
+
+/** An unknown command, named with the word given (@effect/cli would only list the known ones). */
+const checkSubcommand = (argv: ReadonlyArray<string>) => {
+  const first = argv[2]
+  return first === undefined || first.startsWith("-") || SUBCOMMANDS.includes(first)
+    ? Effect.void
+    : Effect.fail(invalid("<command>", `${Flags.quote(first)} is not one of ${SUBCOMMANDS.join(", ")}`))
+}
+
 /** The failure's tag, for its exit code; a signal's interruption is 130. */
 const tagOf = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
   if (Exit.isSuccess(exit)) return undefined
@@ -69,14 +81,17 @@ const report = (exit: Exit.Exit<unknown, unknown>) => {
     onNone: () => Cause.pretty(exit.cause),
     onSome: (error) => {
       const { _tag = "Error", message = String(error) } = error as { readonly _tag?: string; readonly message?: string }
-      // A server's refusal already starts with the fleet's own tag.
-      return _tag === "ToolFailed" ? message : `${_tag}: ${message}`
+      // A server's refusal already starts with the fleet's own tag; a usage error names its flag, as
+      // @effect/cli's own do (`--max-turns: "abc" is not a whole number above 0`).
+      return _tag === "ToolFailed" || _tag === "UsageError" ? message : `${_tag}: ${message}`
     }
   })
   return Output.stderr(`flotta: ${text}`)
 }
 
-cli(process.argv).pipe(
+checkSubcommand(process.argv).pipe(
+  Effect.zipRight(cli(process.argv)),
+  (program) => Effect.flatMap(Output.cliConsole, (console) => Effect.withConsole(program, console)),
   Effect.onExit(report),
   Effect.provide(NodeContext.layer),
   (program) =>

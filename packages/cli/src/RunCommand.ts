@@ -2,31 +2,39 @@
  * `flotta run "prompt"`: one task in, the answer on stdout (the structured output as JSON when a schema is
  * given), a cost and duration footer on stderr, and an exit code that says how it ended.
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
 import type { Policy } from "@flotta/core/Permission"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
-import { Duration, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import * as path from "node:path"
 import * as Engine from "./Engine.js"
 import { describeExitCodes } from "./ExitCode.js"
+import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as Spinner from "./Spinner.js"
 
 const options = {
-  cwd: Options.directory("cwd").pipe(
+  cwd: Flags.directory("cwd").pipe(
     Options.withDescription("Working directory (default: the current one)"),
     Options.optional
   ),
-  model: Options.text("model").pipe(Options.withDescription("Model alias or id, e.g. sonnet"), Options.optional),
-  name: Options.text("name").pipe(Options.withDescription("The run's name (and its worktree's)"), Options.optional),
-  permission: Options.choice("permission", ["read_only", "full"]).pipe(
-    Options.withDescription("read_only (Read, Glob, Grep) or full; --allow lists tools instead"),
+  model: Flags.nonEmpty("model", "model").pipe(
+    Options.withDescription("Model alias or id, e.g. sonnet"),
+    Options.optional
+  ),
+  name: Flags.agentName("name").pipe(
+    Options.withDescription(`The run's name (and its worktree's): ${Flags.NAME_RULE}`),
+    Options.optional
+  ),
+  permission: Flags.choice("permission", ["read_only", "full"]).pipe(
+    Options.withDescription("One of read_only (Read, Glob, Grep) or full (every tool); --allow lists tools instead"),
     Options.optional
   ),
   allow: Options.text("allow").pipe(
+    Options.withPseudoName("tools"),
     Options.withDescription("Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit"),
     Options.repeated
   ),
@@ -45,53 +53,50 @@ const options = {
     Options.optional
   ),
   jsonSchema: Options.text("json-schema").pipe(
+    Options.withPseudoName("json"),
     Options.withDescription("A JSON Schema (inline, or a path to a .json file): print the structured output"),
     Options.optional
   ),
-  maxTurns: Options.integer("max-turns").pipe(
-    Options.withDescription("Stop after this many model calls"),
+  maxTurns: Flags.positiveInteger("max-turns").pipe(
+    Options.withDescription("Stop after this many model calls (a whole number above 0)"),
     Options.optional
   ),
-  maxBudgetUsd: Options.float("max-budget-usd").pipe(
-    Options.withDescription("Stop past this cost in USD"),
+  maxBudgetUsd: Flags.positiveNumber("max-budget-usd").pipe(
+    Options.withDescription("Stop past this cost in USD (a number above 0, e.g. 0.5)"),
     Options.optional
   ),
-  timeout: Options.text("timeout").pipe(
-    Options.withDescription("Interrupt the run after this long: 90, 90s, 5m, 1h (default 180s)"),
+  timeout: Flags.duration("timeout").pipe(
+    Options.withDescription("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s)"),
     Options.optional
   ),
   simulate: Shared.simulate,
   config: Shared.config
 }
 
-/** `90` (seconds), `90s`, `500ms`, `5m`, `1h`. */
-export const parseTimeout = (text: string): Option.Option<Duration.Duration> => {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text)
-  if (match === null) return Option.none()
-  const value = Number(match[1])
-  const unit = match[2] ?? "s"
-  const millis = unit === "ms" ? value : unit === "s" ? value * 1000 : unit === "m" ? value * 60_000 : value * 3_600_000
-  return millis > 0 ? Option.some(Duration.millis(millis)) : Option.none()
-}
-
 const invalid = (field: string, reason: string) => Shared.invalid(field, reason)
+const badSchema = (text: string, reason: string) => Shared.badValue("--json-schema", text, reason)
 
 const readSchema = (text: string, cwd: string) =>
   Effect.gen(function*() {
     const trimmed = text.trim()
     let source = trimmed
-    if (!trimmed.startsWith("{")) {
+    if (trimmed.length === 0) return yield* badSchema(text, "is empty: give a JSON Schema, or a path to one")
+    if (!/^[{[]/.test(trimmed)) {
       const fs = yield* FileSystem.FileSystem
-      source = yield* fs.readFileString(path.resolve(cwd, trimmed)).pipe(
-        Effect.mapError(() => invalid("--json-schema", `not inline JSON and no file at ${trimmed}`))
+      const file = path.resolve(cwd, trimmed)
+      source = yield* fs.readFileString(file).pipe(
+        Effect.mapError(() => badSchema(text, `is not inline JSON, and there is no file ${file}`))
       )
     }
     const parsed = yield* Effect.try({
       try: () => JSON.parse(source) as unknown,
-      catch: (e) => invalid("--json-schema", `not valid JSON: ${(e as Error).message}`)
+      catch: (e) =>
+        source === trimmed
+          ? badSchema(text, `is not valid JSON (${(e as Error).message})`)
+          : badSchema(text, `is not a file of valid JSON (${(e as Error).message})`)
     })
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      return yield* invalid("--json-schema", "a JSON Schema must be an object")
+      return yield* badSchema(text, "is not a JSON Schema: a schema is a JSON object, e.g. {\"type\":\"object\"}")
     }
     return parsed as Record<string, unknown>
   })
@@ -99,6 +104,8 @@ const readSchema = (text: string, cwd: string) =>
 const permissionOf = (permission: Option.Option<"read_only" | "full">, allow: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const tools = allow.flatMap((a) => a.split(",")).map((t) => t.trim()).filter((t) => t.length > 0)
+    const empty = allow.find((a) => a.split(",").every((t) => t.trim().length === 0))
+    if (empty !== undefined) return yield* Shared.badValue("--allow", empty, "names no tool")
     if (tools.length > 0 && Option.isSome(permission)) {
       return yield* invalid("--allow", "give either --permission or --allow, not both")
     }
@@ -121,28 +128,19 @@ const footer = (result: RunResult) => {
 
 export const command = Command.make(
   "run",
-  { ...options, prompt: Args.text({ name: "prompt" }) },
+  {
+    ...options,
+    prompt: Flags.textArgument("prompt", "The task: what the agent should do")
+  },
   (flags) =>
     Effect.gen(function*() {
       const cwd = path.resolve(Option.getOrElse(flags.cwd, () => "."))
       const config = yield* Shared.loadConfig(flags.config)
       const permission = yield* permissionOf(flags.permission, flags.allow)
       const jsonSchema = Option.isSome(flags.jsonSchema) ? yield* readSchema(flags.jsonSchema.value, cwd) : undefined
-      const timeout = Option.isSome(flags.timeout)
-        ? yield* Option.match(parseTimeout(flags.timeout.value), {
-          onNone: () =>
-            invalid(
-              "--timeout",
-              `expected a duration such as 90, 90s, 5m or 1h, got ${flags.timeout.pipe(Option.getOrElse(() => ""))}`
-            ),
-          onSome: Effect.succeed
-        })
-        : undefined
+      const timeout = Option.getOrUndefined(flags.timeout)
       if (flags.cleanup && !flags.worktree) {
         return yield* invalid("--cleanup", "cleanup removes a run's worktree: add --worktree")
-      }
-      if (flags.prompt.trim().length === 0) {
-        return yield* invalid("prompt", "the prompt is empty")
       }
 
       const spinner = yield* Spinner.start("flotta run")

@@ -2,17 +2,21 @@
 import { Options } from "@effect/cli"
 import { Option, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
+import * as Flags from "./Flags.js"
 
 export const simulate = Options.boolean("simulate").pipe(
   Options.withDescription("Use the built-in scripted model on 127.0.0.1 instead of the API (no account, no cost)")
 )
 
-export const config = Options.file("config").pipe(
+export const config = Flags.file("config").pipe(
   Options.withDescription("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts)"),
   Options.optional
 )
 
-/** A bad command-line value: names the flag (or argument) and what was expected (exit code 2). */
+/**
+ * A bad command-line value found by a command's handler (one that needs more than the value to judge it):
+ * names the flag (or argument) and what is wrong, as `Flags` does for the values it checks (exit code 2).
+ */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
   field: Schema.String,
   reason: Schema.String
@@ -23,6 +27,10 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
 }
 
 export const invalid = (field: string, reason: string) => new UsageError({ field, reason })
+
+/** `--flag: "value" <reason>`. */
+export const badValue = (field: string, value: string, reason: string) =>
+  new UsageError({ field, reason: `${Flags.quote(value)} ${reason}` })
 
 /** Loads the config; the entries it skips are reported by whatever boots them (serve, repl) and by `doctor`. */
 export const loadConfig = (explicit: Option.Option<string>) =>

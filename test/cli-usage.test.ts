@@ -1,0 +1,114 @@
+/**
+ * Bad command-line input, as a user meets it: every bad value fails before anything runs, with exit code 2
+ * and one line that names the flag (or argument) and the value given.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { runFlottaAll } from "./support/cli.js"
+
+let dir: string
+beforeAll(() => {
+  dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-usage-")))
+})
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const NAME_RULE = "1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
+
+/** Each case: the arguments, and the whole of stderr it must print (after `flotta: `). */
+const expectUsageErrors = async (cases: ReadonlyArray<readonly [ReadonlyArray<string>, string | RegExp]>) => {
+  const results = await runFlottaAll(dir, cases.map(([args]) => args))
+  cases.forEach(([args, expected], i) => {
+    const ran = results[i]!
+    const line = `flotta ${args.join(" ")}`
+    if (typeof expected === "string") assert.strictEqual(ran.stderr, `flotta: ${expected}\n`, line)
+    else assert.match(ran.stderr, expected, line)
+    assert.strictEqual(ran.code, 2, `${line}: ${ran.stderr}`)
+    assert.strictEqual(ran.stdout, "", line)
+  })
+}
+
+describe("bad command-line input", () => {
+  it("flotta run: each bad value names its flag and the value", { timeout: 300_000 }, async () => {
+    const missing = path.join(dir, "no-such-dir")
+    await expectUsageErrors([
+      [["run", "--simulate", "--permission", "bogus", "x"], "--permission: \"bogus\" is not one of read_only, full"],
+      [["run", "--simulate", "--max-turns", "abc", "x"], "--max-turns: \"abc\" is not a whole number above 0"],
+      [["run", "--simulate", "--max-turns", "-3", "x"], "--max-turns: \"-3\" is not a whole number above 0"],
+      [["run", "--simulate", "--max-turns", "1.5", "x"], "--max-turns: \"1.5\" is not a whole number above 0"],
+      [["run", "--simulate", "--max-budget-usd", "-1", "x"], "--max-budget-usd: \"-1\" is not a number above 0"],
+      [["run", "--simulate", "--max-budget-usd", "lots", "x"], "--max-budget-usd: \"lots\" is not a number above 0"],
+      [
+        ["run", "--simulate", "--timeout", "0", "x"],
+        "--timeout: \"0\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
+      ],
+      [
+        ["run", "--simulate", "--json-schema", "{", "x"],
+        /^flotta: --json-schema: "\{" is not valid JSON \(.+\)\n$/
+      ],
+      [
+        ["run", "--simulate", "--json-schema", "[1]", "x"],
+        "--json-schema: \"[1]\" is not a JSON Schema: a schema is a JSON object, e.g. {\"type\":\"object\"}"
+      ],
+      [
+        ["run", "--simulate", "--json-schema", "schema.json", "x"],
+        `--json-schema: "schema.json" is not inline JSON, and there is no file ${path.join(dir, "schema.json")}`
+      ],
+      [["run", "--simulate", "--cwd", missing, "x"], `--cwd: ${JSON.stringify(missing)} is not a directory`],
+      [["run", "--simulate", "--config", "nope.json", "x"], "--config: \"nope.json\" is not a file"],
+      [["run", "--simulate", "--name", "Bad Name", "x"], `--name: "Bad Name" is not a valid name (${NAME_RULE})`],
+      [["run", "--simulate", "--model", "", "x"], "--model: \"\" is empty"],
+      [["run", "--simulate", "--allow", ",", "x"], "--allow: \",\" names no tool"],
+      [
+        ["run", "--simulate", "--permission", "full", "--allow", "Read", "x"],
+        "--allow: give either --permission or --allow, not both"
+      ],
+      [["run", "--simulate"], "Missing argument <prompt>"],
+      [["run", "--simulate", ""], "<prompt>: \"\" is empty"],
+      // An unknown option (or one missing its value) is not a prompt: it would start a paid run.
+      [
+        ["run", "--simulate", "--bogus"],
+        "<prompt>: \"--bogus\" is an option, not text: no such option here, or it lacks its value (see --help)"
+      ],
+      [
+        ["run", "--simulate", "--permision", "full", "x"],
+        "The flag '--permision' is not recognized. Did you mean '--permission'?"
+      ]
+    ])
+  })
+
+  it("the client commands and an unknown command do the same", { timeout: 300_000 }, async () => {
+    await expectUsageErrors([
+      [["status"], "Missing argument <name>"],
+      [["status", "Bad"], `<name>: "Bad" is not a valid name (${NAME_RULE})`],
+      [
+        ["ask", "scout", "--jsn"],
+        "<text>: \"--jsn\" is an option, not text: no such option here, or it lacks its value (see --help)"
+      ],
+      [["result", "scout", "12"], "<turn>: \"12\" is not a turn id (t1, t2, ...) or latest"],
+      [["reports", "--since", "-1"], "--since: \"-1\" is not a whole number (0 or more)"],
+      [["reports", "--agent", "Bad"], `--agent: "Bad" is not a valid name (${NAME_RULE})`],
+      [
+        ["list", "--url", "localhost:4099"],
+        "--url: \"localhost:4099\" is not an http(s) URL such as http://127.0.0.1:4099/mcp"
+      ],
+      [
+        ["lsit"],
+        "<command>: \"lsit\" is not one of ask, close, doctor, init, list, mcp, prompt, repl, reports, result, run, serve, status"
+      ]
+    ])
+  })
+
+  it("several bad values are each reported", { timeout: 60_000 }, async () => {
+    const [ran] = await runFlottaAll(dir, [["run", "--simulate", "--permission", "bogus", "--max-turns", "abc", "x"]])
+    assert.strictEqual(ran!.code, 2)
+    assert.strictEqual(
+      ran!.stderr,
+      "flotta: --permission: \"bogus\" is not one of read_only, full\n" +
+        "flotta: --max-turns: \"abc\" is not a whole number above 0\n"
+    )
+  })
+})
