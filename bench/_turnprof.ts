@@ -1,11 +1,12 @@
-import { Session } from "node:inspector/promises"
 import * as fs from "node:fs"
+import { Session } from "node:inspector/promises"
 import { createFleet } from "../packages/core/src/Client.js"
 import { FAKE, REALISTIC_ENV } from "./lib.js"
 const fleet = createFleet({ executable: { command: process.execPath, prefixArgs: [FAKE] }, env: REALISTIC_ENV })
 await fleet.spawn("bench")
 for (let i = 0; i < 500; i++) await fleet.ask("bench", "hello")
-const session = new Session(); session.connect()
+const session = new Session()
+session.connect()
 await session.post("Profiler.enable")
 await session.post("Profiler.setSamplingInterval", { interval: 50 })
 await session.post("Profiler.start")

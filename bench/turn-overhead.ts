@@ -171,8 +171,7 @@ export const run = () =>
     }
 
     return {
-      method:
-        `One long-lived \`node fake-claude.mjs\` child per driver, writing the real CLI 2.1.332's frames ` +
+      method: `One long-lived \`node fake-claude.mjs\` child per driver, writing the real CLI 2.1.332's frames ` +
         `(system/init, assistant, result with every key, captured against the simulator: FAKE_CLAUDE_FRAMES); ` +
         `${fmtInt(TURNS)} sequential "${TEXT}" turns each, ` +
         `in alternating blocks of ${BLOCK}. Raw = write a user frame on stdin with child_process, read stdout lines ` +

@@ -23,7 +23,7 @@ afterAll(() => {
 
 /** The config as `flotta` reads it. */
 const load = (file: string, text: string) => {
-  const loaded = ConfigFile.validate(file, JSON.parse(ConfigFile.stripComments(text)))
+  const loaded = ConfigFile.decode(file, JSON.parse(ConfigFile.stripComments(text)))
   if (Either.isLeft(loaded)) return assert.fail(loaded.left.message)
   return loaded.right
 }
@@ -47,7 +47,7 @@ describe("flotta init", () => {
     assert.include(doctor.stdout, `config: ${file}: 3 session(s), 2 run template(s)`)
     assert.notInclude(doctor.stdout, "skipped")
 
-    const { fleet } = load(file, text)
+    const { fleet } = load(file, text).fleet
     assert.deepStrictEqual(fleet.rejected, [])
     assert.deepStrictEqual(fleet.sessions.map((s) => s.name), ["scout", "librarian", "reviewer"])
     for (const session of fleet.sessions) assert.strictEqual(session.permission, "read_only", session.name)

@@ -27,10 +27,10 @@ const agree = (json: Record<string, unknown>) => {
   const line = JSON.stringify(json)
   const decoded = Protocol.decodeLine(line)
   const schema = json["type"] === "result"
-    ? Option.map(bySchema.result(json), (frame) => ({ _tag: "Result", frame }))
+    ? Option.map(bySchema.result(json), (frame): Protocol.Frame => ({ _tag: "Result", frame }))
     : json["type"] === "assistant"
-    ? Option.map(bySchema.assistant(json), (frame) => ({ _tag: "Assistant", frame }))
-    : Option.map(bySchema.init(json), (frame) => ({ _tag: "Init", frame }))
+    ? Option.map(bySchema.assistant(json), (frame): Protocol.Frame => ({ _tag: "Assistant", frame }))
+    : Option.map(bySchema.init(json), (frame): Protocol.Frame => ({ _tag: "Init", frame }))
   assert.deepStrictEqual(decoded, schema, line.slice(0, 200))
 }
 
