@@ -6,8 +6,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as ConfigFile from "@flotta/cli/ConfigFile"
 import * as Permission from "@flotta/core/Permission"
-import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
-import { Either, Option } from "effect"
+import { Either } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -65,7 +64,7 @@ describe("flotta init", () => {
     assert.include(filer.appendSystemPrompt, "Never close, reopen, edit, comment on, label or merge")
 
     // As shipped, nothing is scheduled: the find-and-file routine is commented out.
-    assert.isTrue(Option.isNone(Either.getOrThrow(SchedulerConfig.read(load(file, text).raw))))
+    assert.isUndefined(load(file, text).schedule)
 
     const again = await runFlotta(dir, ["init"])
     assert.strictEqual(again.code, 2)
@@ -81,17 +80,16 @@ describe("flotta init", () => {
     fs.writeFileSync(file, text)
 
     const config = load(file, text)
-    assert.deepStrictEqual(config.fleet.rejected, [])
-    const scheduler = SchedulerConfig.read(config.raw)
-    if (Either.isLeft(scheduler)) return assert.fail(scheduler.left.message)
-    assert.isTrue(Option.isSome(scheduler.right))
-    const { rejected, routines } = Option.getOrThrow(scheduler.right)
+    assert.deepStrictEqual(config.fleet.fleet.rejected, [])
+    const scheduler = config.schedule
+    if (scheduler === undefined) return assert.fail("the uncommented scheduler was not read")
+    const { rejected, routines } = scheduler
     assert.deepStrictEqual(rejected, [])
     assert.deepStrictEqual(routines.map((r) => r.name), ["morning-scan", "find-and-file"])
     const findAndFile = routines[1]!
     assert.strictEqual(findAndFile.action, "dispatch_scan")
     assert.strictEqual(findAndFile.action === "dispatch_scan" ? findAndFile.template : undefined, "issue-filer")
-    assert.include(config.fleet.templates.map((t) => t.name), "issue-filer")
+    assert.include(config.fleet.fleet.templates.map((t) => t.name), "issue-filer")
 
     const doctor = await runFlotta(project, ["doctor"])
     assert.include(doctor.stdout, `config: ${file}: 3 session(s), 2 run template(s)`)
