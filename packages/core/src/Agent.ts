@@ -14,6 +14,7 @@ import * as Protocol from "./ClaudeProtocol.js"
 import { AgentClosed, InvalidSpec, NoResult, SpawnFailed, TurnInterrupted, TurnPending, TurnTimeout } from "./Errors.js"
 import type { TurnError } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
+import type { Alarms } from "./internal/alarms.js"
 import * as Permission from "./Permission.js"
 import type { ReportLog } from "./ReportLog.js"
 import * as Supervisor from "./Supervisor.js"
@@ -137,6 +138,8 @@ export interface Agent {
 
 export interface AgentDeps {
   readonly cli: ClaudeCli.ClaudeCli["Type"]
+  /** The fleet's one timer. */
+  readonly alarms: Alarms
   readonly permission: Permission.Permission
   readonly reports: ReportLog
   readonly settings: FleetSettings
@@ -192,7 +195,12 @@ export interface AgentContext {
   readonly inbox: Queue.Queue<Turn.Turn | ProcessExited>
   /** Turns not yet taken by the agent (queued). */
   readonly waiting: Map<string, Turn.Turn>
+  /** The turn in flight and its process, while there is one. */
+  active: Turn.Active | undefined
   readonly metrics: Turn.TurnMetrics
+  readonly alarms: Alarms
+  readonly stallMs: number
+  readonly graceMs: number
   /** Starts a process for the current session (resuming it when it has a conversation). */
   readonly startProcess: Effect.Effect<Running, SpawnFailed>
 }
@@ -255,7 +263,7 @@ export const make = (
       }
       const { input: rawInput, tool_name: tool, tool_use_id: toolUseId } = ask.value
       const input = (typeof rawInput === "object" && rawInput !== null ? rawInput : {}) as Record<string, unknown>
-      const turnId = state.current?.id ?? null
+      const turnId = ctx.active?.turn.id ?? null
       return deps.permission.decide(policy, {
         agent: name,
         turnId,
@@ -314,9 +322,18 @@ export const make = (
       const processScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       const args = buildArgs(options, policy, { id: state.sessionId, resume: state.resumable })
       const generation = ++state.generation
-      const onExit = (exit: ExitInfo) => inbox.unsafeOffer({ _tag: "ProcessExited", generation, exit })
+      // The process's frames and its end reach the turn in flight on the spot, if it is this process's.
+      const onFrame = (frame: ClaudeCli.TurnFrame, now: number) => {
+        const active = ctx.active
+        if (active !== undefined && active.generation === generation) Turn.onFrame(ctx, active, frame, now)
+      }
+      const onExit = (exit: ExitInfo) => {
+        const active = ctx.active
+        if (active !== undefined && active.generation === generation) Turn.onExit(active, exit)
+        inbox.unsafeOffer({ _tag: "ProcessExited", generation, exit })
+      }
       const started = deps.startPermit(
-        deps.cli.start({ name, args, cwd, env, onControlRequest, onExit }).pipe(
+        deps.cli.start({ name, args, cwd, env, onControlRequest, onFrame, onExit }).pipe(
           Effect.mapError((e) => new SpawnFailed({ name, reason: e.reason, exitCode: null, stderr: "" })),
           Effect.tap(ready),
           Scope.extend(processScope)
@@ -336,7 +353,11 @@ export const make = (
       state,
       inbox,
       waiting: new Map(),
+      active: undefined,
       metrics: Turn.metricsFor(name, Telemetry),
+      alarms: deps.alarms,
+      stallMs: Duration.toMillis(settings.stallTimeout),
+      graceMs: Duration.toMillis(settings.interruptGrace),
       startProcess
     }
 
@@ -367,33 +388,41 @@ export const make = (
     }
 
     const prompt: Agent["prompt"] = (text, opts) =>
-      Effect.gen(function*() {
-        if (state.closedReason !== null) return yield* new AgentClosed({ name, reason: state.closedReason })
-        if (typeof text !== "string" || text.trim().length === 0) {
-          return yield* new InvalidSpec({ path: "text", reason: "a prompt must be a non-empty string" })
-        }
-        const timeoutMs = opts?.timeout === undefined ? defaultTimeoutMs : Duration.toMillis(opts.timeout)
-        if (!(timeoutMs > 0)) {
-          return yield* new InvalidSpec({ path: "timeout", reason: "a timeout must be a positive duration" })
-        }
-        const now = yield* Clock.currentTimeMillis
-        const id = `t${++state.turnCounter}`
-        const turn = yield* Turn.make(id, text, timeoutMs, opts?.timeout === undefined ? null : now + timeoutMs, now)
-        history.set(id, turn)
-        ctx.waiting.set(id, turn)
-        prune()
-        yield* Queue.offer(inbox, turn)
-        return id
-      })
+      Effect.clockWith((clock) =>
+        Effect.withFiberRuntime((fiber) => {
+          if (state.closedReason !== null) return new AgentClosed({ name, reason: state.closedReason })
+          if (typeof text !== "string" || text.trim().length === 0) {
+            return new InvalidSpec({ path: "text", reason: "a prompt must be a non-empty string" })
+          }
+          const timeoutMs = opts?.timeout === undefined ? defaultTimeoutMs : Duration.toMillis(opts.timeout)
+          if (!(timeoutMs > 0)) {
+            return new InvalidSpec({ path: "timeout", reason: "a timeout must be a positive duration" })
+          }
+          const now = clock.unsafeCurrentTimeMillis()
+          const id = `t${++state.turnCounter}`
+          const deadlineAt = opts?.timeout === undefined ? null : now + timeoutMs
+          const turn = Turn.make(id, text, timeoutMs, deadlineAt, now, Deferred.unsafeMake(fiber.id()))
+          history.set(id, turn)
+          ctx.waiting.set(id, turn)
+          prune()
+          inbox.unsafeOffer(turn)
+          return Effect.succeed(id)
+        })
+      )
 
     const interruptTurn = (turn: Turn.Turn, reason: "user" | "timeout") =>
-      Effect.suspend(() => {
-        if (state.current !== turn || state.process === undefined || turn.interruptReason !== null) {
+      Effect.clockWith((clock) => {
+        const active = ctx.active
+        if (active === undefined || active.turn !== turn || Turn.isDone(turn) || turn.interruptReason !== null) {
           return Effect.succeed(false)
         }
         turn.interruptReason = reason
-        const process = state.process.process
-        return Turn.sendInterrupt(ctx, process).pipe(Effect.zipRight(Turn.wake(process)), Effect.as(true))
+        active.interruptedAt = clock.unsafeCurrentTimeMillis()
+        // The watchdog times the interrupt's grace from now.
+        return Turn.sendInterrupt(ctx, active.process).pipe(
+          Effect.zipRight(Turn.watch(ctx, active)),
+          Effect.as(true)
+        )
       })
 
     /** Cancels a turn someone stopped waiting for: drop it if queued, interrupt it if running. */

@@ -7,7 +7,7 @@
  * report log, transcripts) is the same in all three.
  */
 import { CommandExecutor } from "@effect/platform"
-import { Config, Context, Data, Deferred, Duration, Effect, Layer, Option, Queue, Scope } from "effect"
+import { Config, Context, Data, Deferred, Duration, Effect, Layer, Option, Scope } from "effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import type * as Protocol from "./ClaudeProtocol.js"
@@ -30,14 +30,11 @@ export interface ExitInfo {
   readonly stderr: string
 }
 
-/**
- * What a process hands on to its agent: turn frames in order, then `Exited` once its output has ended. The
- * agent's own timer puts a `Wake` in the same queue, so a turn waits on one thing.
- */
-export type ProcessEvent =
-  | Protocol.Frame
-  | { readonly _tag: "Exited"; readonly exit: ExitInfo }
-  | { readonly _tag: "Wake" }
+/** The frames of turns a process hands its agent (the control protocol stays inside the process). */
+export type TurnFrame = Exclude<
+  Protocol.Frame,
+  { readonly _tag: "ControlRequest" | "ControlResponse" | "ControlCancel" }
+>
 
 /** A control request this host sent was answered with an error, or the process went away first. */
 export class ControlRequestFailed extends Data.TaggedError("ControlRequestFailed")<{
@@ -60,7 +57,12 @@ export interface StartOptions {
   /** Added to the host's environment (less the parent-session markers). */
   readonly env: Readonly<Record<string, string>>
   readonly onControlRequest: ControlHandler
-  /** Told once, when the process has exited (from whatever fiber sees it). */
+  /**
+   * Each turn frame, in order, called synchronously by whatever reads the process's output: it must not throw
+   * or block (the agent records the frame and completes its turn on the spot).
+   */
+  readonly onFrame: (frame: TurnFrame, now: number) => void
+  /** Told once, when the process has exited by itself (not when its scope stops it). */
   readonly onExit: (exit: ExitInfo) => void
   /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
   readonly eofGrace?: Duration.DurationInput
@@ -80,8 +82,6 @@ export interface ClaudeProcess {
   readonly request: (
     request: Record<string, unknown> & { readonly subtype: string }
   ) => Effect.Effect<unknown, ControlRequestFailed>
-  /** Turn frames in order, then `Exited`; the agent may offer a `Wake` of its own. */
-  readonly frames: Queue.Queue<ProcessEvent>
   /** Completes when the process has exited. */
   readonly exited: Deferred.Deferred<ExitInfo>
   /** Milliseconds (Clock time) of its last output: stall detection reads it. */

@@ -1,11 +1,11 @@
 /**
  * One live `claude` child process: exactly one stdin writer, one stdout reader, stderr drained into a tail,
  * control requests correlated by id, and kill escalation (stdin EOF, SIGTERM, SIGKILL) when its scope closes.
- * Frames that belong to turns are handed on through `frames`; the process's end arrives there as `Exited`.
+ * Frames that belong to turns are handed to the agent as they are read (`onFrame`); its end, to `onExit`.
  */
 import { Command, CommandExecutor } from "@effect/platform"
-import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Queue, Scope, Stream } from "effect"
-import type { ClaudeExecutable, ClaudeProcess, ExitInfo, ProcessEvent, StartOptions } from "./ClaudeCli.js"
+import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Scope, Stream } from "effect"
+import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { childEnv, ControlRequestFailed, StartError } from "./ClaudeCli.js"
 import * as Protocol from "./ClaudeProtocol.js"
 
@@ -13,7 +13,7 @@ const STDERR_LINES = 40
 const NEWLINE = new TextEncoder().encode("\n")
 
 /** Frames that belong to turns (everything but the control protocol). */
-const isTurnFrame = (frame: Protocol.Frame) =>
+const isTurnFrame = (frame: Protocol.Frame): frame is TurnFrame =>
   frame._tag !== "ControlRequest" && frame._tag !== "ControlResponse" && frame._tag !== "ControlCancel"
 
 let requestCounter = 0
@@ -39,7 +39,6 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
     const stderrLines: Array<string> = []
     let lastOutputAt = yield* Clock.currentTimeMillis
     const exited = yield* Deferred.make<ExitInfo>()
-    const frames = yield* Queue.unbounded<ProcessEvent>()
     const pending = new Map<string, Deferred.Deferred<unknown, ControlRequestFailed>>()
     const handlers = yield* FiberSet.make()
     const handlerFibers = new Map<string, Fiber.RuntimeFiber<void>>()
@@ -108,12 +107,12 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
           return fiber === undefined ? Effect.void : Fiber.interrupt(fiber).pipe(Effect.asVoid)
         }
         default:
-          return Queue.offer(frames, frame).pipe(Effect.asVoid)
+          return Effect.void // turn frames never come here (see onChunk)
       }
     }
 
     // The one stdout reader. It works a chunk at a time: lines are split and frames decoded synchronously,
-    // turn frames go straight into the queue, and only control traffic (rare) runs as effects.
+    // turn frames go straight to the agent, and only control traffic (rare) runs as effects.
     const decoder = new TextDecoder()
     let partial = ""
     const onChunk = (chunk: Uint8Array, now: number): Effect.Effect<void> => {
@@ -127,7 +126,7 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
         if (Option.isNone(frame)) {
           if (line.trim().length > 0) (effects ??= []).push(Effect.logDebug("non-protocol stdout", line))
         } else if (isTurnFrame(frame.value)) {
-          frames.unsafeOffer(frame.value)
+          options.onFrame(frame.value, now)
         } else {
           ;(effects ??= []).push(dispatch(frame.value))
         }
@@ -152,7 +151,6 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
         const failure = new ControlRequestFailed({ subtype: "", reason: "the claude process exited" })
         return Effect.forEach(pending.values(), (deferred) => Deferred.fail(deferred, failure)).pipe(
           Effect.zipRight(Deferred.succeed(exited, exit)),
-          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit })),
           Effect.zipRight(Effect.sync(() => options.onExit(exit)))
         )
       }),
@@ -206,7 +204,6 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
       pid: proc.pid,
       sendUser: (text: string) => send(Protocol.userFrame(text)),
       request,
-      frames,
       exited,
       lastOutputAt: () => lastOutputAt,
       stderrTail,

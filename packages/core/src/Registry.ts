@@ -9,6 +9,7 @@ import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName } from "./Errors.js"
 import type { SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
+import * as Alarms from "./internal/alarms.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
 import * as Telemetry from "./Telemetry.js"
@@ -52,6 +53,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
 
     const deps: Agent.AgentDeps = {
       cli,
+      alarms: yield* Alarms.make,
       permission,
       reports,
       settings,

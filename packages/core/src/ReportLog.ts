@@ -63,29 +63,28 @@ export const MAX_LIMIT = 10_000
 const matches = (entry: ReportEntry, agent: string | undefined, kinds: ReadonlyArray<string> | undefined) =>
   (agent === undefined || entry.agent === agent) && (kinds === undefined || kinds.includes(entry.kind))
 
-/** The storage seam: memory now, a durable store later. Sequence numbers are assigned by the store. */
+/**
+ * The storage seam: memory now, a durable store later. Sequence numbers are assigned by the store. An append
+ * is synchronous (it never waits: a durable store numbers the entry at once and writes it behind), because
+ * agents post from their hot paths; reads are effects.
+ */
 export class ReportStore extends Context.Tag("@flotta/core/ReportStore")<ReportStore, {
-  readonly append: (
-    entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }
-  ) => Effect.Effect<
-    ReportEntry
-  >
+  readonly append: (entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }) => ReportEntry
   readonly read: (query: ReportQuery) => Effect.Effect<ReportPage>
 }>() {
   /** Entries live in one array; `seq` is the index + 1, so a cursor read is a slice, not a search. */
   static readonly memory = Layer.sync(ReportStore, () => {
     const entries: Array<ReportEntry> = []
     return {
-      append: (entry) =>
-        Effect.sync(() => {
-          // A literal (not a spread): appends are the log's hot path.
-          const seq = entries.length + 1
-          const full: ReportEntry = entry.turnId === undefined
-            ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
-            : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
-          entries.push(full)
-          return full
-        }),
+      append: (entry) => {
+        // A literal (not a spread): appends are the log's hot path.
+        const seq = entries.length + 1
+        const full: ReportEntry = entry.turnId === undefined
+          ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
+          : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
+        entries.push(full)
+        return full
+      },
       read: ({ agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 }) =>
         Effect.sync(() => {
           if (last !== undefined) {
@@ -132,7 +131,6 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       }
     }
 
-    /** Appends one entry and hands it to live subscribers. Never blocks. */
     // One ISO string per millisecond: many entries share one, and formatting a Date is not free.
     let lastMillis = -1
     let lastIso = ""
@@ -144,16 +142,17 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       return lastIso
     }
 
+    /** Appends one entry at `now` (Clock millis) and hands it to live subscribers, synchronously. */
+    const unsafePost = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
+      const entry = store.append({ at: isoAt(now), agent, kind, data, turnId })
+      if (subscribers.size > 0) fanOut(entry)
+      return entry
+    }
+
     /** Appends one entry and hands it to live subscribers. Never blocks. */
     const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
       Effect.clockWith((clock) =>
-        Effect.map(
-          store.append({ at: isoAt(clock.unsafeCurrentTimeMillis()), agent, kind, data, turnId }),
-          (entry) => {
-            if (subscribers.size > 0) fanOut(entry)
-            return entry
-          }
-        )
+        Effect.sync(() => unsafePost(agent, kind, data, turnId, clock.unsafeCurrentTimeMillis()))
       )
 
     const reports = (query: ReportQuery = {}) => store.read(query)
@@ -190,6 +189,6 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>
       Stream.unwrapScoped(subscribe(options))
 
-    return { post, reports, subscribe, stream } as const
+    return { post, unsafePost, reports, subscribe, stream } as const
   })
 }) {}

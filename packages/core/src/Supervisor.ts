@@ -62,7 +62,7 @@ const serve = (ctx: AgentContext, running: Running) =>
         yield* Turn.fail(ctx, next, new TurnTimeout({ name: ctx.name, turnId: next.id, timeoutMs: next.timeoutMs }))
         continue
       }
-      const end = yield* Turn.run(ctx, running.process, next)
+      const end = yield* Turn.run(ctx, running.process, running.generation, next)
       if (end !== undefined) return { end, turn: next }
     }
   })

@@ -12,8 +12,8 @@
  * the agent's conversation and survives a crash and resume, as the real CLI's session file does.
  */
 import { NodeContext } from "@effect/platform-node"
-import { Clock, Deferred, Duration, Effect, Fiber, Layer, Queue, Scope } from "effect"
-import type { ClaudeExecutable, ClaudeProcess, ExitInfo, ProcessEvent, StartOptions } from "./ClaudeCli.js"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
+import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
@@ -171,7 +171,6 @@ const startProcess = (
     const model = options.model ?? echo
     const costPerCall = options.costPerCall ?? 0.001
     const startDelay = Duration.decode(options.startDelay ?? Duration.zero)
-    const frames = yield* Queue.unbounded<ProcessEvent>()
     const exited = yield* Deferred.make<ExitInfo>()
     const input = yield* Queue.unbounded<string | null>()
     let lastOutputAt = yield* Clock.currentTimeMillis
@@ -179,26 +178,29 @@ const startProcess = (
     /** The process's running cost, as the CLI reports it. */
     let cost = 0
     let turn: Fiber.RuntimeFiber<void> | undefined
+    /** The host asked to interrupt the turn in flight. */
     let interrupting = false
+    /** The host asked to interrupt a turn it had sent that had not started yet. */
+    let interruptNext = false
     let dead = false
 
-    const emit = (frame: Protocol.Frame) =>
+    const emit = (frame: TurnFrame) =>
       Effect.clockWith((clock) =>
         Effect.sync(() => {
           lastOutputAt = clock.unsafeCurrentTimeMillis()
-          frames.unsafeOffer(frame)
+          start.onFrame(frame, lastOutputAt)
         })
       )
 
-    const exit = (exitCode: number | null, text: string) =>
+    /** The process ends; the agent is told unless it was the agent that stopped it (`stopped`). */
+    const exit = (exitCode: number | null, text: string, stopped = false) =>
       Effect.suspend(() => {
         if (dead) return Effect.void
         dead = true
         stderr = text
         const info: ExitInfo = { exitCode, stderr: text }
         return Deferred.succeed(exited, info).pipe(
-          Effect.zipRight(Queue.offer(frames, { _tag: "Exited", exit: info })),
-          Effect.zipRight(Effect.sync(() => start.onExit(info)))
+          Effect.zipRight(Effect.sync(() => (stopped ? undefined : start.onExit(info))))
         )
       })
 
@@ -222,7 +224,11 @@ const startProcess = (
               )
             case "interrupt": {
               const running = turn
-              if (running === undefined) return Effect.succeed({})
+              if (running === undefined) {
+                // Sent right after a user frame, it still ends that turn (as with the CLI): it starts interrupted.
+                if (Option.getOrElse(input.unsafeSize(), () => 0) > 0) interruptNext = true
+                return Effect.succeed({})
+              }
               interrupting = true
               return Effect.as(Fiber.interrupt(running), {})
             }
@@ -230,7 +236,6 @@ const startProcess = (
               return new ControlRequestFailed({ subtype: body.subtype, reason: "unsupported in memory" })
           }
         }),
-      frames,
       exited,
       lastOutputAt: () => lastOutputAt,
       stderrTail: () => stderr,
@@ -363,27 +368,26 @@ const startProcess = (
         }
       }).pipe(
         // An interrupt ends the turn as the CLI does: an `error_during_execution` result.
-        Effect.onInterrupt(() =>
-          interrupting
-            ? Effect.flatMap(Clock.currentTimeMillis, () =>
-              emit({
-                _tag: "Result",
-                frame: {
-                  type: "result",
-                  subtype: "error_during_execution",
-                  is_error: true,
-                  errors: ["[Request interrupted by user]"],
-                  num_turns: 0,
-                  session_id: flags.sessionId,
-                  duration_ms: 0,
-                  total_cost_usd: cost,
-                  permission_denials: [],
-                  terminal_reason: "aborted_streaming"
-                }
-              }))
-            : Effect.void
-        )
+        Effect.onInterrupt(() => (interrupting ? aborted : Effect.void))
       )
+
+    const aborted = Effect.suspend(() =>
+      emit({
+        _tag: "Result",
+        frame: {
+          type: "result",
+          subtype: "error_during_execution",
+          is_error: true,
+          errors: ["[Request interrupted by user]"],
+          num_turns: 0,
+          session_id: flags.sessionId,
+          duration_ms: 0,
+          total_cost_usd: cost,
+          permission_denials: [],
+          terminal_reason: "aborted_streaming"
+        }
+      })
+    )
 
     /** The host's answer to a tool call: asked through `can_use_tool` unless the flags already decide it. */
     const decide = (
@@ -421,10 +425,18 @@ const startProcess = (
       while (true) {
         const text = yield* Queue.take(input)
         if (text === null) return yield* exit(0, "")
-        interrupting = false
+        if (interruptNext) {
+          // Interrupted before it started: the CLI keeps the prompt and ends the turn at once.
+          interruptNext = false
+          prompts.push(text)
+          sessions.set(flags.sessionId, prompts)
+          yield* aborted
+          continue
+        }
         turn = yield* Effect.fork(runTurn(text))
         yield* Fiber.await(turn)
         turn = undefined
+        interrupting = false
         if (dead) return
       }
     }).pipe(Effect.forkScoped)
@@ -432,7 +444,7 @@ const startProcess = (
     // Closing the scope stops the process, as a kill would.
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => (turn === undefined ? Effect.void : Fiber.interrupt(turn))).pipe(
-        Effect.zipRight(exit(null, stderr))
+        Effect.zipRight(exit(null, stderr, true))
       )
     )
     return process

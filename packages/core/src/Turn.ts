@@ -3,12 +3,17 @@
  * and the turn ends with its `TurnResult` or a typed error, recorded in the transcript and the report log. A
  * turn past its deadline, or whose process falls silent, is interrupted; one that does not end after its
  * interrupt, or whose process dies, ends the process's service (the supervisor restarts it).
+ *
+ * The hot path is lean on purpose: frames are handled synchronously as the process's reader sees them
+ * (`onFrame`), the result completes the caller's `Deferred` on the spot, report entries and metrics are
+ * written without an effect each, and one watchdog fiber per turn keeps its deadlines.
  */
-import { Deferred, Duration, Effect, Fiber, Metric, Queue } from "effect"
+import { Deferred, Duration, Effect, Exit, MetricLabel } from "effect"
 import type { AgentContext, PermissionRecord, TurnRecord } from "./Agent.js"
-import type { ClaudeProcess, ExitInfo } from "./ClaudeCli.js"
+import type { ClaudeProcess, ExitInfo, TurnFrame } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
 import type { TurnError } from "./Errors.js"
+import type * as Telemetry from "./Telemetry.js"
 import * as TurnOutcome from "./TurnOutcome.js"
 
 /** A transcript record the agent fills in as the turn runs. */
@@ -34,6 +39,21 @@ export type ProcessEnd =
   | { readonly _tag: "Exited"; readonly exit: ExitInfo }
   | { readonly _tag: "Stalled"; readonly reason: string }
 
+/** The turn in flight on one process. */
+export interface Active {
+  readonly turn: Turn
+  readonly process: ClaudeProcess
+  /** Which of the agent's processes runs it: frames of another are not this turn's. */
+  readonly generation: number
+  readonly startedAt: number
+  readonly deadline: number
+  /** Completed when the turn is over for its process: `undefined` (its result came), or why the process ended. */
+  readonly ended: Deferred.Deferred<ProcessEnd | undefined>
+  interruptedAt: number | null
+  /** Cancels the turn's pending alarm (its next check). */
+  cancelAlarm: () => void
+}
+
 export const iso = (millis: number) => new Date(millis).toISOString()
 
 export const preview = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
@@ -45,100 +65,98 @@ export const errorView = (error: { readonly _tag: string; readonly message: stri
 
 export const isDone = (turn: Turn) => turn.record.status === "succeeded" || turn.record.status === "failed"
 
-/** A new queued turn. */
-export const make = (id: string, text: string, timeoutMs: number, deadlineAt: number | null, now: number) =>
-  Effect.map(Deferred.make<TurnOutcome.TurnResult, TurnError>(), (deferred): Turn => ({
-    _tag: "Turn",
-    id,
-    text,
-    timeoutMs,
-    deadlineAt,
-    deferred,
-    record: {
-      turnId: id,
-      prompt: text,
-      status: "queued",
-      reply: null,
-      error: null,
-      toolCalls: [],
-      permissions: [],
-      costUsd: 0,
-      durationMs: 0,
-      modelCalls: 0,
-      enqueuedAt: iso(now),
-      startedAt: null,
-      finishedAt: null
-    },
-    interruptReason: null
-  }))
+/** A new queued turn (its Deferred belongs to `fiberId`'s fiber). */
+export const make = (
+  id: string,
+  text: string,
+  timeoutMs: number,
+  deadlineAt: number | null,
+  now: number,
+  deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
+): Turn => ({
+  _tag: "Turn",
+  id,
+  text,
+  timeoutMs,
+  deadlineAt,
+  deferred,
+  record: {
+    turnId: id,
+    prompt: text,
+    status: "queued",
+    reply: null,
+    error: null,
+    toolCalls: [],
+    permissions: [],
+    costUsd: 0,
+    durationMs: 0,
+    modelCalls: 0,
+    enqueuedAt: iso(now),
+    startedAt: null,
+    finishedAt: null
+  },
+  interruptReason: null
+})
 
 /** Ends a turn with a typed error (once): transcript, waiters, report log, metrics. */
+export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now: number) => {
+  if (isDone(turn)) return
+  ctx.waiting.delete(turn.id)
+  turn.record.status = "failed"
+  turn.record.error = errorView(error)
+  turn.record.finishedAt = iso(now)
+  ctx.state.failed++
+  Deferred.unsafeDone(turn.deferred, Exit.fail(error))
+  ctx.reports.unsafePost(ctx.name, "error", { error: errorView(error) }, turn.id, now)
+  ctx.metrics.count(error._tag)
+}
+
 export const fail = (ctx: AgentContext, turn: Turn, error: TurnError) =>
-  Effect.suspend(() => {
-    if (isDone(turn)) return Effect.void
-    ctx.waiting.delete(turn.id)
-    return Effect.clockWith((clock) => {
-      turn.record.status = "failed"
-      turn.record.error = errorView(error)
-      turn.record.finishedAt = iso(clock.unsafeCurrentTimeMillis())
-      ctx.state.failed++
-      return Deferred.fail(turn.deferred, error).pipe(
-        Effect.zipRight(ctx.reports.post(ctx.name, "error", { error: errorView(error) }, turn.id)),
-        Effect.zipRight(ctx.metrics.count(error._tag))
-      )
-    })
-  })
+  Effect.clockWith((clock) => Effect.sync(() => unsafeFail(ctx, turn, error, clock.unsafeCurrentTimeMillis())))
 
 /** Ends a turn with its `result` frame: a success, or the typed error the frame means. */
-const finish = (ctx: AgentContext, turn: Turn, frame: Protocol.ResultFrame) =>
-  Effect.suspend(() => {
-    const { state } = ctx
-    const facts: TurnOutcome.TurnFacts = {
-      name: ctx.name,
-      turnId: turn.id,
-      sessionId: state.sessionId,
-      costBefore: state.processCost,
-      interruptReason: turn.interruptReason,
-      timeoutMs: turn.timeoutMs,
-      expectStructuredOutput: ctx.options.expectStructuredOutput === true
-    }
-    const result = TurnOutcome.resultOf(frame, facts)
-    state.processCost = frame.total_cost_usd
-    state.totalCost += result.costUsd
-    state.sessionId = result.sessionId
-    state.resumable = true
-    const record = turn.record
-    record.reply = result.text
-    record.costUsd = result.costUsd
-    record.durationMs = result.durationMs
-    record.modelCalls = result.modelCalls
-    const error = TurnOutcome.classify(frame, facts, result)
-    const measured = ctx.metrics.record(result.durationMs, result.costUsd)
-    if (error !== undefined) return Effect.zipRight(measured, fail(ctx, turn, error))
-    return Effect.clockWith((clock) => {
-      record.status = "succeeded"
-      record.finishedAt = iso(clock.unsafeCurrentTimeMillis())
-      state.finished++
-      return Deferred.succeed(turn.deferred, result).pipe(
-        Effect.zipRight(ctx.reports.post(ctx.name, "result", {
-          text: preview(result.text),
-          costUsd: result.costUsd,
-          durationMs: result.durationMs,
-          modelCalls: result.modelCalls
-        }, turn.id)),
-        Effect.zipRight(measured),
-        Effect.zipRight(ctx.metrics.count("ok"))
-      )
-    })
-  })
-
-/** Asks the process to interrupt its turn, without waiting for the answer (the result frame says the rest). */
-export const sendInterrupt = (ctx: AgentContext, process: ClaudeProcess) =>
-  process.request({ subtype: "interrupt" }).pipe(
-    Effect.timeout("5 seconds"),
-    Effect.ignore,
-    Effect.forkIn(ctx.scope)
+const finish = (ctx: AgentContext, turn: Turn, frame: Protocol.ResultFrame, now: number) => {
+  const { state } = ctx
+  const facts: TurnOutcome.TurnFacts = {
+    name: ctx.name,
+    turnId: turn.id,
+    sessionId: state.sessionId,
+    costBefore: state.processCost,
+    interruptReason: turn.interruptReason,
+    timeoutMs: turn.timeoutMs,
+    expectStructuredOutput: ctx.options.expectStructuredOutput === true
+  }
+  const result = TurnOutcome.resultOf(frame, facts)
+  state.processCost = frame.total_cost_usd
+  state.totalCost += result.costUsd
+  state.sessionId = result.sessionId
+  state.resumable = true
+  const record = turn.record
+  record.reply = result.text
+  record.costUsd = result.costUsd
+  record.durationMs = result.durationMs
+  record.modelCalls = result.modelCalls
+  ctx.metrics.record(result.durationMs, result.costUsd)
+  const error = TurnOutcome.classify(frame, facts, result)
+  if (error !== undefined) return unsafeFail(ctx, turn, error, now)
+  record.status = "succeeded"
+  record.finishedAt = iso(now)
+  state.finished++
+  Deferred.unsafeDone(turn.deferred, Exit.succeed(result))
+  ctx.reports.unsafePost(
+    ctx.name,
+    "result",
+    {
+      text: preview(result.text),
+      costUsd: result.costUsd,
+      durationMs: result.durationMs,
+      modelCalls: result.modelCalls
+    },
+    turn.id,
+    now
   )
+  ctx.metrics.count("ok")
+}
 
 /** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
 const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) => {
@@ -153,130 +171,162 @@ const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) 
   }
 }
 
+/** One frame of the process that runs `active`, as its reader sees it. */
+export const onFrame = (ctx: AgentContext, active: Active, frame: TurnFrame, now: number) => {
+  switch (frame._tag) {
+    case "Init":
+      // The CLI has taken the message: the session is on disk now, and a restart must resume it.
+      ctx.state.sessionId = frame.frame.session_id
+      ctx.state.resumable = true
+      return
+    case "Assistant":
+      return observe(ctx, active.turn, frame.frame)
+    case "Result":
+      finish(ctx, active.turn, frame.frame, now)
+      // The turn is over now (its caller may already be on to the next thing); the supervisor tidies up.
+      ctx.state.current = undefined
+      ctx.state.status = "idle"
+      return Deferred.unsafeDone(active.ended, Exit.succeed(undefined))
+  }
+}
+
+/** The process of `active` exited: the turn is over for it. */
+export const onExit = (active: Active, exit: ExitInfo) =>
+  Deferred.unsafeDone(active.ended, Exit.succeed({ _tag: "Exited", exit }))
+
 /** Records a permission decision in the turn in flight (the transcript) and the report log. */
 export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
-  Effect.suspend(() => {
-    const turn = ctx.state.current
-    turn?.record.permissions.push(record)
-    return ctx.reports.post(ctx.name, "permission", record, turn?.id)
-  })
-
-/**
- * Puts a `Wake` in the process's queue at `wakeAt` (Clock time): one timer per wait, raced with nothing, so a
- * turn whose frames stream in never arms a timer per frame.
- */
-const wakeAt = (process: ClaudeProcess, at: number) =>
   Effect.clockWith((clock) =>
-    Effect.sleep(Duration.millis(Math.max(0, at - clock.unsafeCurrentTimeMillis()))).pipe(
-      Effect.zipRight(wake(process)),
-      Effect.fork
-    )
+    Effect.sync(() => {
+      const turn = ctx.active?.turn
+      turn?.record.permissions.push(record)
+      ctx.reports.unsafePost(ctx.name, "permission", record, turn?.id, clock.unsafeCurrentTimeMillis())
+    })
   )
 
-const WAKE = { _tag: "Wake" } as const
+/** Asks the process to interrupt its turn, without waiting for the answer (the result frame says the rest). */
+export const sendInterrupt = (ctx: AgentContext, process: ClaudeProcess) =>
+  process.request({ subtype: "interrupt" }).pipe(
+    Effect.timeout("5 seconds"),
+    Effect.ignore,
+    // Interruptible even when asked from a finalizer (a cancelled caller's): the agent's scope must stop it.
+    Effect.interruptible,
+    Effect.forkIn(ctx.scope)
+  )
 
-/** Makes the turn look at its clock now (after an interrupt, say, whose grace it must start timing). */
-export const wake = (process: ClaudeProcess) => Effect.asVoid(Queue.offer(process.frames, WAKE))
+/**
+ * Keeps the turn's clock: an alarm at the next instant something may be due (the deadline, the end of an
+ * interrupt's grace, or a stall). When it rings, the turn is interrupted at its deadline, and the process's
+ * service ends when the turn outlives its interrupt's grace or the process falls silent.
+ */
+export const watch = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
+  Effect.sync(() => {
+    const stallAt = Math.max(active.process.lastOutputAt(), active.startedAt) + ctx.stallMs
+    const checkAt = Math.min(
+      stallAt,
+      active.interruptedAt === null ? active.deadline : active.interruptedAt + ctx.graceMs
+    )
+    active.cancelAlarm()
+    active.cancelAlarm = ctx.alarms.set(checkAt, check(ctx, active))
+  })
 
-/** Sends the turn and reads frames until its result (`undefined`), or a crash or stall (why the process ended). */
-export const run = (ctx: AgentContext, process: ClaudeProcess, turn: Turn): Effect.Effect<ProcessEnd | undefined> => {
-  let timer: Fiber.RuntimeFiber<void> | undefined
-  return Effect.gen(function*() {
-    const { settings, state } = ctx
-    const clock = yield* Effect.clock
-    const startedAt = clock.unsafeCurrentTimeMillis()
-    const stallMs = Duration.toMillis(settings.stallTimeout)
-    const graceMs = Duration.toMillis(settings.interruptGrace)
-    turn.record.status = "running"
-    turn.record.startedAt = iso(startedAt)
-    state.current = turn
-    state.status = "working"
-    if (ctx.options.lifecycle !== "run") {
-      yield* ctx.reports.post(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id)
+const check = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
+  Effect.clockWith((clock) => {
+    if (ctx.active !== active) return Effect.void // over already
+    const now = clock.unsafeCurrentTimeMillis()
+    const stallAt = Math.max(active.process.lastOutputAt(), active.startedAt) + ctx.stallMs
+    if (active.interruptedAt === null && now >= active.deadline) {
+      if (active.turn.interruptReason === null) active.turn.interruptReason = "timeout"
+      active.interruptedAt = now
+      return Effect.zipRight(sendInterrupt(ctx, active.process), watch(ctx, active))
     }
-    yield* process.sendUser(turn.text)
-    const deadline = turn.deadlineAt ?? startedAt + turn.timeoutMs
-    let interruptedAt: number | null = null
-    const stallAt = () => Math.max(process.lastOutputAt(), startedAt) + stallMs
-    /** When something may be due: the deadline (or the end of an interrupt's grace), or the stall. */
-    const nextCheck = () => Math.min(stallAt(), interruptedAt === null ? deadline : interruptedAt + graceMs)
-    const interrupt = (reason: "user" | "timeout", now: number) => {
-      if (turn.interruptReason === null) turn.interruptReason = reason
-      interruptedAt = now
-      return sendInterrupt(ctx, process)
+    if (active.interruptedAt !== null && now >= active.interruptedAt + ctx.graceMs) {
+      return Deferred.succeed(active.ended, {
+        _tag: "Stalled",
+        reason: `the turn did not end within ${ctx.graceMs} ms of its interrupt`
+      })
     }
-    timer = yield* wakeAt(process, nextCheck())
-    while (true) {
-      const event = yield* Queue.take(process.frames)
+    if (now >= stallAt) {
+      return sendInterrupt(ctx, active.process).pipe(
+        Effect.zipRight(Deferred.succeed(active.ended, {
+          _tag: "Stalled",
+          reason: `no output for ${Duration.format(ctx.settings.stallTimeout)}`
+        }))
+      )
+    }
+    return watch(ctx, active) // output came meanwhile: the stall moved on
+  })
+
+const noAlarm = () => undefined
+
+/** Sends the turn and waits until it is over: `undefined` (its result came), or why the process ended. */
+export const run = (
+  ctx: AgentContext,
+  process: ClaudeProcess,
+  generation: number,
+  turn: Turn
+): Effect.Effect<ProcessEnd | undefined> =>
+  Effect.clockWith((clock) =>
+    Effect.withFiberRuntime<ProcessEnd | undefined>((fiber) => {
       const now = clock.unsafeCurrentTimeMillis()
-      // An interrupt someone else sent (the user's) starts the grace period too.
-      if (turn.interruptReason !== null && interruptedAt === null) interruptedAt = now
-      if (interruptedAt === null && now >= deadline) {
-        // Checked on every frame too: a turn that keeps streaming past its deadline is still stopped.
-        yield* interrupt("timeout", now)
+      turn.record.status = "running"
+      turn.record.startedAt = iso(now)
+      ctx.state.current = turn
+      ctx.state.status = "working"
+      const active: Active = {
+        turn,
+        process,
+        generation,
+        startedAt: now,
+        deadline: turn.deadlineAt ?? now + turn.timeoutMs,
+        ended: Deferred.unsafeMake(fiber.id()),
+        interruptedAt: null,
+        cancelAlarm: noAlarm
       }
-      switch (event._tag) {
-        case "Wake": {
-          if (interruptedAt !== null && now >= interruptedAt + graceMs) {
-            return { _tag: "Stalled", reason: `the turn did not end within ${graceMs} ms of its interrupt` } as const
-          }
-          if (now >= stallAt()) {
-            yield* sendInterrupt(ctx, process)
-            return { _tag: "Stalled", reason: `no output for ${Duration.format(settings.stallTimeout)}` } as const
-          }
-          timer = yield* wakeAt(process, nextCheck())
-          break
-        }
-        case "Init":
-          // The CLI has taken the message: the session is on disk now, and a restart must resume it.
-          state.sessionId = event.frame.session_id
-          state.resumable = true
-          break
-        case "Assistant":
-          observe(ctx, turn, event.frame)
-          break
-        case "Result":
-          yield* finish(ctx, turn, event.frame)
-          return undefined
-        case "Exited":
-          return { _tag: "Exited", exit: event.exit } as const
+      ctx.active = active
+      if (ctx.options.lifecycle !== "run") {
+        ctx.reports.unsafePost(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id, now)
       }
-    }
-  }).pipe(
-    Effect.ensuring(Effect.suspend(() => (timer === undefined ? Effect.void : Fiber.interruptFork(timer)))),
-    Effect.ensuring(Effect.sync(() => {
-      ctx.state.current = undefined
-    })),
+      return process.sendUser(turn.text).pipe(
+        Effect.zipRight(watch(ctx, active)),
+        Effect.zipRight(Deferred.await(active.ended)),
+        Effect.ensuring(Effect.sync(() => {
+          ctx.active = undefined
+          ctx.state.current = undefined
+          active.cancelAlarm()
+        }))
+      )
+    })
+  ).pipe(
     Effect.withSpan("flotta.turn", {
       attributes: { "flotta.agent": ctx.name, "flotta.turn": turn.id },
       captureStackTrace: false
     })
   )
-}
 
-/** Metrics are tagged once per agent (and outcome): tagging per update would miss Effect's metric cache. */
+/**
+ * Turn metrics, tagged with the agent (and the outcome). The label arrays are made once per agent, so each
+ * update finds its metric in Effect's cache instead of building and hashing a key per turn.
+ */
 export const metricsFor = (
   name: string,
-  telemetry: {
-    readonly turnsTotal: Metric.Metric.Counter<number>
-    readonly turnDurationMs: Metric.Metric.Histogram<number>
-    readonly costUsdTotal: Metric.Metric.Counter<number>
-  }
+  telemetry: Pick<typeof Telemetry, "turnsTotal" | "turnDurationMs" | "costUsdTotal">
 ) => {
-  const counters = new Map<string, Metric.Metric.Counter<number>>()
-  const duration = telemetry.turnDurationMs.pipe(Metric.tagged("agent", name))
-  const cost = telemetry.costUsdTotal.pipe(Metric.tagged("agent", name))
+  const agent = [MetricLabel.make("agent", name)]
+  const byOutcome = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
   return {
     count: (outcome: string) => {
-      let counter = counters.get(outcome)
-      if (counter === undefined) {
-        counter = telemetry.turnsTotal.pipe(Metric.tagged("agent", name), Metric.tagged("outcome", outcome))
-        counters.set(outcome, counter)
+      let tags = byOutcome.get(outcome)
+      if (tags === undefined) {
+        tags = [...agent, MetricLabel.make("outcome", outcome)]
+        byOutcome.set(outcome, tags)
       }
-      return Metric.increment(counter)
+      telemetry.turnsTotal.unsafeUpdate(1, tags)
     },
-    record: (durationMs: number, costUsd: number) =>
-      Metric.update(duration, durationMs).pipe(Effect.zipRight(Metric.incrementBy(cost, costUsd)))
+    record: (durationMs: number, costUsd: number) => {
+      telemetry.turnDurationMs.unsafeUpdate(durationMs, agent)
+      telemetry.costUsdTotal.unsafeUpdate(costUsd, agent)
+    }
   }
 }
 
