@@ -17,13 +17,21 @@ import { Effect, Either, Option } from "effect"
 import type { Routine } from "./Routine.js"
 import { isRecord, readRoutines } from "./Routine.js"
 import * as S from "./Schedule.js"
-import type * as Scheduler from "./Scheduler.js"
 import type { Mode, Weekday } from "./Steering.js"
 
 export const DEFAULT_TICK_MS = 60_000
 
+/** The decoded `schedule` section. */
+export interface ScheduleSettings {
+  readonly zone: S.TimeZone
+  readonly hours: S.Hours
+  /** The heartbeat's longest sleep. */
+  readonly tickMs: number
+  readonly start: Mode
+}
+
 export interface SchedulerConfig {
-  readonly schedule: Scheduler.ScheduleSettings
+  readonly schedule: ScheduleSettings
   readonly routines: ReadonlyArray<Routine>
   readonly rejected: ReadonlyArray<Rejected>
 }
@@ -82,7 +90,7 @@ const readHours = (input: unknown, at: string): S.Hours | ReadonlyArray<Issue> =
 export const readSchedule = (
   input: unknown,
   at = "schedule"
-): Either.Either<Scheduler.ScheduleSettings, ReadonlyArray<Issue>> => {
+): Either.Either<ScheduleSettings, ReadonlyArray<Issue>> => {
   if (!isRecord(input)) return Either.left([{ path: at, message: "expected an object with timezone and hours" }])
   const issues: Array<Issue> = []
   for (const key of Object.keys(input)) {
