@@ -18,9 +18,10 @@ import type { Failure, RoutineState, Running, Shared, State, Steer, Target } fro
 import { withRoutine } from "./internal/state.js"
 import type { Routine } from "./Routine.js"
 import { decodeAt } from "./Routine.js"
-import * as S from "./Schedule.js"
 import { ReportKinds, schedulerEntries } from "./Steering.js"
 import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions } from "./Steering.js"
+import type { TimeZone } from "./WorkingHours.js"
+import { dayStart, formatDate, formatLocal, iso, localDay } from "./WorkingHours.js"
 
 export interface Fires {
   /** Starts a fire in the background (call it holding the lock) and returns where its outcome lands. */
@@ -37,12 +38,12 @@ export interface Fires {
  */
 export const routinesAtBoot = (
   reports: Pick<ReportLog, "reports">,
-  zone: S.TimeZone,
+  zone: TimeZone,
   routines: ReadonlyArray<Routine>,
   bootAt: number
 ): Effect.Effect<Map<string, RoutineState>> =>
   Effect.gen(function*() {
-    const today = S.localDay(zone, bootAt)
+    const today = localDay(zone, bootAt)
     const history = yield* schedulerEntries(reports, [ReportKinds.fireResult, ReportKinds.override])
     const spentToday = (name: string) => {
       let resetSeq = 0
@@ -56,7 +57,7 @@ export const routinesAtBoot = (
       return history.reduce((sum, entry) => {
         const data = entry.data as Record<string, unknown>
         return entry.kind === ReportKinds.fireResult && entry.seq > resetSeq && data["routine"] === name &&
-            data["day"] === S.formatDate(today) && typeof data["costUsd"] === "number"
+            data["day"] === formatDate(today) && typeof data["costUsd"] === "number"
           ? sum + data["costUsd"]
           : sum
       }, 0)
@@ -87,7 +88,7 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
     const finish = (target: Target, outcome: FireOutcome) =>
       locked(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const day = S.localDay(zone, now)
+        const day = localDay(zone, now)
         const s = yield* Ref.get(state)
         let crossed: { spentUsd: number; dailyBudgetUsd: number } | undefined
         if (target._tag === "Routine") {
@@ -115,14 +116,14 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
           adhoc.delete(outcome.fireId)
           yield* Ref.set(state, { ...s, adhoc })
         }
-        yield* record(ReportKinds.fireResult, { ...outcome, day: S.formatDate(day) })
+        yield* record(ReportKinds.fireResult, { ...outcome, day: formatDate(day) })
         if (crossed !== undefined) {
           yield* record(ReportKinds.rail, {
             routine: outcome.routine,
             action: "paused",
             ...crossed,
-            day: S.formatDate(day),
-            until: S.iso(S.dayStart(zone, day + 1))
+            day: formatDate(day),
+            until: iso(dayStart(zone, day + 1))
           })
         }
       })).pipe(Effect.zipRight(Queue.offer(poke, undefined)))
@@ -156,8 +157,8 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
               routine: routineName,
               action,
               trigger,
-              startedAt: S.iso(now),
-              finishedAt: S.iso(finishedAt),
+              startedAt: iso(now),
+              finishedAt: iso(finishedAt),
               ok: Exit.isSuccess(exit),
               costUsd: tally.costUsd,
               ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {}),
@@ -173,7 +174,7 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
             routine: routineName,
             action,
             trigger,
-            localTime: S.formatLocal(zone, now),
+            localTime: formatLocal(zone, now),
             ...(budget === undefined ? {} : { budgetUsd: budget })
           })
           return yield* actions.perform(target, fireId, trigger, budget, tally)
@@ -210,23 +211,23 @@ export const manual = (shared: Shared, fires: Fires, steer: Steer) => {
             routine: name,
             reason: "previous fire still running",
             trigger: "manual",
-            localTime: S.formatLocal(zone, now),
+            localTime: formatLocal(zone, now),
             running: r.running.fireId
           })
-          return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: S.iso(r.running.since) })
+          return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: iso(r.running.since) })
         }
         if (r.railed) {
           yield* record(ReportKinds.skip, {
             routine: name,
             reason: "daily budget rail",
             trigger: "manual",
-            localTime: S.formatLocal(zone, now)
+            localTime: formatLocal(zone, now)
           })
           return yield* new RoutineRailed({
             name,
             spentUsd: r.spentUsd,
             dailyBudgetUsd: r.routine.dailyBudgetUsd!,
-            until: S.iso(nextMidnight(zone, now))
+            until: iso(nextMidnight(zone, now))
           })
         }
         return yield* fires.start({ _tag: "Routine", routine: r.routine }, "manual", now)

@@ -10,8 +10,8 @@ import type { Fires } from "./Fires.js"
 import type { RoutineState, Shared, State, Steer } from "./internal/state.js"
 import { overrideView } from "./Overrides.js"
 import type { Routine } from "./Routine.js"
-import * as S from "./Schedule.js"
 import { ReportKinds } from "./Steering.js"
+import { formatLocal, localDay } from "./WorkingHours.js"
 
 export interface Heartbeat {
   /** Brings the state up to `now` (call it holding the lock) and returns when to look again. */
@@ -29,8 +29,8 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
       const s = yield* Ref.get(state)
       // A clock that went backwards counts no working time.
       const prev = Math.min(s.lastEval, now)
-      const worked = s.mode === "working" ? S.workingMs(Calendar.calendarOf(shared, s), prev, now) : 0
-      const day = S.localDay(zone, now)
+      const worked = s.mode === "working" ? Calendar.workingMs(Calendar.calendarOf(shared, s), prev, now) : 0
+      const day = localDay(zone, now)
       const events: Array<Effect.Effect<unknown>> = []
       const due: Array<Routine> = []
       const routines = new Map<string, RoutineState>()
@@ -70,7 +70,7 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
               routine: name,
               reason: skip,
               trigger: "schedule",
-              localTime: S.formatLocal(zone, firesAt),
+              localTime: formatLocal(zone, firesAt),
               ...(r.running === null ? {} : { running: r.running.fireId })
             }))
           }
@@ -95,7 +95,7 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
       if (isWorking !== s.working) {
         yield* record(isWorking ? ReportKinds.wake : ReportKinds.stop, {
           reason: Calendar.reasonAt(shared, next, now),
-          localTime: S.formatLocal(zone, now)
+          localTime: formatLocal(zone, now)
         })
       }
       for (const routine of due) yield* fires.start({ _tag: "Routine", routine }, "schedule", now)

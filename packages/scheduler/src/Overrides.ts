@@ -8,23 +8,24 @@ import * as Calendar from "./Calendar.js"
 import { InvalidSchedule } from "./Errors.js"
 import { hex } from "./internal/ids.js"
 import type { OverrideState, Shared, Steer } from "./internal/state.js"
-import * as S from "./Schedule.js"
 import { ReportKinds } from "./Steering.js"
 import type { Override, SchedulerStatus, WindowInput } from "./Steering.js"
+import type { Hours, Window } from "./WorkingHours.js"
+import { formatDate, formatWindow, iso, localDay, MINUTE, parseDate, parseWindow, windowOn } from "./WorkingHours.js"
 
 /** An override as steering shows it: ISO instants and local dates. */
 export const overrideView = (o: OverrideState): Override => ({
   id: o.id,
   kind: o.kind,
-  from: S.iso(o.from),
-  until: S.iso(o.until),
-  ...(o.date === undefined ? {} : { date: S.formatDate(o.date) }),
-  ...(o.window === undefined ? {} : { window: S.formatWindow(o.window) }),
+  from: iso(o.from),
+  until: iso(o.until),
+  ...(o.date === undefined ? {} : { date: formatDate(o.date) }),
+  ...(o.window === undefined ? {} : { window: formatWindow(o.window) }),
   ...(o.minutes === undefined ? {} : { minutes: o.minutes })
 })
 
 /** A one-off shift's default window: the span of the first working weekday's windows, else 09:00-17:00. */
-export const defaultWindow = (hours: S.Hours): S.Window => {
+export const defaultWindow = (hours: Hours): Window => {
   for (const weekday of ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const) {
     const windows = hours[weekday] ?? []
     if (windows.length === 0) continue
@@ -62,7 +63,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
         yield* cancelOverrides("stop_for_today", now)
         const s = yield* Ref.get(state)
         // Stacks on a keep-going already running: the new one starts where the current stretch ends.
-        const until = Calendar.stretchEnd(shared, s, now) + minutes * S.MINUTE
+        const until = Calendar.stretchEnd(shared, s, now) + minutes * MINUTE
         yield* cancelOverrides("keep_going", now)
         return yield* addOverride({ id: `override-${hex(4)}`, kind: "keep_going", from: now, until, minutes })
       })
@@ -71,31 +72,31 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
 
   const workOnDay = (date: string, windowInput: WindowInput | undefined) =>
     Effect.gen(function*() {
-      const day = S.parseDate(date)
+      const day = parseDate(date)
       if (day === undefined) {
         return yield* new InvalidSchedule({ field: "date", reason: `"${date}" is not a date (YYYY-MM-DD)` })
       }
       let window = defaultWindow(hours)
       if (windowInput !== undefined) {
-        const parsed = S.parseWindow(windowInput)
+        const parsed = parseWindow(windowInput)
         if (typeof parsed === "string") return yield* new InvalidSchedule({ field: "window", reason: parsed })
         window = parsed
       }
       return yield* steer((now) =>
         Effect.gen(function*() {
-          const today = S.localDay(zone, now)
+          const today = localDay(zone, now)
           if (day < today) {
             return yield* new InvalidSchedule({
               field: "date",
-              reason: `${date} is in the past (today is ${S.formatDate(today)})`
+              reason: `${date} is in the past (today is ${formatDate(today)})`
             })
           }
           if (day > today + 366) {
             return yield* new InvalidSchedule({ field: "date", reason: `${date} is more than a year ahead` })
           }
-          const span = S.windowOn(zone, day, window)
+          const span = windowOn(zone, day, window)
           if (span.until <= now) {
-            const { end, start } = S.formatWindow(window)
+            const { end, start } = formatWindow(window)
             return yield* new InvalidSchedule({
               field: "window",
               reason: `the ${start}-${end} window on ${date} is already over: keepGoing(minutes) works from now`
@@ -120,7 +121,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
 
   const workToday = Effect.fn("Scheduler.workToday")(function*(window?: WindowInput) {
     const now = yield* Clock.currentTimeMillis
-    return yield* workOnDay(S.formatDate(S.localDay(zone, now)), window)
+    return yield* workOnDay(formatDate(localDay(zone, now)), window)
   })
 
   const pause = steer(() =>
@@ -136,7 +137,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
     Effect.gen(function*() {
       yield* cancelOverrides("stop_for_today", now)
       const s = yield* Ref.get(state)
-      const day = S.localDay(zone, now)
+      const day = localDay(zone, now)
       const routines = new Map(s.routines)
       const resetRails: Array<string> = []
       for (const [name, r] of s.routines) {

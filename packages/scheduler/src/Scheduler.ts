@@ -23,10 +23,10 @@ import type { Shared, State } from "./internal/state.js"
 import { status as statusOf } from "./internal/status.js"
 import * as Overrides from "./Overrides.js"
 import type { Routine } from "./Routine.js"
-import * as S from "./Schedule.js"
 import type { ScheduleSettings } from "./SchedulerConfig.js"
 import { readFindings, ReportKinds } from "./Steering.js"
 import type { FindingsQuery, Steering } from "./Steering.js"
+import { describeZone, formatLocal } from "./WorkingHours.js"
 
 export { dispatchPrompt, TASKS_JSON_SCHEMA } from "./Actions.js"
 export type { FleetOps } from "./Actions.js"
@@ -88,8 +88,8 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
 
     yield* record(ReportKinds.started, {
       mode: start,
-      timezone: S.describeZone(zone),
-      localTime: S.formatLocal(zone, bootAt),
+      timezone: describeZone(zone),
+      localTime: formatLocal(zone, bootAt),
       routines: options.routines.map((r) => r.name),
       rejected: rejected.map(({ message, path }) => ({ path, message })),
       spentToday: Object.fromEntries(
@@ -104,7 +104,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     yield* Effect.addFinalizer(() =>
       Clock.currentTimeMillis.pipe(
         Effect.flatMap((now) =>
-          record(ReportKinds.stop, { reason: "the scheduler shut down", localTime: S.formatLocal(zone, now) })
+          record(ReportKinds.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
         ),
         Effect.whenEffect(Ref.get(state).pipe(Effect.map((s) => s.working)))
       )

@@ -5,8 +5,8 @@
  */
 import type { Effect, Queue, Ref } from "effect"
 import type { Routine } from "../Routine.js"
-import type * as S from "../Schedule.js"
 import type { FireTrigger, Mode, Override, RoutineAction, RoutineStatus, ScanOptions } from "../Steering.js"
+import type { Hours, TimeZone, Window } from "../WorkingHours.js"
 import type { Recorder } from "./record.js"
 
 /** What the fleet's typed failures have in common; the scheduler only shows them. */
@@ -38,7 +38,7 @@ export interface OverrideState {
   readonly from: number
   readonly until: number
   readonly date?: number
-  readonly window?: S.Window
+  readonly window?: Window
   readonly minutes?: number
 }
 
@@ -76,8 +76,8 @@ export type Steer = <A, E>(change: (now: number) => Effect.Effect<A, E>) => Effe
 
 /** The handles every part of a running scheduler shares. */
 export interface Shared {
-  readonly zone: S.TimeZone
-  readonly hours: S.Hours
+  readonly zone: TimeZone
+  readonly hours: Hours
   /** The heartbeat's longest sleep. */
   readonly tickMs: number
   readonly state: Ref.Ref<State>

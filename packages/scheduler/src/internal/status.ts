@@ -3,8 +3,8 @@ import type { Rejected } from "@flotta/core/Spec"
 import { Clock, Effect, Ref } from "effect"
 import * as Calendar from "../Calendar.js"
 import { overrideView } from "../Overrides.js"
-import * as S from "../Schedule.js"
 import type { RoutineStatus, RunningFire, SchedulerStatus } from "../Steering.js"
+import { DAY, describeZone, formatDate, formatLocal, iso, localDay, weekdayOf } from "../WorkingHours.js"
 import type { Running, Shared } from "./state.js"
 
 const runningView = (r: Running): RunningFire => ({
@@ -12,7 +12,7 @@ const runningView = (r: Running): RunningFire => ({
   routine: r.routine,
   action: r.action,
   trigger: r.trigger,
-  since: S.iso(r.since)
+  since: iso(r.since)
 })
 
 export const status = (shared: Shared, rejected: ReadonlyArray<Rejected>): Effect.Effect<SchedulerStatus> =>
@@ -20,21 +20,21 @@ export const status = (shared: Shared, rejected: ReadonlyArray<Rejected>): Effec
     const { state, zone } = shared
     const now = yield* Clock.currentTimeMillis
     const s = yield* Ref.get(state)
-    const day = S.localDay(zone, now)
+    const day = localDay(zone, now)
     // Overrides that expired since the heartbeat last looked are already gone from the view.
     const live = { ...s, overrides: s.overrides.filter((o) => o.until > now) }
-    const edge = S.nextEdge(Calendar.calendarOf(shared, live), now, 7 * S.DAY)
+    const edge = Calendar.nextEdge(Calendar.calendarOf(shared, live), now, 7 * DAY)
     const pending = s.mode === "working"
-      ? S.workingMs(Calendar.calendarOf(shared, s), Math.min(s.lastEval, now), now)
+      ? Calendar.workingMs(Calendar.calendarOf(shared, s), Math.min(s.lastEval, now), now)
       : 0
     return {
       mode: s.mode,
       working: Calendar.workingNow(shared, live, now),
       reason: Calendar.reasonAt(shared, live, now),
-      timezone: S.describeZone(zone),
-      now: S.iso(now),
-      localTime: S.formatLocal(zone, now),
-      today: { date: S.formatDate(day), weekday: S.weekdayOf(day), windows: Calendar.windowsOn(shared, live, day) },
+      timezone: describeZone(zone),
+      now: iso(now),
+      localTime: formatLocal(zone, now),
+      today: { date: formatDate(day), weekday: weekdayOf(day), windows: Calendar.windowViews(shared, live, day) },
       overrides: live.overrides.map(overrideView),
       running: [
         ...[...s.routines.values()].flatMap((r) => (r.running === null ? [] : [runningView(r.running)])),
@@ -50,16 +50,16 @@ export const status = (shared: Shared, rejected: ReadonlyArray<Rejected>): Effec
           action: r.routine.action,
           every: r.routine.every,
           state: r.running !== null ? "running" : railed ? "railed" : "idle",
-          nextFireAt: next === undefined ? null : S.iso(next),
+          nextFireAt: next === undefined ? null : iso(next),
           ...("intervalMs" in r.routine.every ? { workedMs: r.workedMs } : {}),
           spentTodayUsd: r.spentDay === day ? r.spentUsd : 0,
           maxBudgetUsd: r.routine.maxBudgetUsd ?? null,
           dailyBudgetUsd: r.routine.dailyBudgetUsd ?? null,
-          railedUntil: railed ? S.iso(Calendar.nextMidnight(zone, now)) : null,
+          railedUntil: railed ? iso(Calendar.nextMidnight(zone, now)) : null,
           lastFire: r.lastFire
         }
       }),
       rejected: rejected.map(({ message, path }) => ({ path, message })),
-      nextChange: edge === undefined || s.mode === "paused" ? null : S.iso(edge)
+      nextChange: edge === undefined || s.mode === "paused" ? null : iso(edge)
     } satisfies SchedulerStatus
   })

@@ -1,6 +1,7 @@
 /**
- * Pure time math for working hours: time zones, local wall-clock time ↔ instants, the working intervals a
- * week of windows and a set of overrides give, and the boundaries between them. Nothing here reads a clock.
+ * Working hours as written and as instants: times of day, windows and dates as config and steering write
+ * them, time zones, local wall-clock time ↔ instants, and the instants a window covers on a local date.
+ * Nothing here reads a clock. (What the hours and the overrides together make of time is in `Calendar`.)
  *
  * Local wall-clock time is handled as "local milliseconds": the wall-clock reading written as if it were UTC
  * (`Date.UTC(y, m, d, h, mi)`), and a local date as its epoch day. Converting local time to an instant follows
@@ -211,95 +212,3 @@ export const windowOn = (zone: TimeZone, day: number, window: Window): Interval 
 /** The schedule's own windows that start on a local date, as instants. */
 export const windowsOn = (zone: TimeZone, hours: Hours, day: number): Array<Interval & { readonly window: Window }> =>
   (hours[weekdayOf(day)] ?? []).map((window) => ({ ...windowOn(zone, day, window), window }))
-
-/** Sorted, with overlapping and touching intervals joined. */
-export const merge = (intervals: ReadonlyArray<Interval>): Array<Interval> => {
-  const sorted = intervals.filter((i) => i.until > i.from).sort((a, b) => a.from - b.from)
-  const out: Array<Interval> = []
-  for (const interval of sorted) {
-    const last = out[out.length - 1]
-    if (last !== undefined && interval.from <= last.until) {
-      out[out.length - 1] = { from: last.from, until: Math.max(last.until, interval.until) }
-    } else out.push(interval)
-  }
-  return out
-}
-
-/** `intervals` minus `removed` (both merged). */
-export const subtract = (intervals: ReadonlyArray<Interval>, removed: ReadonlyArray<Interval>): Array<Interval> => {
-  let out = merge(intervals)
-  for (const cut of merge(removed)) {
-    out = out.flatMap((i) => {
-      if (cut.until <= i.from || cut.from >= i.until) return [i]
-      const parts: Array<Interval> = []
-      if (cut.from > i.from) parts.push({ from: i.from, until: cut.from })
-      if (cut.until < i.until) parts.push({ from: cut.until, until: i.until })
-      return parts
-    })
-  }
-  return out
-}
-
-export const clip = (intervals: ReadonlyArray<Interval>, from: number, until: number): Array<Interval> =>
-  intervals.flatMap((i) => {
-    const a = Math.max(i.from, from)
-    const b = Math.min(i.until, until)
-    return b > a ? [{ from: a, until: b }] : []
-  })
-
-/** Working hours plus runtime changes: what decides whether an instant is working time. */
-export interface Calendar {
-  readonly zone: TimeZone
-  readonly hours: Hours
-  /** Extra working time (keep going, a one-off shift). */
-  readonly added: ReadonlyArray<Interval>
-  /** Time taken out (stop for today). */
-  readonly removed: ReadonlyArray<Interval>
-}
-
-/** Working intervals within `[from, until)`, merged and clipped. */
-export const working = (calendar: Calendar, from: number, until: number): Array<Interval> => {
-  if (until <= from) return []
-  const base: Array<Interval> = []
-  // A window of the day before may run past midnight into the range.
-  for (let day = localDay(calendar.zone, from) - 1; day <= localDay(calendar.zone, until); day++) {
-    base.push(...windowsOn(calendar.zone, calendar.hours, day))
-  }
-  return clip(subtract([...base, ...calendar.added], calendar.removed), from, until)
-}
-
-export const isWorkingAt = (calendar: Calendar, instant: number): boolean =>
-  working(calendar, instant, instant + 1).length > 0
-
-/** Working time within `[from, until)`, in milliseconds. */
-export const workingMs = (calendar: Calendar, from: number, until: number): number =>
-  working(calendar, from, until).reduce((sum, i) => sum + (i.until - i.from), 0)
-
-/** The first instant after `instant` where working time starts or stops, within `horizon`. */
-export const nextEdge = (calendar: Calendar, instant: number, horizon = 8 * DAY): number | undefined => {
-  for (const interval of working(calendar, instant, instant + horizon)) {
-    if (interval.from > instant) return interval.from
-    if (interval.until < instant + horizon) return interval.until
-  }
-  return undefined
-}
-
-/** The instant by which `ms` more of working time has passed after `from` (searching up to `horizon`). */
-export const afterWorking = (
-  calendar: Calendar,
-  from: number,
-  ms: number,
-  horizon = 400 * DAY
-): number | undefined => {
-  let remaining = ms
-  if (remaining <= 0) return from
-  const chunk = 14 * DAY
-  for (let start = from; start < from + horizon; start += chunk) {
-    for (const interval of working(calendar, start, start + chunk)) {
-      const length = interval.until - interval.from
-      if (length >= remaining) return interval.from + remaining
-      remaining -= length
-    }
-  }
-  return undefined
-}
