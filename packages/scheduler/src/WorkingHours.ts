@@ -4,14 +4,15 @@
  * Nothing here reads a clock. (What the hours and the overrides together make of time is in `Calendar`.)
  *
  * Local wall-clock time is handled as "local milliseconds": the wall-clock reading written as if it were UTC
- * (`Date.UTC(y, m, d, h, mi)`), and a local date as its epoch day. Converting local time to an instant follows
- * the rule of `Temporal`'s "compatible" disambiguation, so a daylight-saving change neither loses nor doubles
- * anything:
+ * (`Date.UTC(y, m, d, h, mi)`), and a local date as its epoch day. A named zone's offsets come from Effect's
+ * `DateTime`; converting local time to an instant uses its (and `Temporal`'s) "compatible" disambiguation,
+ * so a daylight-saving change neither loses nor doubles anything:
  * - a wall-clock time the clocks skip (02:30 on a spring-forward night) is moved forward by the gap (03:30);
  * - a wall-clock time that happens twice (01:30 on a fall-back night) means its first occurrence.
  * A window is the interval between its two instants, so on a fall-back night the repeated hour is not worked
  * twice, and a window inside a spring-forward gap is shifted rather than dropped.
  */
+import { DateTime, Option } from "effect"
 import type { Weekday } from "./Steering.js"
 
 export const MINUTE = 60_000
@@ -95,58 +96,25 @@ export const weekdayOf = (day: number): Weekday => WEEKDAYS[new Date(day * DAY).
 
 // ------------------------------------------------------------------------------------------ time zones
 
-const formatters = new Map<string, Intl.DateTimeFormat>()
-
-const formatterFor = (name: string): Intl.DateTimeFormat => {
-  let formatter = formatters.get(name)
-  if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat("en-US", {
-      timeZone: name,
-      hourCycle: "h23",
-      era: "short",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric"
-    })
-    formatters.set(name, formatter)
-  }
-  return formatter
-}
-
 /** The canonical IANA name, or undefined when the runtime does not know the zone. */
-export const resolveZone = (name: string): string | undefined => {
-  try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
-  } catch {
-    return undefined
-  }
-}
+export const resolveZone = (name: string): string | undefined =>
+  Option.getOrUndefined(Option.map(DateTime.zoneMakeNamed(name), (zone) => zone.id))
+
+const namedZone = (name: string): DateTime.TimeZone =>
+  // `resolveZone` checked the name when the config was read.
+  Option.getOrThrowWith(DateTime.zoneMakeNamed(name), () => new Error(`unknown time zone "${name}"`))
 
 /** Local time minus UTC, in milliseconds, at an instant. */
 export const offsetAt = (zone: TimeZone, instant: number): number => {
   switch (zone._tag) {
     case "Utc":
       return 0
+    // A fixed offset has no daylight saving, so this stays plain arithmetic: through DateTime each conversion
+    // allocates a Zoned (~0.8 µs against ~0.04 µs, measured), which doubled workingMs for a UTC schedule.
     case "Offset":
       return zone.seconds * 1000
-    case "Zone": {
-      const parts: Record<string, string> = {}
-      for (const part of formatterFor(zone.name).formatToParts(new Date(instant))) parts[part.type] = part.value
-      const year = parts["era"] === "BC" || parts["era"] === "B" ? 1 - Number(parts["year"]) : Number(parts["year"])
-      const local = Date.UTC(
-        year,
-        Number(parts["month"]) - 1,
-        Number(parts["day"]),
-        Number(parts["hour"]),
-        Number(parts["minute"]),
-        Number(parts["second"])
-      )
-      const second = Math.floor(instant / 1000) * 1000
-      return local - second
-    }
+    case "Zone":
+      return DateTime.zonedOffset(DateTime.unsafeMakeZoned(instant, { timeZone: namedZone(zone.name) }))
   }
 }
 
@@ -154,20 +122,18 @@ export const toLocal = (zone: TimeZone, instant: number): number => instant + of
 
 /**
  * The instant a local wall-clock time means (see the module comment: a skipped time moves forward by the
- * gap, a repeated time is its first occurrence).
+ * gap, a repeated time is its first occurrence). That is DateTime's "compatible" disambiguation.
  */
-export const fromLocal = (zone: TimeZone, local: number): number => {
-  if (zone._tag !== "Zone") return local - offsetAt(zone, local)
-  // The true instant is within 14 hours of `local`; a day either side sees the offsets before and after.
-  const before = offsetAt(zone, local - DAY)
-  const after = offsetAt(zone, local + DAY)
-  const candidates = [...new Set([before, after, offsetAt(zone, local)])]
-    .map((offset) => local - offset)
-    .filter((instant) => toLocal(zone, instant) === local)
-  if (candidates.length > 0) return Math.min(...candidates)
-  // In a gap: read with the offset in force before it, which lands the same distance past the jump.
-  return local - before
-}
+export const fromLocal = (zone: TimeZone, local: number): number =>
+  zone._tag === "Zone"
+    ? DateTime.toEpochMillis(
+      DateTime.unsafeMakeZoned(local, {
+        timeZone: namedZone(zone.name),
+        adjustForTimeZone: true,
+        disambiguation: "compatible"
+      })
+    )
+    : local - offsetAt(zone, local)
 
 export const localDay = (zone: TimeZone, instant: number): number => Math.floor(toLocal(zone, instant) / DAY)
 
