@@ -4,7 +4,7 @@
  * `now` counts working time toward interval routines, lifts rails on a new local day, expires overrides,
  * records wake and stop, and starts the routines that fell due (or records why each is skipped).
  */
-import { Clock, Duration, Effect, Queue, Ref } from "effect"
+import { Clock, Duration, Effect, Fiber, Queue, Ref } from "effect"
 import * as Calendar from "./Calendar.js"
 import type { Fires } from "./Fires.js"
 import type { RoutineState, Shared, State, Steer } from "./internal/state.js"
@@ -103,6 +103,9 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
     })
 
   const run = Effect.gen(function*() {
+    // The pending wake-up. A poke that leaves the next wake where it was keeps it: a sleep dropped on every
+    // poke (each fire's end is one) is a timer made and cleared for nothing, and a step more for TestClock.
+    let alarm: { readonly at: number; readonly fiber: Fiber.RuntimeFiber<void> } | undefined
     while (true) {
       const now = yield* Clock.currentTimeMillis
       const wakeAt = yield* locked(evaluate(now)).pipe(
@@ -110,8 +113,16 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
           Effect.logError("scheduler heartbeat failed", cause).pipe(Effect.as(now + tickMs))
         )
       )
-      const delay = Math.max(1, Math.min(wakeAt - now, tickMs))
-      yield* Effect.race(Effect.sleep(Duration.millis(delay)), Queue.take(poke))
+      const at = now + Math.max(1, Math.min(wakeAt - now, tickMs))
+      if (alarm?.at !== at) {
+        if (alarm !== undefined) yield* Fiber.interrupt(alarm.fiber)
+        alarm = { at, fiber: yield* Effect.fork(Effect.sleep(Duration.millis(at - now))) }
+      }
+      const rang = yield* Effect.race(
+        Effect.as(Fiber.await(alarm.fiber), true),
+        Effect.as(Queue.take(poke), false)
+      )
+      if (rang) alarm = undefined
     }
   })
 
