@@ -10,8 +10,8 @@ import * as Permission from "@flotta/core/Permission"
 import { NAME_PATTERN } from "@flotta/core/Registry"
 import type { Rejected } from "@flotta/core/Spec"
 import { Either, ParseResult, Schema } from "effect"
-import { parseClock } from "./Schedule.js"
 import type { Cadence, RoutineAction } from "./Steering.js"
+import { parseClock } from "./WorkingHours.js"
 
 const Name = (what: string) =>
   Schema.String.pipe(Schema.pattern(NAME_PATTERN, {

@@ -16,14 +16,23 @@ import type { Rejected } from "@flotta/core/Spec"
 import { Effect, Either, Option } from "effect"
 import type { Routine } from "./Routine.js"
 import { isRecord, readRoutines } from "./Routine.js"
-import * as S from "./Schedule.js"
-import type * as Scheduler from "./Scheduler.js"
 import type { Mode, Weekday } from "./Steering.js"
+import type { Hours, TimeZone, Window } from "./WorkingHours.js"
+import { parseWindow, resolveZone } from "./WorkingHours.js"
 
 export const DEFAULT_TICK_MS = 60_000
 
+/** The decoded `schedule` section. */
+export interface ScheduleSettings {
+  readonly zone: TimeZone
+  readonly hours: Hours
+  /** The heartbeat's longest sleep. */
+  readonly tickMs: number
+  readonly start: Mode
+}
+
 export interface SchedulerConfig {
-  readonly schedule: Scheduler.ScheduleSettings
+  readonly schedule: ScheduleSettings
   readonly routines: ReadonlyArray<Routine>
   readonly rejected: ReadonlyArray<Rejected>
 }
@@ -33,10 +42,10 @@ type Issue = { readonly path: string; readonly message: string }
 const DAYS: ReadonlyArray<Weekday> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 const ZONE_HINT = "\"utc\", { \"offsetSeconds\": -25200 }, or an IANA name such as \"America/Los_Angeles\""
 
-const readZone = (input: unknown, at: string): S.TimeZone | Issue => {
+const readZone = (input: unknown, at: string): TimeZone | Issue => {
   if (typeof input === "string") {
     if (input.toLowerCase() === "utc") return { _tag: "Utc" }
-    const name = S.resolveZone(input)
+    const name = resolveZone(input)
     return name === undefined
       ? { path: at, message: `unknown time zone "${input}": use ${ZONE_HINT}` }
       : name === "UTC"
@@ -52,12 +61,12 @@ const readZone = (input: unknown, at: string): S.TimeZone | Issue => {
   return { path: at, message: `expected ${ZONE_HINT}` }
 }
 
-const readHours = (input: unknown, at: string): S.Hours | ReadonlyArray<Issue> => {
+const readHours = (input: unknown, at: string): Hours | ReadonlyArray<Issue> => {
   if (!isRecord(input)) {
     return [{ path: at, message: "expected an object of weekdays: { \"mon\": [[\"09:00\", \"17:00\"]] }" }]
   }
   const issues: Array<Issue> = []
-  const hours: Partial<Record<Weekday, ReadonlyArray<S.Window>>> = {}
+  const hours: Partial<Record<Weekday, ReadonlyArray<Window>>> = {}
   for (const [key, value] of Object.entries(input)) {
     if (!DAYS.includes(key as Weekday)) {
       issues.push({ path: `${at}.${key}`, message: `unknown day: use ${DAYS.join(", ")}` })
@@ -67,9 +76,9 @@ const readHours = (input: unknown, at: string): S.Hours | ReadonlyArray<Issue> =
       issues.push({ path: `${at}.${key}`, message: "expected a list of windows: [[\"09:00\", \"17:00\"]]" })
       continue
     }
-    const windows: Array<S.Window> = []
+    const windows: Array<Window> = []
     value.forEach((item, i) => {
-      const window = S.parseWindow(item)
+      const window = parseWindow(item)
       if (typeof window === "string") issues.push({ path: `${at}.${key}[${i}]`, message: window })
       else windows.push(window)
     })
@@ -82,7 +91,7 @@ const readHours = (input: unknown, at: string): S.Hours | ReadonlyArray<Issue> =
 export const readSchedule = (
   input: unknown,
   at = "schedule"
-): Either.Either<Scheduler.ScheduleSettings, ReadonlyArray<Issue>> => {
+): Either.Either<ScheduleSettings, ReadonlyArray<Issue>> => {
   if (!isRecord(input)) return Either.left([{ path: at, message: "expected an object with timezone and hours" }])
   const issues: Array<Issue> = []
   for (const key of Object.keys(input)) {
@@ -93,14 +102,14 @@ export const readSchedule = (
       })
     }
   }
-  let zone: S.TimeZone | undefined
+  let zone: TimeZone | undefined
   if (input["timezone"] === undefined) issues.push({ path: `${at}.timezone`, message: `required: ${ZONE_HINT}` })
   else {
     const read = readZone(input["timezone"], `${at}.timezone`)
     if ("path" in read) issues.push(read)
     else zone = read
   }
-  let hours: S.Hours | undefined
+  let hours: Hours | undefined
   if (input["hours"] === undefined) {
     issues.push({
       path: `${at}.hours`,
@@ -109,7 +118,7 @@ export const readSchedule = (
   } else {
     const read = readHours(input["hours"], `${at}.hours`)
     if (Array.isArray(read)) issues.push(...read)
-    else hours = read as S.Hours
+    else hours = read as Hours
   }
   const tickMs = input["tickMs"] ?? DEFAULT_TICK_MS
   if (typeof tickMs !== "number" || !Number.isInteger(tickMs) || tickMs < 1000) {

@@ -228,6 +228,19 @@ describe("cadence", () => {
       ])
     }).pipe(Effect.provide(LogLive)))
 
+  it.scoped("dailyAt asked from the second pass of a repeated hour is tomorrow's, not the hour already gone", () =>
+    Effect.gen(function*() {
+      yield* setTime("2025-11-02T09:15:00Z") // 01:15 PST, the second 01:15 of the fall-back night
+      const { steering } = yield* start({
+        schedule: { timezone: LA, hours: { sun: [["00:00", "06:00"]], mon: [["00:00", "06:00"]] }, tickMs: 6 * HOUR },
+        routines: [{ name: "in-overlap", action: "scan", every: { dailyAt: "01:30" }, prompt: "TASKS []" }]
+      })
+      // 01:30 today meant 01:30 PDT (08:30Z), already past: not 01:30 PST, and never a time before now.
+      assert.strictEqual((yield* steering.status).routines[0]!.nextFireAt, "2025-11-03T09:30:00.000Z")
+      yield* TestClock.adjust("25 hours")
+      assert.deepStrictEqual(timeline(yield* entries("fire")), ["fire:in-overlap@2025-11-03T01:30:00-08:00"])
+    }).pipe(Effect.provide(LogLive)))
+
   it.scoped("the boot cursor: nothing fires the instant the node starts", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")

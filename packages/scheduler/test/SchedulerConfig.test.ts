@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as Testing from "@flotta/core/Testing"
 import { Effect, Either, Layer, Option } from "effect"
-import { fakeFleet } from "../../core/test/support.js"
 import { SchedulerNotEnabled } from "../src/Errors.js"
 import * as Routine from "../src/Routine.js"
 import { Scheduler } from "../src/Scheduler.js"
@@ -186,8 +186,8 @@ describe("the schedule section", () => {
 })
 
 describe("the layers", () => {
-  // The engine over the fake CLI (no process starts in these tests).
-  const Engine = fakeFleet()
+  // The engine over the in-memory Claude: no process, TestClock the only clock.
+  const Engine = Testing.layer()
 
   it.scoped("without a schedule section the layer is empty: no scheduler, nothing is recorded", () =>
     Effect.gen(function*() {

@@ -1,0 +1,352 @@
+/**
+ * What a fire does, by action: `scan` (a read-only run that reports tasks), `dispatch_scan` (a scan, then a
+ * run of a template for each task not seen before), `run` and `prompt`; and the budget each fire gets. All of
+ * it goes through the fleet's public operations (`FleetOps`), so a fire is what a caller could do by hand.
+ */
+import type { TurnResult } from "@flotta/core/Agent"
+import { InvalidSpec } from "@flotta/core/Errors"
+import * as Permission from "@flotta/core/Permission"
+import type { ReportLog } from "@flotta/core/ReportLog"
+import type { RunOptions, RunResult } from "@flotta/core/Run"
+import type { Spec } from "@flotta/core/Spec"
+import { Cause, Duration, Effect, Either, Exit, Schema } from "effect"
+import { InvalidScanOutput, RoutineRefused } from "./Errors.js"
+import { runName } from "./internal/ids.js"
+import type { Recorder } from "./internal/record.js"
+import type { Failure, RoutineState, Target } from "./internal/state.js"
+import type { DispatchRoutine, ScanParams } from "./Routine.js"
+import { decodeAt } from "./Routine.js"
+import { normalizeTitle, ReportKinds, schedulerEntries, tasksOf } from "./Steering.js"
+import type { DispatchOutcome, ErrorView, FireOutcome, FireTrigger, Task } from "./Steering.js"
+
+/** The fleet operations a scheduler drives: the `Flotta` facade's, or a test double's. */
+export interface FleetOps {
+  readonly run: (options: RunOptions) => Effect.Effect<RunResult, Failure>
+  readonly prompt: (
+    agent: string,
+    text: string,
+    options: { readonly timeout?: Duration.DurationInput }
+  ) => Effect.Effect<string, Failure>
+  readonly wait: (agent: string, turnId: string) => Effect.Effect<TurnResult, Failure>
+  readonly template: (name: string) => Effect.Effect<Spec | undefined>
+}
+
+// ---------------------------------------------------------------------------------------------- scans
+
+/** What a scan must return, as the JSON Schema handed to the CLI. */
+export const TASKS_JSON_SCHEMA: Record<string, unknown> = {
+  type: "object",
+  properties: {
+    tasks: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          title: { type: "string", description: "One line naming the task" },
+          detail: { type: "string", description: "What to do and where, enough to start without rescanning" },
+          priority: { type: "string", enum: ["low", "medium", "high"] }
+        },
+        required: ["title", "detail"],
+        additionalProperties: false
+      }
+    }
+  },
+  required: ["tasks"],
+  additionalProperties: false
+}
+
+const TaskList = Schema.Struct({
+  tasks: Schema.Array(Schema.Struct({
+    title: Schema.String.pipe(Schema.filter((t) => normalizeTitle(t).length > 0 || "a title with some words in it")),
+    detail: Schema.String,
+    priority: Schema.optional(Schema.Literal("low", "medium", "high"))
+  }))
+})
+
+const scanInstructions = (focus: string | undefined) =>
+  [
+    "You are scanning this project for actionable work. Read what you need; change nothing.",
+    "Report each distinct, concrete task you find: a one-line title, and enough detail (files, symptoms, the",
+    "fix you suggest) for someone to start on it without scanning again. Give a priority when it is clear.",
+    "Report only real work; an empty list is a fine answer.",
+    ...(focus === undefined ? [] : [`Focus on: ${focus}`])
+  ].join("\n")
+
+const defaultScanPrompt = (focus: string | undefined) =>
+  focus === undefined
+    ? "Scan for actionable work and report it as tasks."
+    : `Scan for actionable work and report it as tasks. Focus on: ${focus}`
+
+/** The prompt a dispatched run gets: its template's prompt, then the task. */
+export const dispatchPrompt = (templatePrompt: string | undefined, task: Task) =>
+  [
+    templatePrompt ?? "Work on this task, then report what you did.",
+    "",
+    `Task: ${task.title}`,
+    ...(task.priority === undefined ? [] : [`Priority: ${task.priority}`]),
+    "",
+    task.detail
+  ].join("\n").trimEnd()
+
+const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+/** `scanNow`'s options, checked before anything runs. */
+export const ScanOptionsSchema = Schema.Struct({
+  focus: exact(Schema.String.pipe(Schema.minLength(1))),
+  prompt: exact(Schema.String.pipe(Schema.minLength(1))),
+  cwd: exact(Schema.String.pipe(Schema.minLength(1))),
+  model: exact(Schema.String.pipe(Schema.minLength(1))),
+  env: exact(Schema.Record({ key: Schema.String, value: Schema.String })),
+  maxBudgetUsd: exact(Schema.Number.pipe(Schema.positive())),
+  maxTurns: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  timeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive()))
+})
+
+// ---------------------------------------------------------------------------------------------- budgets
+
+/** Spend is summed in floating point (0.1 + 0.2 is 0.30000000000000004): a budget counts as reached this close. */
+export const EPSILON = 1e-9
+
+/** A routine's budget for one fire: its `maxBudgetUsd`, cut to what its daily budget has left. */
+export const budgetOf = (r: RoutineState): number | undefined => {
+  const { dailyBudgetUsd, maxBudgetUsd } = r.routine
+  const daily = dailyBudgetUsd === undefined ? undefined : Math.max(0, dailyBudgetUsd - r.spentUsd)
+  if (daily === undefined) return maxBudgetUsd
+  return maxBudgetUsd === undefined ? daily : Math.min(daily, maxBudgetUsd)
+}
+
+/** What a failed run or turn had spent, when its error says (BudgetExceeded, MaxTurnsReached, TurnTimeout). */
+const costOf = (error: unknown): number =>
+  typeof error === "object" && error !== null && "costUsd" in error && typeof error.costUsd === "number"
+    ? error.costUsd
+    : 0
+
+// ---------------------------------------------------------------------------------------------- acting
+
+/** What a fire has spent and produced so far; it becomes the fire's outcome, whether it succeeds or not. */
+export interface Tally {
+  costUsd: number
+  readonly runs: Array<string>
+  result: Partial<FireOutcome>
+}
+
+export const failureView = (cause: Cause.Cause<Failure>): ErrorView => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") return { _tag: failure.value._tag, message: failure.value.message }
+  if (Cause.isInterruptedOnly(cause)) return { _tag: "FireInterrupted", message: "the fire was interrupted" }
+  return { _tag: "Defect", message: Cause.pretty(cause) }
+}
+
+export interface Actions {
+  /** Does what the target's action says, adding what it spends and produces to `tally`. */
+  readonly perform: (
+    target: Target,
+    fireId: string,
+    trigger: FireTrigger,
+    budget: number | undefined,
+    tally: Tally
+  ) => Effect.Effect<void, Failure>
+}
+
+export const make = (deps: {
+  readonly fleet: FleetOps
+  readonly reports: Pick<ReportLog, "reports">
+  readonly record: Recorder
+  /** Whether the scheduler is paused now: a scheduled dispatch starts no more runs once it is. */
+  readonly paused: Effect.Effect<boolean>
+}): Effect.Effect<Actions> =>
+  Effect.gen(function*() {
+    const { fleet, record, reports } = deps
+    // Dispatches choose their tasks one at a time, so two fires never take the same task.
+    const dispatchLock = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    /** Task keys a dispatch in this process has taken (the report log has the rest). */
+    const claimed = new Set<string>()
+
+    const perform: Actions["perform"] = (target, fireId, trigger, budget, tally) => {
+      /** What is left of this fire's budget. */
+      const remaining = () => (budget === undefined ? undefined : budget - tally.costUsd)
+      const bounded = () => {
+        const left = remaining()
+        return left === undefined ? {} : { maxBudgetUsd: Math.max(left, 0.0001) }
+      }
+      const spend = <A extends { readonly costUsd: number }>(effect: Effect.Effect<A, Failure>) =>
+        effect.pipe(
+          Effect.tap((a) => Effect.sync(() => (tally.costUsd += a.costUsd))),
+          Effect.tapError((e) => Effect.sync(() => (tally.costUsd += costOf(e))))
+        )
+
+      const checkTemplate = (routine: string, name: string) =>
+        Effect.flatMap(fleet.template(name), (spec): Effect.Effect<Spec, Failure> => {
+          if (spec === undefined) {
+            return new InvalidSpec({ path: "template", reason: `no run template named "${name}"` })
+          }
+          if (Permission.canWrite(spec.permission) && (spec.worktree === undefined || spec.worktree === false)) {
+            return new RoutineRefused({
+              name: routine,
+              reason: `run template "${name}" can write but has no worktree: write work must be worktree-isolated`
+            })
+          }
+          return Effect.succeed(spec)
+        })
+
+      const scan = (label: string | null, params: ScanParams) =>
+        Effect.gen(function*() {
+          const name = runName(label ?? "scan")
+          tally.runs.push(name)
+          const result = yield* spend(fleet.run({
+            name,
+            prompt: params.prompt ?? defaultScanPrompt(params.focus),
+            appendSystemPrompt: scanInstructions(params.focus),
+            permission: "read_only",
+            jsonSchema: TASKS_JSON_SCHEMA,
+            ...(params.cwd === undefined ? {} : { cwd: params.cwd }),
+            ...(params.model === undefined ? {} : { model: params.model }),
+            ...(params.env === undefined ? {} : { env: params.env }),
+            ...(params.maxTurns === undefined ? {} : { maxTurns: params.maxTurns }),
+            ...(params.timeoutMs === undefined ? {} : { timeout: Duration.millis(params.timeoutMs) }),
+            ...bounded()
+          }))
+          const decoded = decodeAt(TaskList, result.structuredOutput ?? null, "output", "ignore")
+          if (Either.isLeft(decoded)) {
+            return yield* new InvalidScanOutput({
+              name,
+              reason: decoded.left.map((i) => `${i.path}: ${i.message}`).join("; ")
+            })
+          }
+          const entry = yield* record(ReportKinds.findings, {
+            routine: label,
+            fireId,
+            run: name,
+            tasks: decoded.right.tasks
+          })
+          const tasks = tasksOf(entry)
+          tally.result = { ...tally.result, tasks }
+          return { tasks, seq: entry.seq }
+        })
+
+      const dispatch = (routine: DispatchRoutine) =>
+        Effect.gen(function*() {
+          const template = yield* checkTemplate(routine.name, routine.template)
+          const { seq, tasks } = yield* scan(routine.name, routine)
+          const deferred: Array<{ title: string; key: string; reason: string }> = []
+          const chosen = yield* dispatchLock(Effect.gen(function*() {
+            const log = yield* schedulerEntries(reports, [
+              ReportKinds.findings,
+              ReportKinds.dispatch,
+              ReportKinds.fireResult
+            ])
+            // New means: never found before this scan, or found and left over by an earlier fire; never dispatched.
+            const found = new Set<string>()
+            const dispatched = new Set<string>()
+            const left = new Set<string>()
+            for (const entry of log) {
+              const data = entry.data as Record<string, unknown>
+              if (entry.kind === ReportKinds.findings && entry.seq < seq) {
+                tasksOf(entry).forEach((t) => found.add(t.key))
+              }
+              if (entry.kind === ReportKinds.dispatch && typeof data["key"] === "string") dispatched.add(data["key"])
+              if (entry.kind === ReportKinds.fireResult && Array.isArray(data["deferred"])) {
+                for (const d of data["deferred"]) if (typeof d?.key === "string") left.add(d.key)
+              }
+            }
+            const seen = new Set<string>()
+            const fresh = tasks.filter((t) => {
+              if (seen.has(t.key)) return false
+              seen.add(t.key)
+              return !dispatched.has(t.key) && !claimed.has(t.key) && (!found.has(t.key) || left.has(t.key))
+            })
+            const chosen = fresh.slice(0, routine.maxDispatch)
+            for (const t of fresh.slice(routine.maxDispatch)) {
+              deferred.push({ title: t.title, key: t.key, reason: `maxDispatch (${routine.maxDispatch})` })
+            }
+            chosen.forEach((t) => claimed.add(t.key))
+            return chosen
+          }))
+          const outcomes: Array<DispatchOutcome> = []
+          for (const [i, task] of chosen.entries()) {
+            const left = remaining()
+            const paused = trigger === "schedule" && (yield* deps.paused)
+            if (paused || (left !== undefined && left <= 0.0001)) {
+              for (const t of chosen.slice(i)) {
+                claimed.delete(t.key)
+                deferred.push({ title: t.title, key: t.key, reason: paused ? "paused" : "budget" })
+              }
+              break
+            }
+            const name = runName(routine.template)
+            tally.runs.push(name)
+            yield* record(ReportKinds.dispatch, {
+              routine: routine.name,
+              fireId,
+              key: task.key,
+              title: task.title,
+              run: name
+            })
+            const before = tally.costUsd
+            const exit = yield* Effect.exit(spend(fleet.run({
+              name,
+              template: routine.template,
+              prompt: dispatchPrompt(template.prompt, task),
+              ...bounded()
+            })))
+            claimed.delete(task.key)
+            outcomes.push({
+              title: task.title,
+              key: task.key,
+              run: name,
+              ok: Exit.isSuccess(exit),
+              costUsd: tally.costUsd - before,
+              ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {})
+            })
+          }
+          tally.result = { ...tally.result, dispatched: outcomes, deferred }
+          // The fire fails only when every dispatched run failed.
+          const failed = outcomes.find((o) => !o.ok)
+          if (failed !== undefined && outcomes.every((o) => !o.ok)) {
+            return yield* Effect.fail<Failure>(failed.error!)
+          }
+        })
+
+      if (target._tag === "Scan") return Effect.asVoid(scan(null, target.options))
+      const routine = target.routine
+      switch (routine.action) {
+        case "scan":
+          return Effect.asVoid(scan(routine.name, routine))
+        case "dispatch_scan":
+          return dispatch(routine)
+        case "run":
+          return Effect.gen(function*() {
+            if (routine.template !== undefined) yield* checkTemplate(routine.name, routine.template)
+            const name = runName(routine.name)
+            tally.runs.push(name)
+            const result = yield* spend(fleet.run({
+              name,
+              ...(routine.template === undefined ? {} : { template: routine.template }),
+              ...(routine.prompt === undefined ? {} : { prompt: routine.prompt }),
+              ...(routine.cwd === undefined ? {} : { cwd: routine.cwd }),
+              ...(routine.model === undefined ? {} : { model: routine.model }),
+              ...(routine.env === undefined ? {} : { env: routine.env }),
+              ...(routine.permission === undefined ? {} : { permission: routine.permission }),
+              ...(routine.worktree === undefined ? {} : { worktree: routine.worktree }),
+              ...(routine.maxTurns === undefined ? {} : { maxTurns: routine.maxTurns }),
+              ...(routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }),
+              ...bounded()
+            }))
+            tally.result = { ...tally.result, text: result.text }
+          })
+        case "prompt":
+          return Effect.gen(function*() {
+            const turnId = yield* fleet.prompt(
+              routine.agent,
+              routine.prompt,
+              routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }
+            )
+            tally.result = { ...tally.result, turnId }
+            const result = yield* spend(fleet.wait(routine.agent, turnId))
+            tally.result = { ...tally.result, text: result.text }
+          })
+      }
+    }
+
+    return { perform }
+  })

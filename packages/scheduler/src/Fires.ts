@@ -1,0 +1,252 @@
+/**
+ * A fire's life: it starts (the routine is marked running, its per-fire budget set, a `fire` entry written),
+ * runs its action in the background, and ends (a `fire_result` entry, the spend added to the routine's day,
+ * and the daily rail when that spend crosses the routine's daily budget). Manual fires (`runRoutine`,
+ * `scanNow`) take the same path and wait for the outcome. The day's spend survives a restart: it is read back
+ * from the report log at boot.
+ */
+import { InvalidSpec } from "@flotta/core/Errors"
+import type { ReportLog } from "@flotta/core/ReportLog"
+import { Clock, Deferred, Effect, Either, Exit, FiberSet, Queue, Ref } from "effect"
+import type { Scope } from "effect"
+import type { Actions, Tally } from "./Actions.js"
+import { budgetOf, EPSILON, failureView, ScanOptionsSchema } from "./Actions.js"
+import { nextMidnight } from "./Calendar.js"
+import { RoutineBusy, RoutineNotFound, RoutineRailed } from "./Errors.js"
+import { hex } from "./internal/ids.js"
+import type { Failure, RoutineState, Running, Shared, State, Steer, Target } from "./internal/state.js"
+import { withRoutine } from "./internal/state.js"
+import type { Routine } from "./Routine.js"
+import { decodeAt } from "./Routine.js"
+import { ReportKinds, schedulerEntries } from "./Steering.js"
+import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions } from "./Steering.js"
+import type { TimeZone } from "./WorkingHours.js"
+import { dayStart, formatDate, formatLocal, iso, localDay } from "./WorkingHours.js"
+
+export interface Fires {
+  /** Starts a fire in the background (call it holding the lock) and returns where its outcome lands. */
+  readonly start: (
+    target: Target,
+    trigger: FireTrigger,
+    now: number
+  ) => Effect.Effect<{ readonly fireId: string; readonly done: Deferred.Deferred<FireOutcome> }>
+}
+
+/**
+ * Each routine's state at boot: nothing worked yet (the boot cursor), and today's spend as the report log
+ * has it since the last `resume` that lifted its rail.
+ */
+export const routinesAtBoot = (
+  reports: Pick<ReportLog, "reports">,
+  zone: TimeZone,
+  routines: ReadonlyArray<Routine>,
+  bootAt: number
+): Effect.Effect<Map<string, RoutineState>> =>
+  Effect.gen(function*() {
+    const today = localDay(zone, bootAt)
+    const history = yield* schedulerEntries(reports, [ReportKinds.fireResult, ReportKinds.override])
+    const spentToday = (name: string) => {
+      let resetSeq = 0
+      for (const entry of history) {
+        const data = entry.data as Record<string, unknown>
+        if (
+          entry.kind === ReportKinds.override && data["action"] === "resume" &&
+          Array.isArray(data["resetRails"]) && data["resetRails"].includes(name)
+        ) resetSeq = entry.seq
+      }
+      return history.reduce((sum, entry) => {
+        const data = entry.data as Record<string, unknown>
+        return entry.kind === ReportKinds.fireResult && entry.seq > resetSeq && data["routine"] === name &&
+            data["day"] === formatDate(today) && typeof data["costUsd"] === "number"
+          ? sum + data["costUsd"]
+          : sum
+      }, 0)
+    }
+    const states = new Map<string, RoutineState>()
+    for (const routine of routines) {
+      const spentUsd = spentToday(routine.name)
+      states.set(routine.name, {
+        routine,
+        workedMs: 0,
+        running: null,
+        spentDay: today,
+        spentUsd,
+        railed: routine.dailyBudgetUsd !== undefined && spentUsd >= routine.dailyBudgetUsd - EPSILON,
+        lastFire: null
+      })
+    }
+    return states
+  })
+
+export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { locked, poke, record, state, zone } = shared
+    // Fires run in the scheduler's scope: closing it interrupts the ones in flight.
+    const fires = yield* FiberSet.make()
+
+    /** Ends a fire: frees the routine, adds its spend, and pauses it when the spend crosses the daily rail. */
+    const finish = (target: Target, outcome: FireOutcome) =>
+      locked(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const day = localDay(zone, now)
+        const s = yield* Ref.get(state)
+        let crossed: { spentUsd: number; dailyBudgetUsd: number } | undefined
+        if (target._tag === "Routine") {
+          const r = s.routines.get(target.routine.name)!
+          // A fire that ends on a new day counts toward that day.
+          const spentUsd = (r.spentDay === day ? r.spentUsd : 0) + outcome.costUsd
+          const railed = r.spentDay === day && r.railed
+          const daily = r.routine.dailyBudgetUsd
+          if (daily !== undefined && !railed && spentUsd >= daily - EPSILON) {
+            crossed = { spentUsd, dailyBudgetUsd: daily }
+          }
+          yield* Ref.set(
+            state,
+            withRoutine(s, {
+              ...r,
+              running: null,
+              spentDay: day,
+              spentUsd,
+              railed: railed || crossed !== undefined,
+              lastFire: { fireId: outcome.fireId, at: outcome.finishedAt, ok: outcome.ok, costUsd: outcome.costUsd }
+            })
+          )
+        } else {
+          const adhoc = new Map(s.adhoc)
+          adhoc.delete(outcome.fireId)
+          yield* Ref.set(state, { ...s, adhoc })
+        }
+        yield* record(ReportKinds.fireResult, { ...outcome, day: formatDate(day) })
+        if (crossed !== undefined) {
+          yield* record(ReportKinds.rail, {
+            routine: outcome.routine,
+            action: "paused",
+            ...crossed,
+            day: formatDate(day),
+            until: iso(dayStart(zone, day + 1))
+          })
+        }
+      })).pipe(Effect.zipRight(Queue.offer(poke, undefined)))
+
+    const start: Fires["start"] = (target, trigger, now) =>
+      Effect.gen(function*() {
+        const fireId = `fire-${hex(4)}`
+        const routineName = target._tag === "Routine" ? target.routine.name : null
+        const action: RoutineAction = target._tag === "Routine" ? target.routine.action : "scan"
+        const running: Running = { fireId, routine: routineName, action, trigger, since: now }
+        const s = yield* Ref.get(state)
+        let budget: number | undefined
+        if (target._tag === "Routine") {
+          const r = s.routines.get(target.routine.name)!
+          budget = budgetOf(r)
+          // A fire restarts the routine's interval, whatever triggered it.
+          yield* Ref.set(state, withRoutine(s, { ...r, running, workedMs: 0 }))
+        } else {
+          budget = target.options.maxBudgetUsd
+          const adhoc = new Map(s.adhoc)
+          adhoc.set(fireId, running)
+          yield* Ref.set(state, { ...s, adhoc })
+        }
+        const done = yield* Deferred.make<FireOutcome>()
+        const tally: Tally = { costUsd: 0, runs: [], result: {} }
+        const conclude = (exit: Exit.Exit<void, Failure>) =>
+          Effect.gen(function*() {
+            const finishedAt = yield* Clock.currentTimeMillis
+            const outcome: FireOutcome = {
+              fireId,
+              routine: routineName,
+              action,
+              trigger,
+              startedAt: iso(now),
+              finishedAt: iso(finishedAt),
+              ok: Exit.isSuccess(exit),
+              costUsd: tally.costUsd,
+              ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {}),
+              runs: tally.runs,
+              ...tally.result
+            }
+            yield* finish(target, outcome)
+            yield* Deferred.succeed(done, outcome)
+          })
+        const body = Effect.gen(function*() {
+          yield* record(ReportKinds.fire, {
+            fireId,
+            routine: routineName,
+            action,
+            trigger,
+            localTime: formatLocal(zone, now),
+            ...(budget === undefined ? {} : { budgetUsd: budget })
+          })
+          return yield* actions.perform(target, fireId, trigger, budget, tally)
+        })
+        yield* FiberSet.run(
+          fires,
+          body.pipe(
+            Effect.onExit(conclude),
+            Effect.withSpan("scheduler.fire", {
+              attributes: { "flotta.scheduler.fireId": fireId, "flotta.scheduler.action": action, trigger }
+            }),
+            Effect.ignore
+          )
+        )
+        return { fireId, done }
+      })
+
+    return { start }
+  })
+
+/** The manual fires: they ignore cadence and hours (and a pause), and wait for the outcome. */
+export const manual = (shared: Shared, fires: Fires, steer: Steer) => {
+  const { record, state, zone } = shared
+
+  const runRoutine = Effect.fn("Scheduler.runRoutine")(function*(name: string) {
+    yield* Effect.annotateCurrentSpan("name", name)
+    const { done } = yield* steer((now) =>
+      Effect.gen(function*() {
+        const s: State = yield* Ref.get(state)
+        const r = s.routines.get(name)
+        if (r === undefined) return yield* new RoutineNotFound({ name, known: [...s.routines.keys()] })
+        if (r.running !== null) {
+          yield* record(ReportKinds.skip, {
+            routine: name,
+            reason: "previous fire still running",
+            trigger: "manual",
+            localTime: formatLocal(zone, now),
+            running: r.running.fireId
+          })
+          return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: iso(r.running.since) })
+        }
+        if (r.railed) {
+          yield* record(ReportKinds.skip, {
+            routine: name,
+            reason: "daily budget rail",
+            trigger: "manual",
+            localTime: formatLocal(zone, now)
+          })
+          return yield* new RoutineRailed({
+            name,
+            spentUsd: r.spentUsd,
+            dailyBudgetUsd: r.routine.dailyBudgetUsd!,
+            until: iso(nextMidnight(zone, now))
+          })
+        }
+        return yield* fires.start({ _tag: "Routine", routine: r.routine }, "manual", now)
+      })
+    )
+    return yield* Deferred.await(done)
+  })
+
+  const scanNow = Effect.fn("Scheduler.scanNow")(function*(input: ScanOptions) {
+    const decoded = decodeAt(ScanOptionsSchema, input ?? {}, "scanNow")
+    if (Either.isLeft(decoded)) {
+      return yield* new InvalidSpec({
+        path: decoded.left[0]!.path,
+        reason: decoded.left.map((i) => `${i.path}: ${i.message}`).join("; ")
+      })
+    }
+    const { done } = yield* steer((now) => fires.start({ _tag: "Scan", options: decoded.right }, "manual", now))
+    return yield* Deferred.await(done)
+  })
+
+  return { runRoutine, scanNow } as const
+}
