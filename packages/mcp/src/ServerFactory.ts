@@ -7,6 +7,7 @@ import type { Flotta } from "@flotta/core/Flotta"
 import { McpServer as SdkServer } from "@modelcontextprotocol/server"
 import type { Runtime } from "effect"
 import * as Resources from "./Resources.js"
+import * as ToolBridge from "./ToolBridge.js"
 import * as Tools from "./Tools.js"
 
 export const SERVER_NAME = "flotta"
@@ -27,7 +28,7 @@ export const INSTRUCTIONS = "flotta runs a fleet of long-lived claude agents. St
 export type ServerFactory = (request?: Request) => SdkServer
 
 export const make = (runtime: Runtime.Runtime<Flotta>): ServerFactory => {
-  const execute = Tools.execute(runtime)
+  const execute = ToolBridge.execute(runtime)
   return (request) => {
     const server = new SdkServer(
       { name: SERVER_NAME, version: SERVER_VERSION, title: "flotta fleet" },
@@ -37,10 +38,10 @@ export const make = (runtime: Runtime.Runtime<Flotta>): ServerFactory => {
       ? Tools.byName.get(request.headers.get("mcp-name") ?? "")
       : undefined
     if (called !== undefined) {
-      Tools.register(server, execute, [called])
+      ToolBridge.register(server, execute, [called])
       return server
     }
-    Tools.register(server, execute)
+    ToolBridge.register(server, execute, Tools.tools)
     Resources.register(server, runtime)
     return server
   }

@@ -1,16 +1,17 @@
 /**
  * The server on a real loopback port: both eras over the socket, the Host/Origin guards (DNS rebinding), the
  * bearer token, the refusal of an unauthenticated non-loopback bind, config-driven composition, legacy session
- * bookkeeping (DELETE, expiry, cap), and no port left open once the layer's scope closes.
+ * bookkeeping (DELETE, expiry, cap), and no port left open once the layer's scope closes. The fleet is the
+ * in-memory Claude (no process) and every timer runs on the TestClock; a socket is the only real thing here.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as McpConfig from "../src/McpConfig.js"
 import * as McpServer from "../src/McpServer.js"
 import type { Era } from "./support.js"
-import { call, connect, ERAS, eventually, fakeFleet, recordingTracer, structured } from "./support.js"
+import { armed, call, connect, ERAS, fleet, forkArmed, recordingTracer, structured, until } from "./support.js"
 
 const TOKEN = "test-token-0123456789abcdef"
 
@@ -45,9 +46,9 @@ const post = (url: string, headers: Record<string, string>, body = INITIALIZE) =
     request.end(body)
   })
 
-/** The server's layer over a fresh fake fleet, built in the test's scope. */
+/** The server's layer over a fresh in-memory fleet, built in the test's scope. */
 const serve = (config: McpConfig.McpConfigInput = {}) =>
-  Layer.build(McpServer.layer({ port: 0, ...config }).pipe(Layer.provide(fakeFleet()))).pipe(
+  Layer.build(McpServer.layer({ port: 0, ...config }).pipe(Layer.provide(fleet()))).pipe(
     Effect.map(Context.get(McpServer.McpServer))
   )
 
@@ -66,7 +67,7 @@ const refused = (url: string) =>
   post(url, {}).pipe(Effect.match({ onFailure: (e) => /ECONNREFUSED/.test(String(e)), onSuccess: () => false }))
 
 describe("the MCP server on a loopback port", () => {
-  it.scopedLive("serves both eras on 127.0.0.1 and closes the port with its scope", () =>
+  it.scoped("serves both eras on 127.0.0.1 and closes the port with its scope", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const server = yield* serve().pipe(Scope.extend(scope))
@@ -83,8 +84,8 @@ describe("the MCP server on a loopback port", () => {
       assert.isTrue(yield* refused(server.url), "the port is still open")
     }))
 
-  it.scopedLive("over the socket, a client's cancellation reaches the running wait in both eras", () => {
-    const { ended, tracer } = recordingTracer()
+  it.scoped("over the socket, a client's cancellation reaches the running wait in both eras", () => {
+    const { ended, endedSpan, tracer } = recordingTracer()
     return Effect.gen(function*() {
       const server = yield* serve()
       for (const era of ERAS) {
@@ -93,26 +94,24 @@ describe("the MCP server on a loopback port", () => {
         yield* call(client, "flotta_spawn", { name })
         yield* call(client, "flotta_prompt", { name, text: "slow 1500 unbothered" })
         const abort = new AbortController()
-        const waiting = yield* Effect.fork(
+        // Running on the server once its 45 s bound is armed.
+        const waiting = yield* forkArmed(
           Effect.promise(() =>
             client.callTool({ name: "flotta_wait", arguments: { name, turnId: "t1" } }, {
               signal: abort.signal,
               onprogress: () => {}
             }).then(() => "answered", () => "rejected")
-          )
+          ),
+          "45 seconds"
         )
-        yield* Effect.sleep("200 millis")
         const before = ended.length
-        const abortedAt = Date.now()
         abort.abort()
-        assert.strictEqual(yield* waiting.await.pipe(Effect.flatMap((exit) => exit)), "rejected")
-        const span = yield* eventually(
-          () => ended.slice(before).find((s) => s.name === "mcp.flotta_wait"),
-          (s) => s !== undefined,
-          3000
-        )
-        assert.isDefined(span, `${era.era}: the cancellation never reached the tool`)
-        assert.isBelow(span!.at - abortedAt, 500, `${era.era}: the cancellation took too long`)
+        assert.strictEqual(yield* Fiber.join(waiting), "rejected")
+        // The clock stands still, so only the cancellation can end the wait, and it must do so while the
+        // client is still connected (a cancel that only arrives when the connection closes never would).
+        const span = yield* endedSpan("mcp.flotta_wait", before)
+        assert.isTrue(Exit.isInterrupted(span.exit), `${era.era}: the wait ended, but not by the cancellation`)
+        yield* TestClock.adjust("1500 millis")
         const done = structured<{ result: { text: string } }>(
           yield* call(client, "flotta_wait", { name, turnId: "t1" })
         )
@@ -121,7 +120,7 @@ describe("the MCP server on a loopback port", () => {
     }).pipe(Effect.withTracer(tracer))
   })
 
-  it.scopedLive("validates Host and Origin on every request: a foreign Origin gets 403 (DNS rebinding)", () =>
+  it.scoped("validates Host and Origin on every request: a foreign Origin gets 403 (DNS rebinding)", () =>
     Effect.gen(function*() {
       const server = yield* serve({ allowedOrigins: ["https://app.example.com:8443"] })
       const host = `127.0.0.1:${server.port}`
@@ -146,7 +145,7 @@ describe("the MCP server on a loopback port", () => {
       assert.strictEqual((yield* post(server.url.replace("/mcp", "/other"), { host })).status, 404)
     }))
 
-  it.scopedLive("with a token, a missing or wrong one gets 401 and the right one works in both eras", () =>
+  it.scoped("with a token, a missing or wrong one gets 401 and the right one works in both eras", () =>
     Effect.gen(function*() {
       const server = yield* serve({ token: TOKEN })
       const host = `127.0.0.1:${server.port}`
@@ -163,7 +162,7 @@ describe("the MCP server on a loopback port", () => {
       }
     }))
 
-  it.scopedLive("refuses to bind beyond loopback without a token, with a clear message", () =>
+  it.scoped("refuses to bind beyond loopback without a token, with a clear message", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(serve({ host: "0.0.0.0" }))
       assert.isTrue(Exit.isFailure(exit))
@@ -180,12 +179,12 @@ describe("the MCP server on a loopback port", () => {
       )
     }))
 
-  it.scopedLive("the layer opens a port only when the config has an mcp section", () =>
+  it.scoped("the layer opens a port only when the config has an mcp section", () =>
     Effect.gen(function*() {
       const port = yield* freePort
       const url = `http://127.0.0.1:${port}/mcp`
       const build = (section: McpConfig.FileSection | undefined) =>
-        Layer.build(McpServer.layer(McpConfig.fromFile(section)).pipe(Layer.provide(fakeFleet())))
+        Layer.build(McpServer.layer(McpConfig.fromFile(section)).pipe(Layer.provide(fleet())))
       yield* Effect.scoped(Effect.gen(function*() {
         yield* build(undefined)
         assert.isTrue(yield* refused(url))
@@ -199,9 +198,9 @@ describe("the MCP server on a loopback port", () => {
       assert.isTrue(yield* refused(url), "the port outlived the layer")
     }))
 
-  it.scopedLive("legacy sessions: DELETE ends one, an unknown id gets 404, idle ones expire, the cap holds", () =>
+  it.scoped("legacy sessions: DELETE ends one, an unknown id gets 404, idle ones expire, the cap holds", () =>
     Effect.gen(function*() {
-      const server = yield* serve({ sessionIdleTimeout: "1200 millis", maxSessions: 2 })
+      const server = yield* serve({ sessionIdleTimeout: "1 minute", maxSessions: 2 })
       const legacy = ERAS[0]
       const scope = yield* Scope.make()
       const first = yield* overSocket(server.url, legacy).pipe(Scope.extend(scope))
@@ -228,8 +227,12 @@ describe("the MCP server on a loopback port", () => {
       assert.strictEqual(stateless.status, 200)
       assert.include(stateless.body, "\"agents\":[]")
       assert.deepStrictEqual(structured(yield* call(newest, "flotta_list")), { agents: [] })
-      const left = yield* eventually(() => server.handler.sessions(), (n) => n === 0, 5000)
-      assert.strictEqual(left, 0, "idle sessions were not closed")
+      // Idle sessions expire on the clock (swept every 15 s here): none before its idle minute, all after it.
+      yield* TestClock.adjust("59 seconds")
+      yield* armed("1 second") // the sweep at 45 s is done: the next one is due at 60 s
+      assert.strictEqual(server.handler.sessions(), 2, "a session was closed before its idle time")
+      yield* TestClock.adjust("1 second")
+      yield* until(Effect.sync(() => server.handler.sessions()), (n) => n === 0, "the idle sessions to close")
       yield* Scope.close(scope, Exit.void)
     }))
 })

@@ -1,26 +1,27 @@
 /**
  * Every tool, in process (the SDK client on the handler's fetch, no socket), in both protocol eras, over the
- * fake claude CLI: results, every error path, progress during a wait, and a cancelled wait.
+ * in-memory Claude of `@flotta/core/Testing` (no process starts) with every timer on the TestClock: results,
+ * every error path, progress during a wait, and a cancelled wait. Tests wait for conditions (a timer armed, a
+ * progress notification received, a span ended), never for time.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Testing from "@flotta/core/Testing"
 import type { CallToolResult, Client } from "@modelcontextprotocol/client"
-import { Effect } from "effect"
-import { execFileSync } from "node:child_process"
-import * as fs from "node:fs"
-import * as path from "node:path"
+import { Effect, Exit, Fiber, TestClock } from "effect"
 import { tools as toolTable } from "../src/Tools.js"
 import type { Era } from "./support.js"
 import {
+  armed,
   call,
   connect,
   ERAS,
-  eventually,
-  fakeFleet,
+  fleet,
+  forkArmed,
   handler,
   recordingTracer,
   structured,
-  tempDir,
-  text
+  text,
+  until
 } from "./support.js"
 
 interface WaitResult {
@@ -55,7 +56,7 @@ const EXPECTED_TOOLS = [
   "flotta_gc_worktrees"
 ]
 
-/** A client of a fresh in-process handler over the fake fleet. */
+/** A client of a fresh in-process handler over the fleet in context. */
 const session = (era: Era) => Effect.flatMap(handler(), (h) => connect(h.fetch, era))
 
 const spawn = (client: Client, name: string) => call(client, "flotta_spawn", { name }).pipe(Effect.map(structured))
@@ -65,20 +66,12 @@ const errorOf = (result: CallToolResult) => {
   return (result.structuredContent as { error: { _tag: string; message: string } }).error
 }
 
-const gitRepo = Effect.gen(function*() {
-  const dir = yield* tempDir
-  const git = (...args: Array<string>) =>
-    execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: dir })
-  git("init", "-q", "-b", "main")
-  fs.writeFileSync(path.join(dir, "README.md"), "hello\n")
-  git("add", ".")
-  git("commit", "-q", "-m", "init")
-  return dir
-})
+/** A directory that does not exist: the worktree tools answer NotAGitRepo without starting git. */
+const NOWHERE = "/no/such/repository"
 
 for (const era of ERAS) {
   describe(`the fleet over MCP, ${era.era} era`, () => {
-    it.scopedLive("lists every tool with input and output schemas and all four hints", () =>
+    it.scoped("lists every tool with input and output schemas and all four hints", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         const { tools } = yield* Effect.promise(() => client.listTools())
@@ -104,15 +97,16 @@ for (const era of ERAS) {
         const spawnSchema = tools.find((t) => t.name === "flotta_spawn")!.inputSchema
         assert.deepInclude(spawnSchema.required ?? [], "name")
         assert.strictEqual(toolTable.length, EXPECTED_TOOLS.length)
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("spawn, prompt, wait, result, status, info, list, transcript and close", () =>
+    it.scoped("spawn, prompt, wait, result, status, info, list, transcript and close", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         const info = yield* spawn(client, "scout")
         assert.strictEqual(info.name, "scout")
         assert.strictEqual(info.status, "idle")
-        assert.isNumber(info.pid)
+        assert.isTrue(info.alive)
+        assert.isNull(info.pid, "the in-memory Claude is no process")
 
         const prompted = structured<{ turnId: string; status: { queued: number } }>(
           yield* call(client, "flotta_prompt", { name: "scout", text: "hello" })
@@ -152,9 +146,9 @@ for (const era of ERAS) {
           closed: true
         })
         assert.deepStrictEqual(structured<{ agents: Array<unknown> }>(yield* call(client, "flotta_list")).agents, [])
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("ask returns the reply within the bound, or the turn id and status to wait again", () =>
+    it.scoped("ask returns the reply within the bound, or the turn id and status to wait again", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "asker")
@@ -162,76 +156,95 @@ for (const era of ERAS) {
         assert.deepInclude(quick, { done: true, kind: "turn", turnId: "t1" })
         assert.strictEqual(quick.result?.text, "echo: hello")
 
-        const slow = structured<WaitResult>(
-          yield* call(client, "flotta_ask", { name: "asker", text: "slow 1200 late", timeoutSeconds: 0.2 })
+        // The bound (0.2 s) ends the wait before the turn (1.2 s): done: false, with what to call next.
+        const asking = yield* forkArmed(
+          call(client, "flotta_ask", { name: "asker", text: "slow 1200 late", timeoutSeconds: 0.2 }),
+          "200 millis"
         )
-        assert.deepInclude(slow, { done: false, turnId: "t2" })
+        yield* TestClock.adjust("200 millis")
+        const slow = structured<WaitResult>(yield* Fiber.join(asking))
+        assert.deepInclude(slow, { done: false, turnId: "t2", waitedMs: 200 })
         assert.strictEqual(slow.status?.current, "t2")
-        assert.match(slow.message, /turn t2 running for \d+ s; call flotta_wait again/)
-        const later = structured<WaitResult>(
-          yield* call(client, "flotta_wait", { name: "asker", turnId: "t2", timeoutSeconds: 10 })
+        assert.strictEqual(
+          slow.message,
+          "agent asker: turn t2 running for 0 s; call flotta_wait again with this turnId"
         )
-        assert.deepInclude(later, { done: true, turnId: "t2" })
+        const waiting = yield* forkArmed(
+          call(client, "flotta_wait", { name: "asker", turnId: "t2", timeoutSeconds: 10 }),
+          "10 seconds"
+        )
+        yield* TestClock.adjust("1 second")
+        const later = structured<WaitResult>(yield* Fiber.join(waiting))
+        assert.deepInclude(later, { done: true, turnId: "t2", waitedMs: 1000 })
         assert.strictEqual(later.result?.text, "slow done late")
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("a wait sends progress with a meaningful message every few seconds", () =>
+    it.scoped("a wait sends progress with a meaningful message every few seconds", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "patient")
-        yield* call(client, "flotta_prompt", { name: "patient", text: "slow 3400 at last" })
+        yield* call(client, "flotta_prompt", { name: "patient", text: "slow 7400 at last" })
         yield* call(client, "flotta_prompt", { name: "patient", text: "hello" })
         const progress: Array<{ progress: number; total?: number | undefined; message?: string | undefined }> = []
-        const waited = structured<WaitResult>(
-          yield* call(client, "flotta_wait", { name: "patient", turnId: "t1" }, {
+        const received = (n: number) =>
+          until(Effect.sync(() => progress.length), (length) => length >= n, `progress notification ${n}`)
+        // Joined below; running on the server once its 45 s bound is armed.
+        const waiting = yield* forkArmed(
+          call(client, "flotta_wait", { name: "patient", turnId: "t1" }, {
             onprogress: (p) => progress.push(p),
             resetTimeoutOnProgress: true
-          })
+          }),
+          "45 seconds"
         )
-        assert.isTrue(waited.done)
+        yield* TestClock.adjust("3 seconds")
+        yield* received(1)
+        yield* armed("3 seconds") // the next tick
+        yield* TestClock.adjust("3 seconds")
+        yield* received(2)
+        yield* TestClock.adjust("1400 millis")
+        const waited = structured<WaitResult>(yield* Fiber.join(waiting))
+        assert.deepInclude(waited, { done: true, waitedMs: 7400 })
         assert.strictEqual(waited.result?.text, "slow done at last")
-        assert.isAtLeast(progress.length, 1)
-        assert.match(progress[0]!.message ?? "", /^agent patient: turn t1 running for [34] s \(1 queued\)$/)
-        assert.strictEqual(progress[0]!.total, 45)
-        assert.isAbove(progress[0]!.progress, 2.5)
-      }).pipe(Effect.provide(fakeFleet())))
+        // One every 3 s of the wait, none at its end: the time waited, the bound, and the state in words.
+        assert.deepStrictEqual(progress.map((p) => [p.progress, p.total, p.message]), [
+          [3, 45, "agent patient: turn t1 running for 3 s (1 queued)"],
+          [6, 45, "agent patient: turn t1 running for 6 s (1 queued)"]
+        ])
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("a cancelled wait reaches the tool and never cancels the turn", () => {
-      const { ended, tracer } = recordingTracer()
+    it.scoped("a cancelled wait reaches the tool and never cancels the turn", () => {
+      const { endedSpan, tracer } = recordingTracer()
       return Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "steady")
         yield* call(client, "flotta_prompt", { name: "steady", text: "slow 1500 anyway" })
         const abort = new AbortController()
-        const waiting = Effect.promise(() =>
-          client.callTool({ name: "flotta_wait", arguments: { name: "steady", turnId: "t1" } }, {
-            signal: abort.signal,
-            onprogress: () => {}
-          }).then(() => "answered", (e: unknown) => `rejected: ${String(e)}`)
+        // Running on the server once its 45 s bound is armed.
+        const waiting = yield* forkArmed(
+          Effect.promise(() =>
+            client.callTool({ name: "flotta_wait", arguments: { name: "steady", turnId: "t1" } }, {
+              signal: abort.signal,
+              onprogress: () => {}
+            }).then(() => "answered", (e: unknown) => `rejected: ${String(e)}`)
+          ),
+          "45 seconds"
         )
-        const fiber = yield* Effect.fork(waiting)
-        yield* Effect.sleep("250 millis")
-        const abortedAt = Date.now()
         abort.abort("the user gave up")
-        assert.match(yield* fiber.await.pipe(Effect.flatMap((exit) => exit)), /^rejected/)
-        // The cancellation reached the running tool: its span ended interrupted, promptly.
-        const span = yield* eventually(
-          () => ended.find((s) => s.name === "mcp.flotta_wait"),
-          (s) => s !== undefined,
-          3000
-        )
-        assert.isDefined(span, "the wait was never interrupted")
-        assert.isTrue(span!.exit._tag === "Failure", "the wait's span ended without interruption")
-        assert.isBelow(span!.at - abortedAt, 500, "the cancellation took too long to reach the tool")
+        assert.match(yield* Fiber.join(waiting), /^rejected/)
+        // The cancellation reached the running tool: its span ended interrupted. The clock stood still, so the
+        // wait (bound 45 s, turn 1.5 s) could not have ended any other way.
+        const span = yield* endedSpan("mcp.flotta_wait")
+        assert.isTrue(Exit.isInterrupted(span.exit), "the wait's span ended without interruption")
         // ...and the turn went on.
         const status = structured<{ current: string | null }>(yield* call(client, "flotta_status", { name: "steady" }))
         assert.strictEqual(status.current, "t1")
+        yield* TestClock.adjust("1500 millis")
         const done = structured<WaitResult>(yield* call(client, "flotta_wait", { name: "steady", turnId: "t1" }))
         assert.strictEqual(done.result?.text, "slow done anyway")
-      }).pipe(Effect.provide(fakeFleet()), Effect.withTracer(tracer))
+      }).pipe(Effect.provide(fleet()), Effect.withTracer(tracer))
     })
 
-    it.scopedLive("typed failures are isError results that name the error and what to do", () =>
+    it.scoped("typed failures are isError results that name the error and what to do", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "alpha")
@@ -275,38 +288,47 @@ for (const era of ERAS) {
         assert.strictEqual(errorOf(failed)._tag, "TurnFailed")
         assert.match(text(failed), /HTTP 529/)
 
-        const timedOut = yield* call(client, "flotta_ask", { name: "alpha", text: "hang", turnTimeoutSeconds: 0.3 })
+        // The turn's deadline is armed twice: by the agent and by the wait.
+        const timing = yield* forkArmed(
+          call(client, "flotta_ask", { name: "alpha", text: "hang", turnTimeoutSeconds: 0.3 }),
+          "300 millis",
+          2
+        )
+        yield* TestClock.adjust("300 millis")
+        const timedOut = yield* Fiber.join(timing)
         assert.strictEqual(errorOf(timedOut)._tag, "TurnTimeout")
         assert.match(text(timedOut), /larger turnTimeoutSeconds/)
-        const nowhere = yield* call(client, "flotta_spawn", { name: "lost", cwd: "/no/such/directory/anywhere" })
-        assert.strictEqual(errorOf(nowhere)._tag, "SpawnFailed")
+        const refused = yield* call(client, "flotta_spawn", { name: "lost" })
+        assert.strictEqual(errorOf(refused)._tag, "SpawnFailed")
+        assert.match(text(refused), /fatal: no credentials.*Check cwd, model and the claude CLI/s)
 
         assert.strictEqual(errorOf(yield* call(client, "flotta_run_result", { name: "ghost" }))._tag, "RunNotFound")
         assert.strictEqual(
           errorOf(yield* call(client, "flotta_wait", { name: "ghost", run: true }))._tag,
           "RunNotFound"
         )
-        const notGit = yield* tempDir
-        const worktrees = yield* call(client, "flotta_worktrees", { cwd: notGit })
+        const worktrees = yield* call(client, "flotta_worktrees", { cwd: NOWHERE })
         assert.strictEqual(errorOf(worktrees)._tag, "NotAGitRepo")
         assert.match(text(worktrees), /Pass a cwd inside a git repository/)
-        assert.strictEqual(errorOf(yield* call(client, "flotta_run", { cwd: notGit }))._tag, "InvalidSpec")
+        assert.strictEqual(errorOf(yield* call(client, "flotta_run", { cwd: NOWHERE }))._tag, "InvalidSpec")
 
         // A turn cut short by close: the wait reports AgentClosed, though the agent is gone.
         yield* call(client, "flotta_prompt", { name: "alpha", text: "hang" })
-        const waiting = yield* Effect.fork(call(client, "flotta_wait", { name: "alpha", turnId: "t4" }))
-        yield* Effect.sleep("100 millis")
+        // Running once its 45 s bound is armed.
+        const waiting = yield* forkArmed(call(client, "flotta_wait", { name: "alpha", turnId: "t4" }), "45 seconds")
         yield* call(client, "flotta_close", { name: "alpha" })
-        const closed = yield* waiting.await.pipe(Effect.flatMap((exit) => exit))
+        const closed = yield* Fiber.join(waiting)
         assert.strictEqual(errorOf(closed)._tag, "AgentClosed")
         const gone = yield* call(client, "flotta_prompt", { name: "alpha", text: "hello" })
         assert.deepStrictEqual(errorOf(gone), {
           _tag: "AgentNotFound",
           message: "no agent named \"alpha\" (no agents are live)"
         })
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet({
+        failStart: ({ agent }) => (agent === "lost" ? "fatal: no credentials" : undefined)
+      }))))
 
-    it.scopedLive("invalid arguments are refused with the bad field named", () =>
+    it.scoped("invalid arguments are refused with the bad field named", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         const missing = yield* call(client, "flotta_prompt", { name: "a" })
@@ -325,31 +347,46 @@ for (const era of ERAS) {
           )
         )
         assert.match(unknown, /flotta_nope not found/)
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("broadcast asks every live agent and reports each outcome", () =>
+    it.scoped("broadcast asks every live agent and reports each outcome", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "one")
         yield* spawn(client, "two")
-        yield* call(client, "flotta_prompt", { name: "two", text: "slow 1000 busy" })
+        yield* call(client, "flotta_prompt", { name: "two", text: "work" })
+        // Both agents' waits arm the 0.4 s bound.
+        const broadcasting = yield* forkArmed(
+          call(client, "flotta_broadcast", { text: "hello", timeoutSeconds: 0.4 }),
+          "400 millis",
+          2
+        )
+        yield* TestClock.adjust("400 millis")
         const { agents } = structured<{
           agents: Array<{ name: string; done: boolean; ok: boolean; text?: string; turnId?: string }>
-        }>(yield* call(client, "flotta_broadcast", { text: "hello", timeoutSeconds: 0.4 }))
+        }>(yield* Fiber.join(broadcasting))
         const byName = Object.fromEntries(agents.map((a) => [a.name, a]))
         assert.deepInclude(byName.one, { done: true, ok: true, text: "echo: hello", turnId: "t1" })
         // "two" is still on its slow turn: the broadcast's turn waits behind it.
         assert.deepInclude(byName.two, { done: false, ok: true, turnId: "t2" })
+        yield* TestClock.adjust("600 millis")
         const later = structured<WaitResult>(yield* call(client, "flotta_wait", { name: "two", turnId: "t2" }))
         assert.strictEqual(later.result?.text, "echo: hello")
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet({
+        // "one" answers in 0.1 s; "two" spends 1 s on its first turn, then echoes.
+        model: ({ agent, prompt, turn }) =>
+          agent === "one"
+            ? Testing.delay("100 millis", `echo: ${prompt}`)
+            : turn === 1
+            ? Testing.delay("1 second", "busy")
+            : `echo: ${prompt}`
+      }))))
 
-    it.scopedLive("runs, verifies and worktrees: start at once, wait, fetch the result, collect", () =>
+    it.scoped("runs and verifies: start at once, wait, fetch the result", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
-        const repo = yield* gitRepo
         const started = structured<{ name: string; kind: string; status: string }>(
-          yield* call(client, "flotta_run", { prompt: "hello", cwd: repo, name: "errand" })
+          yield* call(client, "flotta_run", { prompt: "hello", name: "errand" })
         )
         assert.deepInclude(started, { name: "errand", kind: "run", status: "running" })
         const waited = structured<WaitResult>(yield* call(client, "flotta_wait", { name: "errand", run: true }))
@@ -363,26 +400,29 @@ for (const era of ERAS) {
         // A run is found by name alone too.
         assert.isTrue(structured<WaitResult>(yield* call(client, "flotta_wait", { name: "errand" })).done)
 
-        const checking = structured<{ name: string }>(
-          yield* call(client, "flotta_verify", { cwd: repo, branch: "main", checks: ["test -f README.md"] })
-        )
-        const verdict = structured<WaitResult>(yield* call(client, "flotta_wait", { name: checking.name, run: true }))
-        assert.strictEqual(verdict.result?.kind, "verify")
-        assert.isTrue(verdict.result?.passed)
-        const branchless = structured<{ name: string }>(
-          yield* call(client, "flotta_verify", { cwd: repo, branch: "no-such-branch", checks: ["true"] })
-        )
-        const missing = yield* call(client, "flotta_wait", { name: branchless.name, run: true })
-        assert.strictEqual(errorOf(missing)._tag, "BranchNotFound")
-
-        assert.deepStrictEqual(structured(yield* call(client, "flotta_worktrees", { cwd: repo })), { worktrees: [] })
-        assert.deepStrictEqual(structured(yield* call(client, "flotta_gc_worktrees", { cwd: repo })), {
-          removed: [],
-          kept: []
+        // With a JSON schema, the run's structured output comes back through the wait.
+        yield* call(client, "flotta_run", {
+          prompt: "json {\"items\":[1,2]}",
+          name: "shaped",
+          jsonSchema: { type: "object" }
         })
-      }).pipe(Effect.provide(fakeFleet())))
+        const shaped = structured<{ result: { structuredOutput?: unknown } }>(
+          yield* call(client, "flotta_wait", { name: "shaped", run: true })
+        )
+        assert.deepStrictEqual(shaped.result.structuredOutput, { items: [1, 2] })
 
-    it.scopedLive("reports page by cursor, filtered by agent and kinds", () =>
+        // A verify starts at once and its outcome comes through the same wait: here, no repository at all (so
+        // git never starts). test/mcp-worktrees.test.ts verifies in real repositories.
+        const checking = structured<{ name: string; kind: string }>(
+          yield* call(client, "flotta_verify", { cwd: NOWHERE, branch: "main", checks: ["true"] })
+        )
+        assert.strictEqual(checking.kind, "verify")
+        const missing = yield* call(client, "flotta_wait", { name: checking.name, run: true })
+        assert.strictEqual(errorOf(missing)._tag, "NotAGitRepo")
+        assert.strictEqual(errorOf(yield* call(client, "flotta_gc_worktrees", { cwd: NOWHERE }))._tag, "NotAGitRepo")
+      }).pipe(Effect.provide(fleet())))
+
+    it.scoped("reports page by cursor, filtered by agent and kinds", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "first")
@@ -400,9 +440,9 @@ for (const era of ERAS) {
           "first",
           "result"
         ]])
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
 
-    it.scopedLive("transcripts and the report log are readable as resources", () =>
+    it.scoped("transcripts and the report log are readable as resources", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
         yield* spawn(client, "reader")
@@ -433,6 +473,6 @@ for (const era of ERAS) {
           client.readResource({ uri: "flotta://agents/nobody/transcript" }).then(() => "read", (e) => String(e))
         )
         assert.match(unknown, /nobody/)
-      }).pipe(Effect.provide(fakeFleet())))
+      }).pipe(Effect.provide(fleet())))
   })
 }

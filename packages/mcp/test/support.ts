@@ -1,11 +1,41 @@
+/**
+ * Test support for the MCP unit ring: the fleet is `@flotta/core/Testing` (an in-memory Claude, no process),
+ * every timer runs on the TestClock, and tests wait for conditions (a timer armed, a span ended, a count
+ * reached), never for time.
+ */
+import * as Testing from "@flotta/core/Testing"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Effect, Tracer } from "effect"
+import { Chunk, Clock, Duration, Effect, TestClock, Tracer } from "effect"
 import type { Exit } from "effect"
 import * as McpConfig from "../src/McpConfig.js"
 import * as McpHandler from "../src/McpHandler.js"
 
-export { fakeFleet, tempDir } from "../../core/test/support.js"
+/**
+ * The scripted model the tests share, a small command language like the fake CLI's: `slow <ms> [words]` answers
+ * `slow done [words]` after that long on the Clock, `hang` never answers, `error <status>` is an API error,
+ * `json <value>` is structured output (for runs with a JSON schema); anything else is echoed as `echo: <prompt>`.
+ */
+export const script: Testing.Model = ({ prompt }) => {
+  const [command, ...rest] = prompt.split(" ")
+  switch (command) {
+    case "slow": {
+      const [ms, ...words] = rest
+      return Testing.delay(Duration.millis(Number(ms)), ["slow done", ...words].join(" "))
+    }
+    case "hang":
+      return Testing.hang()
+    case "error":
+      return Testing.apiError(Number(rest[0]))
+    case "json":
+      return Testing.structured(JSON.parse(rest.join(" ")))
+    default:
+      return `echo: ${prompt}`
+  }
+}
+
+/** The whole engine over the in-memory Claude, with the shared script unless the options name another model. */
+export const fleet = (options: Testing.Options = {}) => Testing.layer({ model: script, ...options })
 
 /** The two protocol eras a client can speak, as the SDK client's negotiation modes. */
 export const ERAS = [
@@ -65,16 +95,75 @@ export const structured = <A = Record<string, unknown>>(result: CallToolResult):
 export const text = (result: CallToolResult) =>
   result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n")
 
+/** Lets the event loop run (sockets, promises, other fibers) without touching any Effect clock. */
+const nextTurn = Effect.async<void>((resume) => {
+  const handle = setTimeout(() => resume(Effect.void), 1)
+  return Effect.sync(() => clearTimeout(handle))
+})
+
+/**
+ * Reads until `predicate` holds: waiting for a condition, not for time. Between reads the event loop runs; the
+ * real-time limit is only a failure bound (the test fails, naming what it waited for).
+ */
+export const until = <A, E, R>(
+  read: Effect.Effect<A, E, R>,
+  predicate: (value: A) => boolean,
+  what: string,
+  limitMs = 20_000
+): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + limitMs
+    while (true) {
+      const value = yield* read
+      if (predicate(value)) return value
+      if (performance.now() > deadline) return yield* Effect.dieMessage(`gave up waiting for ${what}`)
+      yield* nextTurn
+    }
+  })
+
+/** How many timers are due at `at` on the TestClock (interrupted sleeps stay listed until the clock passes them). */
+const timersDue = (at: number) => Effect.map(TestClock.sleeps(), Chunk.reduce(0, (n, due) => (due === at ? n + 1 : n)))
+
+/**
+ * Waits until `count` timers are due at exactly `offset` from now on the TestClock: a tick has armed the next one,
+ * a sweep its next run. Adjusting the clock before that would move time past a timer not yet armed. (For
+ * something the test starts, `forkArmed` counts only the timers armed after it.)
+ */
+export const armed = (offset: Duration.DurationInput, count = 1) =>
+  Effect.gen(function*() {
+    const due = (yield* Clock.currentTimeMillis) + Duration.toMillis(offset)
+    yield* until(timersDue(due), (n) => n >= count, `${count} timer(s) armed, due in ${Duration.format(offset)}`)
+  })
+
+/**
+ * Forks `effect` and waits until it (or what it set off, a server handler say) has armed `count` timers due at
+ * `offset` from now on the TestClock: counted against the timers due then before the fork, since a wait that
+ * already ended leaves its timer listed.
+ */
+export const forkArmed = <A, E, R>(effect: Effect.Effect<A, E, R>, offset: Duration.DurationInput, count = 1) =>
+  Effect.gen(function*() {
+    const due = (yield* Clock.currentTimeMillis) + Duration.toMillis(offset)
+    const before = yield* timersDue(due)
+    const fiber = yield* Effect.fork(effect)
+    yield* until(
+      timersDue(due),
+      (n) => n >= before + count,
+      `${count} timer(s) armed, due in ${Duration.format(offset)}`
+    )
+    return fiber
+  })
+
 /** A tracer that records each span's name and how it ended, for checking that a cancel reached a tool. */
 export const recordingTracer = () => {
-  const ended: Array<{ readonly name: string; readonly exit: Exit.Exit<unknown, unknown>; readonly at: number }> = []
+  const ended: Array<{ readonly name: string; readonly exit: Exit.Exit<unknown, unknown> }> = []
+  let ids = 0
   const tracer = Tracer.make({
     span: (name, parent, context, links, startTime, kind) => {
       const attributes = new Map<string, unknown>()
       const span: Tracer.Span = {
         _tag: "Span",
         name,
-        spanId: Math.random().toString(16).slice(2),
+        spanId: `span-${++ids}`,
         traceId: "trace",
         parent,
         context,
@@ -84,7 +173,7 @@ export const recordingTracer = () => {
         sampled: true,
         kind,
         end: (_endTime, exit) => {
-          ended.push({ name, exit, at: Date.now() })
+          ended.push({ name, exit })
         },
         attribute: (key, value) => {
           attributes.set(key, value)
@@ -96,17 +185,12 @@ export const recordingTracer = () => {
     },
     context: (f) => f()
   })
-  return { tracer, ended }
+  /** The first span named `name` that ended after the first `from` ones. */
+  const endedSpan = (name: string, from = 0) =>
+    until(
+      Effect.sync(() => ended.slice(from).find((span) => span.name === name)),
+      (span) => span !== undefined,
+      `the span ${name} to end`
+    ).pipe(Effect.map((span) => span!))
+  return { tracer, ended, endedSpan }
 }
-
-/** Polls (real time) until the predicate holds or the deadline passes. */
-export const eventually = <A>(read: () => A, predicate: (a: A) => boolean, ms = 5000) =>
-  Effect.promise(async () => {
-    const end = Date.now() + ms
-    let value = read()
-    while (!predicate(value) && Date.now() < end) {
-      await new Promise((r) => setTimeout(r, 20))
-      value = read()
-    }
-    return value
-  })

@@ -49,7 +49,7 @@ export const input = <A, I>(schema: Schema.Schema<A, I>): StandardSchemaWithJSON
   } as StandardSchemaWithJSON<I, A>
 }
 
-/** What a failed call's `structuredContent` holds (see Tools.errorResult). */
+/** What a failed call's `structuredContent` holds (see toolResult.errorResult). */
 const ERROR_SHAPE: Json = {
   description: "A failed call (isError: true): the error's tag and message",
   properties: {

@@ -8,11 +8,7 @@ import type * as Agent from "@flotta/core/Agent"
 import type { Flotta } from "@flotta/core/Flotta"
 import type * as Run from "@flotta/core/Run"
 import { Clock, Duration, Effect, Either, Option } from "effect"
-
-export interface Failure {
-  readonly _tag: string
-  readonly message: string
-}
+import type { Failure } from "../Tool.js"
 
 export type Outcome<A> =
   | { readonly _tag: "Done"; readonly result: A }

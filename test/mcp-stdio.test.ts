@@ -1,7 +1,8 @@
 /**
  * The same tools over stdio, in a child process as `flotta mcp` runs them: the legacy era spoken raw (so every
  * byte on stdout is checked to be protocol), the modern era with the SDK client (including a cancelled wait),
- * and a clean exit, agents included, when the client closes stdin.
+ * and a clean exit, agents included, when the client closes stdin. End to end: the server and its agents (the
+ * fake claude CLI) are child processes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/client"
@@ -10,11 +11,10 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import * as readline from "node:readline"
-import { isAlive } from "../../core/test/support.js"
-import { call, structured } from "./support.js"
+import { call, isAlive, structured, until, waitGone } from "./support/mcp.js"
 
-const ROOT = path.resolve(import.meta.dirname, "..", "..", "..")
-const SERVER = path.join(import.meta.dirname, "fixtures", "stdio-server.ts")
+const ROOT = path.resolve(import.meta.dirname, "..")
+const SERVER = path.join(import.meta.dirname, "fixtures", "mcp-stdio-server.ts")
 const NODE_ARGS = ["--import", "tsx", SERVER]
 
 interface Message {
@@ -62,7 +62,8 @@ describe("the MCP server on stdio", () => {
         const spawned = await tool("flotta_spawn", { name: "piped" })
         const pid = spawned.result?.structuredContent?.pid as number
         assert.isTrue(isAlive(pid))
-        const asked = await tool("flotta_ask", { name: "piped", text: "slow 3200 over stdio" }, { progressToken: "p1" })
+        // The turn outlasts the wait's first progress tick (3 s) by a clear margin.
+        const asked = await tool("flotta_ask", { name: "piped", text: "slow 4000 over stdio" }, { progressToken: "p1" })
         assert.deepInclude(asked.result?.structuredContent?.result, { text: "slow done over stdio" })
         child.stdin.end()
         assert.strictEqual(await exited, 0)
@@ -76,10 +77,7 @@ describe("the MCP server on stdio", () => {
         // The fixture logged and wrote with console.log while serving: both went to stderr.
         assert.include(stderr, "a log line while serving")
         assert.include(stderr, "a console.log while serving")
-        assert.isTrue(
-          await new Promise<boolean>((r) => setTimeout(() => r(!isAlive(pid)), 500)),
-          "the agent outlived it"
-        )
+        assert.isTrue(await Effect.runPromise(waitGone(pid)), "the agent outlived it")
       }),
     60_000
   )
@@ -88,14 +86,28 @@ describe("the MCP server on stdio", () => {
     "serves the modern era to the SDK client; a cancelled wait leaves the turn running",
     () =>
       Effect.gen(function*() {
+        /** Methods (and tool names) the client has written to the server's stdin. */
+        const sent: Array<string> = []
         const client = yield* Effect.acquireRelease(
           Effect.promise(async () => {
             const client = new Client({ name: "stdio-test", version: "0" }, {
               versionNegotiation: { mode: { pin: "2026-07-28" } }
             })
-            await client.connect(
-              new StdioClientTransport({ command: process.execPath, args: NODE_ARGS, cwd: ROOT, stderr: "ignore" })
-            )
+            const transport = new StdioClientTransport({
+              command: process.execPath,
+              args: NODE_ARGS,
+              cwd: ROOT,
+              stderr: "ignore"
+            })
+            const send = transport.send.bind(transport)
+            transport.send = (message) =>
+              send(message).then(() => {
+                if ("method" in message) {
+                  const params = message.params as { readonly name?: string } | undefined
+                  sent.push(params?.name === undefined ? message.method : `${message.method} ${params.name}`)
+                }
+              })
+            await client.connect(transport)
             return client
           }),
           (client) => Effect.promise(() => client.close())
@@ -103,7 +115,7 @@ describe("the MCP server on stdio", () => {
         const { tools } = yield* Effect.promise(() => client.listTools())
         assert.strictEqual(tools.length, 18)
         yield* call(client, "flotta_spawn", { name: "modern" })
-        yield* call(client, "flotta_prompt", { name: "modern", text: "slow 1200 still here" })
+        yield* call(client, "flotta_prompt", { name: "modern", text: "slow 2000 still here" })
         const abort = new AbortController()
         const waiting = Effect.promise(() =>
           client.callTool({ name: "flotta_wait", arguments: { name: "modern", turnId: "t1" } }, {
@@ -112,7 +124,8 @@ describe("the MCP server on stdio", () => {
             .then(() => "answered", () => "rejected")
         )
         const fiber = yield* Effect.fork(waiting)
-        yield* Effect.sleep("200 millis")
+        // The request is on the server's stdin before the cancellation, which follows it on the same pipe.
+        yield* until(Effect.sync(() => sent), (methods) => methods.includes("tools/call flotta_wait"), "the wait sent")
         abort.abort()
         assert.strictEqual(yield* fiber.await.pipe(Effect.flatMap((exit) => exit)), "rejected")
         const status = structured<{ current: string | null }>(yield* call(client, "flotta_status", { name: "modern" }))

@@ -1,0 +1,51 @@
+/**
+ * One MCP tool, as data: its name, title, description, hints, input and output schemas, and its handler, an
+ * Effect on the `Flotta` service. `make` builds one from Effect Schemas. Nothing here knows the SDK's server:
+ * `ToolBridge` puts tools on one.
+ */
+import type { Flotta } from "@flotta/core/Flotta"
+import type { StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
+import type { Effect, Schema } from "effect"
+import * as Standard from "./internal/standardSchema.js"
+
+/** What a handler can do besides computing its result. */
+export interface ToolContext {
+  /** A progress notification, when the client asked for them (`_meta.progressToken`); never fails. */
+  readonly progress: (message: string, progress: number, total?: number) => Effect.Effect<void>
+}
+
+/** A handler's typed failure: the engine's errors, and the tools' own, as a tag and a message. */
+export interface Failure {
+  readonly _tag: string
+  readonly message: string
+}
+
+export interface Tool {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  readonly annotations: ToolAnnotations
+  readonly inputSchema: StandardSchemaWithJSON
+  readonly outputSchema: StandardSchemaWithJSON
+  /** The handler; `args` were validated against `inputSchema` before it runs. */
+  readonly call: (args: unknown, ctx: ToolContext) => Effect.Effect<unknown, Failure, Flotta>
+}
+
+/** A tool from Effect Schemas: input validation is strict, output tolerates extra fields (see standardSchema). */
+export const make = <I, IE, O, OE>(spec: {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  readonly annotations: Omit<ToolAnnotations, "title">
+  readonly input: Schema.Schema<I, IE>
+  readonly output: Schema.Schema<O, OE>
+  readonly run: (args: I, ctx: ToolContext) => Effect.Effect<O, Failure, Flotta>
+}): Tool => ({
+  name: spec.name,
+  title: spec.title,
+  description: spec.description,
+  annotations: { title: spec.title, ...spec.annotations },
+  inputSchema: Standard.input(spec.input) as StandardSchemaWithJSON,
+  outputSchema: Standard.output(spec.output) as StandardSchemaWithJSON,
+  call: (args, ctx) => spec.run(args as I, ctx)
+})
