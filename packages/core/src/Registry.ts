@@ -9,6 +9,7 @@ import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName } from "./Errors.js"
 import type { SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
+import * as Admission from "./internal/admission.js"
 import * as Alarms from "./internal/alarms.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
@@ -41,7 +42,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     // Agents live in a scope made before the registry's finalizer, so that finalizer runs first on shutdown:
     // it raises `shuttingDown` before any agent's scope starts closing.
     const agentsScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
-    const admission = yield* Effect.makeSemaphore(settings.maxConcurrentStarts)
+    const admit = yield* Admission.make(settings.maxConcurrentStarts)
     const entries = new Map<string, Entry>()
     /** Set when the fleet closes: no new agent may start, and one that finishes starting is stopped. */
     let shuttingDown = false
@@ -57,7 +58,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       permission,
       reports,
       settings,
-      startPermit: admission.withPermits(1)
+      startPermit: admit
     }
 
     const spawn = Effect.fn("Registry.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {

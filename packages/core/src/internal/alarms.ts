@@ -91,6 +91,11 @@ export const make: Effect.Effect<Alarms, never, Scope.Scope> = Effect.gen(functi
     const clock = yield* Effect.clock
     while (true) {
       yield* runDue(clock.unsafeCurrentTimeMillis())
+      // Cancelled alarms on top are dropped now rather than slept for.
+      for (let top = heap.peek(); top !== undefined && top.cancelled; top = heap.peek()) {
+        heap.pop()
+        cancelled--
+      }
       const now = clock.unsafeCurrentTimeMillis()
       const earliest = heap.peek()?.at
       if (earliest !== undefined && earliest <= now) continue
