@@ -173,4 +173,40 @@ describe("flotta repl", () => {
       await stop(child, out)
     }
   })
+
+  it("boots the config's MCP server and scheduler too, and leaves them off with --no-mcp and --no-schedule", async () => {
+    const project = path.join(dir, "repl-composed")
+    fs.mkdirSync(project)
+    const port = await freePort()
+    const allWeek = Object.fromEntries(
+      ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map((d) => [d, ["00:00-24:00"]])
+    )
+    fs.writeFileSync(
+      path.join(project, "flotta.config.json"),
+      JSON.stringify({ mcp: { port }, schedule: { timezone: "utc", hours: allWeek } })
+    )
+    const session = async (args: ReadonlyArray<string>, line: string) => {
+      const { child, out } = start(["repl", "--simulate", ...args], project)
+      const prompts = () => (out.stdout.match(/flotta> /g) ?? []).length
+      try {
+        await waitUntil(() => prompts() >= 1 || out.exited, 60_000, "the REPL prompt")
+        child.stdin!.write(line + "\n")
+        await waitUntil(() => prompts() >= 2 || out.exited, 60_000, `the answer to ${line}`)
+        child.stdin!.write(".exit\n")
+        await waitUntil(() => out.exited, 20_000, "the REPL to exit")
+        assert.strictEqual(out.exit, 0, out.stderr)
+        return out
+      } finally {
+        await stop(child, out)
+      }
+    }
+    const on = await session([], "(await fleet.scheduler.status()).mode")
+    assert.include(on.stderr, `MCP at http://127.0.0.1:${port}/mcp`)
+    assert.include(on.stderr, "fleet.scheduler is on")
+    assert.include(on.stdout, "'working'")
+    const off = await session(["--no-mcp", "--no-schedule"], "fleet.scheduler === undefined")
+    assert.notInclude(off.stderr, "MCP at")
+    assert.notInclude(off.stderr, "fleet.scheduler is on")
+    assert.include(off.stdout, "true")
+  })
 })

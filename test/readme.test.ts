@@ -1,7 +1,8 @@
 /**
  * The README is the user's manual, so every command in it must work: this test extracts its shell blocks and
  * runs each line as a newcomer would (in a fresh project directory, with `--simulate` where the command takes
- * it), and runs the library example against the simulator. The install and test commands are checked against
+ * it), runs the library example against the simulator, and runs the "Testing your fleet code" example as the
+ * vitest file it is. The install and test commands are checked against
  * what CI runs rather than run again from inside the test run.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -186,5 +187,32 @@ describe("the README", () => {
     assert.strictEqual(output.code, 0, output.stderr)
     assert.include(output.stdout, "ECHO: Read package.json and name the dependencies.")
     assert.include(output.stdout, "ECHO: Summarize the README.")
+  })
+
+  it("the \"Testing your fleet code\" example runs as written, under vitest", { timeout: 180_000 }, async () => {
+    const example = blocks("ts").find((b) => b.startsWith("// fleet.test.ts"))
+    assert.isDefined(example)
+    // Inside this repository, where @flotta/* and @effect/vitest resolve as they do for a user who installed them.
+    const cache = path.join(ROOT, "node_modules", ".cache")
+    fs.mkdirSync(cache, { recursive: true })
+    const dir = fs.mkdtempSync(path.join(cache, "readme-testing-"))
+    fs.writeFileSync(path.join(dir, "fleet.test.ts"), example!)
+    fs.writeFileSync(path.join(dir, "vitest.config.mjs"), "export default { test: { testTimeout: 60000 } }\n")
+    const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
+      const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter", "verbose"], {
+        cwd: dir,
+        env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (d) => (stdout += d))
+      child.stderr.on("data", (d) => (stderr += d))
+      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+    fs.rmSync(dir, { recursive: true, force: true })
+    assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
+    assert.match(output.stdout, /Tests\s+5 passed \(5\)/)
   })
 })

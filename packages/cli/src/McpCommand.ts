@@ -8,7 +8,7 @@ import { Command } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Stdio from "@flotta/mcp/Stdio"
 import { Effect } from "effect"
-import * as Engine from "./Engine.js"
+import * as Composition from "./Composition.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Shared from "./SharedOptions.js"
 
@@ -26,7 +26,7 @@ export const command = Command.make(
         yield* Stdio.serve()
       }).pipe(
         Effect.scoped,
-        Effect.provide(Engine.layer(config, { simulate: flags.simulate })),
+        Effect.provide(Composition.layer(config, { simulate: flags.simulate })),
         Effect.provide(Stdio.stderrLogger)
       )
     })

@@ -11,7 +11,7 @@ import * as McpServer from "@flotta/mcp/McpServer"
 import * as SchedulerClient from "@flotta/scheduler/Client"
 import { Effect, Option } from "effect"
 import * as repl from "node:repl"
-import * as Engine from "./Engine.js"
+import * as Composition from "./Composition.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
@@ -31,8 +31,8 @@ export const command = Command.make(
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       const features = { simulate: flags.simulate, mcp: !flags.noMcp, schedule: !flags.noSchedule }
-      const on = Engine.enabled(config, features)
-      const fleet = fromLayer(Engine.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
+      const on = Composition.enabled(config, features)
+      const fleet = fromLayer(Composition.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
       // Built here, so that a layer that cannot start (a port in use, say) fails the command with its own error.
       const booted = yield* Effect.flatten(Effect.promise(() =>

@@ -9,7 +9,7 @@ import type { Policy } from "@flotta/core/Permission"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import { Effect, Option } from "effect"
 import * as path from "node:path"
-import * as Engine from "./Engine.js"
+import * as Composition from "./Composition.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
@@ -165,7 +165,7 @@ export const command = Command.make(
       }
       const result = yield* Effect.flatMap(Flotta, (fleet) => fleet.run(runOptions)).pipe(
         Effect.ensuring(spinner.stop),
-        Effect.provide(Engine.layer(config, { simulate: flags.simulate }))
+        Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
       )
       yield* Output.stdout(
         jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)

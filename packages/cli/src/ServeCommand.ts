@@ -8,7 +8,7 @@ import * as McpServer from "@flotta/mcp/McpServer"
 import * as Stdio from "@flotta/mcp/Stdio"
 import { Effect, Option } from "effect"
 import type * as ConfigFile from "./ConfigFile.js"
-import * as Engine from "./Engine.js"
+import * as Composition from "./Composition.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
@@ -32,7 +32,7 @@ export const command = Command.make(
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
       const features = { simulate: flags.simulate, mcp: true, schedule: true }
-      const on = Engine.enabled(config, features)
+      const on = Composition.enabled(config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
@@ -45,7 +45,7 @@ export const command = Command.make(
         return yield* Effect.never
       })
       return yield* program.pipe(
-        Effect.provide(Engine.layer(config, features)),
+        Effect.provide(Composition.layer(config, features)),
         Effect.provide(Stdio.stderrLogger)
       )
     })

@@ -71,6 +71,8 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       return yield* agent.info
     })
 
+    // The turn path (prompt, ask, wait, watch) is plain: each turn has its own span, `flotta.turn`, and a span
+    // per call on top of it would double the tracing cost of every turn.
     const prompt = (name: string, text: string, options: AskOptions = {}) =>
       registry.get(name).pipe(Effect.flatMap((agent) => agent.prompt(text, options)))
 
@@ -80,11 +82,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       text: string,
       options: AskOptions = {}
     ): Effect.Effect<Agent.TurnResult, AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult> =>
-      registry.get(name).pipe(
-        Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)),
-        // The hot path: a span without a captured stack trace.
-        Effect.withSpan("Flotta.ask", { attributes: { "flotta.agent": name }, captureStackTrace: false })
-      )
+      registry.get(name).pipe(Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)))
 
     /** Blocks for the reply text. */
     const ask = (name: string, text: string, options: AskOptions = {}) =>
@@ -95,14 +93,26 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     /** Waits for a turn like `wait`, but interrupting the caller only stops the waiting: the turn goes on. */
     const watch = (name: string, turnId: string) => registry.get(name).pipe(Effect.flatMap((a) => a.watch(turnId)))
 
-    const status = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.status))
-    const result = (name: string, turnId: string = "latest") =>
-      registry.get(name).pipe(Effect.flatMap((a) => a.result(turnId)))
-    const transcript = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.transcript))
-    const info = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.info))
-    const interrupt = (name: string) => registry.get(name).pipe(Effect.flatMap((a) => a.interrupt))
-    const close = (name: string) => registry.close(name)
-    const list = registry.list
+    const status = Effect.fn("Flotta.status")(function*(name: string) {
+      return yield* (yield* registry.get(name)).status
+    })
+    const result = Effect.fn("Flotta.result")(function*(name: string, turnId: string = "latest") {
+      return yield* (yield* registry.get(name)).result(turnId)
+    })
+    const transcript = Effect.fn("Flotta.transcript")(function*(name: string) {
+      return yield* (yield* registry.get(name)).transcript
+    })
+    const info = Effect.fn("Flotta.info")(function*(name: string) {
+      return yield* (yield* registry.get(name)).info
+    })
+    /** Interrupts the turn in flight (`TurnInterrupted`); queued turns go on. False when nothing was running. */
+    const interrupt = Effect.fn("Flotta.interrupt")(function*(name: string) {
+      return yield* (yield* registry.get(name)).interrupt
+    })
+    const close = Effect.fn("Flotta.close")(function*(name: string) {
+      return yield* registry.close(name)
+    })
+    const list = registry.list.pipe(Effect.withSpan("Flotta.list"))
 
     /**
      * Every live session at once; one slow or failing agent never holds up the others. Runs are left alone: a
@@ -126,7 +136,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
         ), { concurrency: "unbounded" })
     })
 
-    const reports = (query: ReportQuery = {}) => reportLog.reports(query)
+    const reports = Effect.fn("Flotta.reports")(function*(query: ReportQuery = {}) {
+      return yield* reportLog.reports(query)
+    })
     /** A live feed of the report log, subscribed once this effect has run (see ReportLog.subscribe). */
     const subscribe = (options: SubscribeOptions = {}) => reportLog.subscribe(options)
     const stream = (options: SubscribeOptions = {}) => reportLog.stream(options)

@@ -1,0 +1,97 @@
+/**
+ * The config file, decoded once into one section per layer, with the environment's one mapping on top.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as ConfigFile from "../src/ConfigFile.js"
+
+/** A project directory holding `config` as flotta.config.json, removed with the scope. */
+const project = (config: unknown) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-config-"))
+      fs.writeFileSync(path.join(dir, "flotta.config.json"), JSON.stringify(config))
+      return dir
+    }),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+const load = (dir: string, env: Record<string, string> = {}, assume: ReadonlyArray<string> = []) =>
+  ConfigFile.load(dir, undefined, { assume }).pipe(
+    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
+    Effect.provide(NodeContext.layer)
+  )
+
+describe("one Schema, one section per layer", () => {
+  it("a full file decodes into the engine's, the MCP server's and the scheduler's sections", () => {
+    const decoded = ConfigFile.decode("f.json", {
+      maxConcurrentStarts: 3,
+      fleetDefaults: { model: "haiku" },
+      agents: [{ name: "scout" }, { name: "runner", lifecycle: "run", worktree: true }, { name: "Bad" }],
+      mcp: { port: 5000, sessionIdleTimeoutMs: 1000 },
+      schedule: { timezone: "utc", hours: { mon: ["09:00-17:00"] } },
+      routines: [{ name: "scan", action: "scan", every: { dailyAt: "09:00" } }, { name: "broken", action: "nope" }]
+    })
+    if (Either.isLeft(decoded)) return assert.fail(decoded.left.message)
+    const config = decoded.right
+    assert.strictEqual(config.fleet.maxConcurrentStarts, 3)
+    assert.deepStrictEqual(config.fleet.fleet.sessions.map((s) => [s.name, s.model]), [["scout", "haiku"]])
+    assert.deepStrictEqual(config.fleet.fleet.templates.map((s) => s.name), ["runner"])
+    assert.deepStrictEqual(config.fleet.fleet.rejected.map((r) => r.path), ["agents[2].name"])
+    assert.deepStrictEqual(config.mcp, { port: 5000, sessionIdleTimeout: 1000 })
+    assert.deepStrictEqual(config.schedule?.routines.map((r) => r.name), ["scan"])
+    assert.deepStrictEqual(config.schedule?.rejected.map((r) => r.path), ["routines[1].action"])
+  })
+
+  it("an absent or switched-off section is undefined: its layer is not there", () => {
+    const bare = Either.getOrThrow(ConfigFile.decode("f.json", {}))
+    assert.isUndefined(bare.mcp)
+    assert.isUndefined(bare.schedule)
+    assert.isUndefined(Either.getOrThrow(ConfigFile.decode("f.json", { mcp: { enabled: false, port: 1 } })).mcp)
+  })
+
+  it("a bad top-level field or a bad schedule stops the command, naming the file and the path", () => {
+    const port = ConfigFile.decode("f.json", { mcp: { port: "eighty" } })
+    assert.isTrue(Either.isLeft(port) && /f\.json: mcp\.port: Expected number, actual "eighty"/.test(port.left.message))
+    const unknown = ConfigFile.decode("f.json", { agent: [] })
+    assert.isTrue(Either.isLeft(unknown) && /f\.json: agent: is unexpected/.test(unknown.left.message))
+    const zone = ConfigFile.decode("f.json", { schedule: { timezone: "Mars/Olympus", hours: {} } })
+    assert.isTrue(Either.isLeft(zone) && /f\.json: schedule\.timezone: .*unknown time zone/.test(zone.left.message))
+  })
+})
+
+describe("the environment's mapping", () => {
+  it.scoped("a variable overrides the field it names, in a section the file has", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({ maxConcurrentStarts: 2, mcp: { port: 4100 } })
+      const config = yield* load(dir, {
+        FLOTTA_MAX_CONCURRENT_STARTS: "7",
+        FLOTTA_MCP_PORT: "4200",
+        FLOTTA_MCP_HOST: "localhost",
+        FLOTTA_MCP_TOKEN: "0123456789abcdef-token"
+      })
+      assert.strictEqual(config.fleet.maxConcurrentStarts, 7)
+      assert.deepStrictEqual(config.mcp, { port: 4200, host: "localhost", token: "0123456789abcdef-token" })
+    }))
+
+  it.scoped("a variable never switches a section on, unless the command assumes it (the client commands)", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({})
+      assert.isUndefined((yield* load(dir, { FLOTTA_MCP_PORT: "4200" })).mcp)
+      assert.deepStrictEqual((yield* load(dir, { FLOTTA_MCP_PORT: "4200" }, ["mcp"])).mcp, { port: 4200 })
+    }))
+
+  it.scoped("a bad value names the variable and what was expected", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({ mcp: {} })
+      const bad = yield* Effect.flip(load(dir, { FLOTTA_MCP_PORT: "eighty" }))
+      assert.strictEqual(bad._tag, "ConfigFileError")
+      assert.match(bad.message, /FLOTTA_MCP_PORT: expected an integer, got "eighty"/)
+      const range = yield* Effect.flip(load(dir, { FLOTTA_MCP_PORT: "70000" }))
+      assert.match(range.message, /mcp\.port/)
+    }))
+})
