@@ -1,11 +1,12 @@
 /**
- * One named agent: a scoped fiber that owns one `claude` process at a time. Turns wait in a FIFO queue and run
+ * One named agent: it owns one `claude` process at a time. Turns wait in a FIFO queue and run
  * one at a time, because the CLI merges messages sent while it is busy (`Turn`). The agent keeps each turn's
  * record, answers the process's permission requests from its policy (`Permission`), and restarts a crashed
  * or stalled process with `--resume`, so the conversation survives (`Supervisor`). Its state is one record,
  * `AgentState`, shared by those three.
  */
-import { Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Scope } from "effect"
+import type { Tracer } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import * as ClaudeCli from "./ClaudeCli.js"
@@ -147,19 +148,11 @@ export interface AgentDeps {
   readonly startPermit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-/** A live process and the scope that stops it. */
+/** A live process, the scope that stops it, and the news that its service ended (it exited, or stalled). */
 export interface Running {
   readonly process: ClaudeProcess
   readonly scope: Scope.CloseableScope
-  readonly generation: number
-}
-
-/** News from a process that has exited, in the same queue as turns: an idle agent waits on one thing. */
-export interface ProcessExited {
-  readonly _tag: "ProcessExited"
-  /** Which of the agent's processes (they are numbered as they start). */
-  readonly generation: number
-  readonly exit: ExitInfo
+  readonly ended: Deferred.Deferred<Turn.ProcessEnd>
 }
 
 /** Everything about one agent that changes, in one place. */
@@ -168,7 +161,6 @@ export interface AgentState {
   sessionId: string
   /** Whether the session has a saved conversation to resume (after a first turn, or when given one). */
   resumable: boolean
-  current: Turn.Turn | undefined
   process: Running | undefined
   /** The process's running cost (the CLI reports a total per process). */
   processCost: number
@@ -178,8 +170,6 @@ export interface AgentState {
   totalCost: number
   closedReason: string | null
   restarts: number
-  /** Processes started so far. */
-  generation: number
 }
 
 /** What the turn runner and the supervisor share with the agent. */
@@ -191,12 +181,14 @@ export interface AgentContext {
   /** The agent's scope: processes and background requests live in it. */
   readonly scope: Scope.Scope
   readonly state: AgentState
-  /** Turns, and the news that a process exited. */
-  readonly inbox: Queue.Queue<Turn.Turn | ProcessExited>
-  /** Turns not yet taken by the agent (queued). */
-  readonly waiting: Map<string, Turn.Turn>
+  /** Turns waiting to be sent, in order (a cancelled one is skipped when its time comes). */
+  readonly queue: Array<Turn.Turn>
+  /** How many turns wait: queued and not cancelled. */
+  queued: number
   /** The turn in flight and its process, while there is one. */
   active: Turn.Active | undefined
+  readonly tracer: Tracer.Tracer
+  readonly spanContext: Context.Context<never>
   readonly metrics: Turn.TurnMetrics
   readonly alarms: Alarms
   readonly stallMs: number
@@ -232,6 +224,7 @@ export const make = (
   Effect.gen(function*() {
     const { reports, settings } = deps
     const scope = yield* Effect.scope
+    const clock = yield* Effect.clock
     const policy = options.permission ?? "read_only"
     const cwd = path.resolve(options.cwd ?? ".")
     const env = { ...settings.env, ...options.env }
@@ -243,7 +236,6 @@ export const make = (
       status: "starting",
       sessionId: options.resume ?? randomUUID(),
       resumable: options.resume !== undefined,
-      current: undefined,
       process: undefined,
       processCost: 0,
       turnCounter: 0,
@@ -251,8 +243,7 @@ export const make = (
       failed: 0,
       totalCost: 0,
       closedReason: null,
-      restarts: 0,
-      generation: 0
+      restarts: 0
     }
 
     // --- permission requests from the process -------------------------------------------------------------
@@ -321,16 +312,16 @@ export const make = (
     const startProcess: Effect.Effect<Running, SpawnFailed> = Effect.gen(function*() {
       const processScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       const args = buildArgs(options, policy, { id: state.sessionId, resume: state.resumable })
-      const generation = ++state.generation
-      // The process's frames and its end reach the turn in flight on the spot, if it is this process's.
+      const ended = yield* Deferred.make<Turn.ProcessEnd>()
+      // The process's frames reach the turn in flight on the spot; its exit ends its service.
+      const self: { running?: Running } = {}
       const onFrame = (frame: ClaudeCli.TurnFrame, now: number) => {
-        const active = ctx.active
-        if (active !== undefined && active.generation === generation) Turn.onFrame(ctx, active, frame, now)
+        if (self.running !== undefined) Turn.onFrame(ctx, self.running, frame, now)
       }
       const onExit = (exit: ExitInfo) => {
-        const active = ctx.active
-        if (active !== undefined && active.generation === generation) Turn.onExit(active, exit)
-        inbox.unsafeOffer({ _tag: "ProcessExited", generation, exit })
+        const end = { _tag: "Exited", exit } as const
+        if (self.running !== undefined) Turn.crash(ctx, self.running, end, clock.unsafeCurrentTimeMillis())
+        else Deferred.unsafeDone(ended, Exit.succeed(end))
       }
       const started = deps.startPermit(
         deps.cli.start({ name, args, cwd, env, onControlRequest, onFrame, onExit }).pipe(
@@ -340,10 +331,10 @@ export const make = (
         )
       )
       const process = yield* started.pipe(Effect.onError(() => Scope.close(processScope, Exit.void)))
-      return { process, scope: processScope, generation }
+      self.running = { process, scope: processScope, ended }
+      return self.running
     })
 
-    const inbox = yield* Queue.unbounded<Turn.Turn | ProcessExited>()
     const ctx: AgentContext = {
       name,
       options,
@@ -351,9 +342,11 @@ export const make = (
       reports,
       scope,
       state,
-      inbox,
-      waiting: new Map(),
+      queue: [],
+      queued: 0,
       active: undefined,
+      tracer: yield* Effect.tracer,
+      spanContext: Context.empty(),
       metrics: Turn.metricsFor(name, Telemetry),
       alarms: deps.alarms,
       stallMs: Duration.toMillis(settings.stallTimeout),
@@ -400,12 +393,19 @@ export const make = (
           }
           const now = clock.unsafeCurrentTimeMillis()
           const id = `t${++state.turnCounter}`
-          const deadlineAt = opts?.timeout === undefined ? null : now + timeoutMs
-          const turn = Turn.make(id, text, timeoutMs, deadlineAt, now, Deferred.unsafeMake(fiber.id()))
+          const turn = Turn.make({
+            id,
+            text,
+            timeoutMs,
+            deadlineAt: opts?.timeout === undefined ? null : now + timeoutMs,
+            deferred: Deferred.unsafeMake(fiber.id()),
+            parentSpan: Option.fromNullable(fiber.currentSpan)
+          }, now)
           history.set(id, turn)
-          ctx.waiting.set(id, turn)
           prune()
-          inbox.unsafeOffer(turn)
+          ctx.queue.push(turn)
+          ctx.queued++
+          Turn.pump(ctx, now)
           return Effect.succeed(id)
         })
       )
@@ -418,11 +418,8 @@ export const make = (
         }
         turn.interruptReason = reason
         active.interruptedAt = clock.unsafeCurrentTimeMillis()
-        // The watchdog times the interrupt's grace from now.
-        return Turn.sendInterrupt(ctx, active.process).pipe(
-          Effect.zipRight(Turn.watch(ctx, active)),
-          Effect.as(true)
-        )
+        Turn.watch(ctx, active) // the interrupt's grace is timed from now
+        return Effect.as(Turn.sendInterrupt(ctx, active.running), true)
       })
 
     /** Cancels a turn someone stopped waiting for: drop it if queued, interrupt it if running. */
@@ -430,8 +427,7 @@ export const make = (
       Effect.suspend(() => {
         const turn = history.get(turnId)
         if (turn === undefined || Turn.isDone(turn)) return Effect.void
-        if (state.current === turn) return Effect.asVoid(interruptTurn(turn, "user"))
-        ctx.waiting.delete(turnId)
+        if (ctx.active?.turn === turn) return Effect.asVoid(interruptTurn(turn, "user"))
         return Turn.fail(ctx, turn, new TurnInterrupted({ name, turnId }))
       })
 
@@ -471,14 +467,14 @@ export const make = (
       })
 
     const status = Effect.sync((): AgentStatusView => {
-      // `waiting` (not the queue) counts a turn until the agent has taken it and made it current.
-      const queued = ctx.waiting.size
+      const queued = ctx.queued
       const current = state.status
+      const turn = ctx.active?.turn
       return {
         // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
         status: current === "idle" && queued > 0 ? "working" : current,
-        current: state.current?.id ?? null,
-        currentStartedAt: state.current?.record.startedAt ?? null,
+        current: turn?.id ?? null,
+        currentStartedAt: turn?.record.startedAt ?? null,
         queued,
         turns: state.finished + state.failed
       }
@@ -508,17 +504,17 @@ export const make = (
     )
 
     const interrupt = Effect.suspend(() =>
-      state.current === undefined ? Effect.succeed(false) : interruptTurn(state.current, "user")
+      ctx.active === undefined ? Effect.succeed(false) : interruptTurn(ctx.active.turn, "user")
     )
 
     const shutdown = (reason: string) =>
       Effect.gen(function*() {
         if (state.closedReason === null) state.closedReason = reason
-        const inFlight = state.current // read before the interrupt: the turn clears it as it unwinds
-        yield* Fiber.interrupt(supervisor)
-        if (inFlight !== undefined) ctx.waiting.set(inFlight.id, inFlight)
-        yield* Supervisor.failWaiting(ctx, new AgentClosed({ name, reason: state.closedReason }))
         state.status = "closed"
+        yield* Fiber.interrupt(supervisor)
+        const closed = new AgentClosed({ name, reason: state.closedReason })
+        if (ctx.active !== undefined) yield* Turn.fail(ctx, ctx.active.turn, closed)
+        yield* Supervisor.failWaiting(ctx, closed)
       })
 
     return {

@@ -6,7 +6,7 @@
  * `@flotta/core/Testing` provides an in-memory one. The agent above it (queue, permission, supervision,
  * report log, transcripts) is the same in all three.
  */
-import { CommandExecutor } from "@effect/platform"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import { Config, Context, Data, Deferred, Duration, Effect, Layer, Option, Scope } from "effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
@@ -76,8 +76,8 @@ export class StartError extends Data.TaggedError("StartError")<{ readonly reason
 export interface ClaudeProcess {
   /** The OS process id; `null` for a process that is not an OS process (in memory). */
   readonly pid: number | null
-  /** Sends one user turn. */
-  readonly sendUser: (text: string) => Effect.Effect<void>
+  /** Sends one user turn; it never waits (the line is queued for the process's one writer). */
+  readonly sendUser: (text: string) => void
   /** Sends a control request and waits for its answer. */
   readonly request: (
     request: Record<string, unknown> & { readonly subtype: string }

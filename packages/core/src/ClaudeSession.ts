@@ -3,13 +3,40 @@
  * control requests correlated by id, and kill escalation (stdin EOF, SIGTERM, SIGKILL) when its scope closes.
  * Frames that belong to turns are handed to the agent as they are read (`onFrame`); its end, to `onExit`.
  */
-import { Command, CommandExecutor } from "@effect/platform"
+import * as Command from "@effect/platform/Command"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Scope, Stream } from "effect"
+import { StringDecoder } from "node:string_decoder"
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { childEnv, ControlRequestFailed, StartError } from "./ClaudeCli.js"
 import * as Protocol from "./ClaudeProtocol.js"
 
 const STDERR_LINES = 40
+const STDERR_BYTES = 16_384
+
+/** The last `max` bytes of a byte stream, read back as its last lines. */
+const tailBuffer = (max: number) => {
+  let chunks: Array<Uint8Array> = []
+  let size = 0
+  return {
+    push: (chunk: Uint8Array) => {
+      chunks.push(chunk)
+      size += chunk.length
+      while (size - chunks[0]!.length >= max) size -= chunks.shift()!.length
+    },
+    lines: (count: number) => {
+      const bytes = new Uint8Array(size)
+      let at = 0
+      for (const chunk of chunks) {
+        bytes.set(chunk, at)
+        at += chunk.length
+      }
+      chunks = size === 0 ? [] : [bytes]
+      const text = new TextDecoder().decode(bytes).replace(/\r?\n$/, "")
+      return text.split(/\r?\n/).slice(-count).join("\n")
+    }
+  }
+}
 const NEWLINE = new TextEncoder().encode("\n")
 
 /** Frames that belong to turns (everything but the control protocol). */
@@ -36,38 +63,31 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
       Effect.mapError((error) => new StartError({ reason: describeStartError(error, options) }))
     )
 
-    const stderrLines: Array<string> = []
     let lastOutputAt = yield* Clock.currentTimeMillis
     const exited = yield* Deferred.make<ExitInfo>()
     const pending = new Map<string, Deferred.Deferred<unknown, ControlRequestFailed>>()
     const handlers = yield* FiberSet.make()
     const handlerFibers = new Map<string, Fiber.RuntimeFiber<void>>()
-    const stdin = yield* Mailbox.make<string>()
+    const stdin = yield* Mailbox.make<Uint8Array>()
 
-    // The one stdin writer. When the mailbox ends, the stream ends and stdin is closed (EOF).
-    yield* Mailbox.toStream(stdin).pipe(
-      Stream.map((line) => line + "\n"),
-      Stream.encodeText,
-      Stream.run(proc.stdin),
-      Effect.ignore,
-      Effect.forkScoped
-    )
-    const send = (line: string) => Effect.asVoid(stdin.offer(line))
+    // The one stdin writer. When the mailbox ends, the stream ends and stdin is closed (EOF). Lines are encoded
+    // as they are sent: one stage per long-lived stream is what an idle agent keeps in memory.
+    yield* Mailbox.toStream(stdin).pipe(Stream.run(proc.stdin), Effect.ignore, Effect.forkScoped)
+    const encoder = new TextEncoder()
+    const send = (line: string) => Effect.asVoid(stdin.offer(encoder.encode(line + "\n")))
 
-    // Stderr must always be read: an unread pipe blocks the child.
+    // Stderr must always be read (an unread pipe blocks the child); only its tail is kept, as bytes.
+    const stderr = tailBuffer(STDERR_BYTES)
     const stderrDone = yield* proc.stderr.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEach((line) =>
+      Stream.runForEachChunk((chunks) =>
         Effect.sync(() => {
-          stderrLines.push(line)
-          if (stderrLines.length > STDERR_LINES) stderrLines.shift()
-        }).pipe(Effect.zipRight(Effect.logDebug(line)))
+          for (const chunk of chunks) stderr.push(chunk)
+        })
       ),
       Effect.ignore,
       Effect.forkScoped
     )
-    const stderrTail = () => stderrLines.join("\n")
+    const stderrTail = () => stderr.lines(STDERR_LINES)
 
     const answer = (frame: Protocol.ControlRequestFrame) =>
       options.onControlRequest(frame.request).pipe(
@@ -113,35 +133,37 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
 
     // The one stdout reader. It works a chunk at a time: lines are split and frames decoded synchronously,
     // turn frames go straight to the agent, and only control traffic (rare) runs as effects.
-    const decoder = new TextDecoder()
+    const decoder = new StringDecoder("utf8")
     let partial = ""
-    const onChunk = (chunk: Uint8Array, now: number): Effect.Effect<void> => {
+    /** Reads one chunk; returns the control traffic it held (usually none), to run as effects. */
+    const onChunk = (chunk: Uint8Array, now: number, effects: Array<Effect.Effect<void>>) => {
       lastOutputAt = now
-      const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n")
-      partial = lines.pop()!
-      let effects: Array<Effect.Effect<void>> | undefined
-      for (const raw of lines) {
-        const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+      const text = partial + decoder.write(chunk)
+      let start = 0
+      for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
+        const line = text.charCodeAt(end - 1) === 13 /* \r */ ? text.slice(start, end - 1) : text.slice(start, end)
+        start = end + 1
         const frame = Protocol.decodeLine(line)
         if (Option.isNone(frame)) {
-          if (line.trim().length > 0) (effects ??= []).push(Effect.logDebug("non-protocol stdout", line))
+          if (line.trim().length > 0) effects.push(Effect.logDebug("non-protocol stdout", line))
         } else if (isTurnFrame(frame.value)) {
           options.onFrame(frame.value, now)
         } else {
-          ;(effects ??= []).push(dispatch(frame.value))
+          effects.push(dispatch(frame.value))
         }
       }
-      return effects === undefined ? Effect.void : Effect.forEach(effects, (e) => e, { discard: true })
+      partial = start === 0 ? text : text.slice(start)
     }
+    const onChunks = (chunks: Iterable<Uint8Array>, now: number): Effect.Effect<void> => {
+      const effects: Array<Effect.Effect<void>> = []
+      for (const chunk of chunks) onChunk(chunk, now, effects)
+      return effects.length === 0 ? Effect.void : Effect.forEach(effects, (e) => e, { discard: true })
+    }
+    const clock = yield* Effect.clock
     yield* proc.stdout.pipe(
-      Stream.runForEachChunk((chunks) =>
-        Effect.clockWith((clock) => {
-          const now = clock.unsafeCurrentTimeMillis()
-          return Effect.forEach(chunks, (chunk) => onChunk(chunk, now), { discard: true })
-        })
-      ),
+      Stream.runForEachChunk((chunks) => Effect.suspend(() => onChunks(chunks, clock.unsafeCurrentTimeMillis()))),
       // A last line without a newline still counts.
-      Effect.zipRight(Effect.suspend(() => (partial.length > 0 ? onChunk(NEWLINE, lastOutputAt) : Effect.void))),
+      Effect.zipRight(Effect.suspend(() => (partial.length > 0 ? onChunks([NEWLINE], lastOutputAt) : Effect.void))),
       Effect.ignore,
       // stdout has ended: wait for the exit code and for the stderr tail to be complete.
       Effect.zipRight(proc.exitCode.pipe(Effect.option)),
@@ -202,7 +224,9 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
 
     return {
       pid: proc.pid,
-      sendUser: (text: string) => send(Protocol.userFrame(text)),
+      sendUser: (text: string) => {
+        stdin.unsafeOffer(encoder.encode(Protocol.userFrame(text) + "\n"))
+      },
       request,
       exited,
       lastOutputAt: () => lastOutputAt,

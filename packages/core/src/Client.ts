@@ -50,10 +50,15 @@ const toPromise = <A, E>(
   runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>,
   effect: Effect.Effect<A, E, Engine>
 ) =>
-  runtime.runPromiseExit(effect).then((exit) => {
-    if (Exit.isSuccess(exit)) return exit.value
-    const failure = Cause.failureOption(exit.cause)
-    throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+  new Promise<A>((resolve, reject) => {
+    // A callback, not runPromiseExit: one Promise per call, settled the moment the fiber ends.
+    runtime.runCallback(effect, {
+      onExit: (exit) => {
+        if (Exit.isSuccess(exit)) return resolve(exit.value)
+        const failure = Cause.failureOption(exit.cause)
+        reject(Option.isSome(failure) ? failure.value : Cause.squash(exit.cause))
+      }
+    })
   })
 
 /** The fleet in memory over the real claude CLI (or `options.executable`), with any extensions. */
@@ -86,15 +91,20 @@ export const fromLayer = <X extends Extensions = Record<never, never>>(
   return Object.assign(facade(runtime), faces)
 }
 
+const askWatched = (f: Flotta.Flotta, name: string, text: string, options?: Flotta.AskOptions) =>
+  Effect.flatMap(f.prompt(name, text, options), (turnId) => f.watch(name, turnId))
+
 const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
   const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
   return {
     spawn: (name: string, spawnOptions?: AgentOptions) => run((f) => f.spawn(name, spawnOptions)),
-    ask: (name: string, text: string, askOptions?: Flotta.AskOptions) => run((f) => f.ask(name, text, askOptions)),
+    // A Promise's caller cannot interrupt it, so the wait needs no cancel-on-interrupt: `watch` is the lean one.
+    ask: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
+      run((f) => Effect.map(askWatched(f, name, text, askOptions), (r) => r.text)),
     askResult: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
-      run((f) => f.askResult(name, text, askOptions)),
+      run((f) => askWatched(f, name, text, askOptions)),
     prompt: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => f.prompt(name, text, askOptions)),
     wait: (name: string, turnId: string) => run((f) => f.wait(name, turnId)),

@@ -2,7 +2,7 @@
  * The facade: every public operation of the fleet, as Effects. `Flotta.layer(options)` is the whole engine
  * (Registry, ReportLog, FleetConfig, the claude executable and Node's process executor) in one Layer.
  */
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { Duration } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"

@@ -4,7 +4,8 @@
  * turn, optionally in its own git worktree, within bounds (turns, budget, time). Async runs, and async
  * verifies, keep their outcome by name for `runResult`.
  */
-import { CommandExecutor, FileSystem } from "@effect/platform"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Deferred, Effect, FiberMap, Option } from "effect"
 import type { Duration } from "effect"
 import { randomBytes } from "node:crypto"

@@ -1,23 +1,13 @@
 /**
- * Supervision of one agent's process: it serves turns from the agent's queue until the process exits or
- * stalls, then fails the turn in flight with `AgentCrashed` and starts a new process with `--resume` (the
- * conversation survives). Restarts follow `restartSchedule`: an exponential backoff within a budget of
- * restarts per window; when the budget is spent the agent is closed, with the reason.
+ * Supervision of one agent's process: when the process exits or stalls, the turn it was running fails with
+ * `AgentCrashed`, and a new process starts with `--resume` (the conversation survives), after which the queued
+ * turns go on. Restarts follow `restartSchedule`: an exponential backoff within a budget of restarts per window;
+ * when the budget is spent the agent is closed, with the reason. The supervisor's fiber only wakes for that:
+ * turns never pass through it.
  */
-import {
-  Clock,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  Queue,
-  Schedule,
-  ScheduleDecision,
-  ScheduleInterval,
-  Scope
-} from "effect"
-import type { AgentContext, ProcessExited, Running } from "./Agent.js"
-import { AgentClosed, AgentCrashed, TurnTimeout } from "./Errors.js"
+import { Deferred, Duration, Effect, Either, Exit, Schedule, ScheduleDecision, ScheduleInterval, Scope } from "effect"
+import type { AgentContext, Running } from "./Agent.js"
+import { AgentClosed } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
 import * as Turn from "./Turn.js"
 
@@ -46,38 +36,14 @@ export const restartSchedule = (settings: FleetSettings): Schedule.Schedule<numb
   })
 }
 
-/** Serves turns on one process until it exits or stalls; says why, and which turn it was running. */
-const serve = (ctx: AgentContext, running: Running) =>
-  Effect.gen(function*() {
-    while (true) {
-      ctx.state.status = "idle"
-      const next: Turn.Turn | ProcessExited = yield* Queue.take(ctx.inbox)
-      if (next._tag === "ProcessExited") {
-        if (next.generation !== running.generation) continue // an earlier process's, already handled
-        return { end: { _tag: "Exited", exit: next.exit } as Turn.ProcessEnd, turn: null }
-      }
-      ctx.waiting.delete(next.id)
-      if (next.record.status !== "queued") continue // cancelled while it waited
-      if (next.deadlineAt !== null && (yield* Clock.currentTimeMillis) >= next.deadlineAt) {
-        yield* Turn.fail(ctx, next, new TurnTimeout({ name: ctx.name, turnId: next.id, timeoutMs: next.timeoutMs }))
-        continue
-      }
-      const end = yield* Turn.run(ctx, running.process, running.generation, next)
-      if (end !== undefined) return { end, turn: next }
-    }
-  })
-
-const crashReason = (end: Turn.ProcessEnd) =>
-  end._tag === "Stalled"
-    ? `stalled: ${end.reason}`
-    : `the claude process exited unexpectedly (exit code ${end.exit.exitCode ?? "none: killed by a signal"})`
-
-/** Fails every turn that waits, and empties the queue. */
+/** Fails every turn that waits in the queue. */
 export const failWaiting = (ctx: AgentContext, error: AgentClosed) =>
-  Effect.gen(function*() {
-    yield* Queue.takeAll(ctx.inbox) // every queued turn is also in `waiting`
-    for (const turn of [...ctx.waiting.values()]) yield* Turn.fail(ctx, turn, error)
-  })
+  Effect.clockWith((clock) =>
+    Effect.sync(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      for (const turn of ctx.queue.splice(0)) Turn.unsafeFail(ctx, turn, error, now)
+    })
+  )
 
 /** Closes the agent for good: queued turns fail with `AgentClosed`. */
 const giveUp = (ctx: AgentContext, reason: string) =>
@@ -88,27 +54,27 @@ const giveUp = (ctx: AgentContext, reason: string) =>
     yield* ctx.reports.post(ctx.name, "closed", { reason })
   })
 
-/** Serves, crashes and restarts until the restart budget is spent. */
+/** Waits for each process to end, then restarts it until the restart budget is spent. */
 export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
     const restarts = yield* Schedule.driver(restartSchedule(ctx.settings))
     let running = first
     while (true) {
       ctx.state.process = running
-      const { end, turn } = yield* serve(ctx, running)
+      ctx.state.status = "idle"
+      yield* Turn.pumpNow(ctx)
+      const end = yield* Deferred.await(running.ended)
+      ctx.state.process = undefined
+      ctx.state.status = "restarting"
       const stderr = end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
       const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
+      // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
       yield* Scope.close(running.scope, Exit.void)
-      ctx.state.process = undefined
       ctx.state.processCost = 0
-      let reason = crashReason(end)
-      if (turn !== null) {
-        yield* Turn.fail(ctx, turn, new AgentCrashed({ name: ctx.name, turnId: turn.id, exitCode, reason, stderr }))
-      }
+      let reason = Turn.crashReason(end)
       yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
       // Restart until a process comes up or the budget is spent.
       while (true) {
-        ctx.state.status = "restarting"
         const attempt = yield* Effect.either(restarts.next(undefined))
         if (Either.isLeft(attempt)) {
           return yield* giveUp(

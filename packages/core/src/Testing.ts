@@ -11,7 +11,7 @@
  * of `toolUse`, `delay`, `apiError`, `crash`, `hang`, `structured`. `history` holds every earlier prompt of
  * the agent's conversation and survives a crash and resume, as the real CLI's session file does.
  */
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
@@ -206,7 +206,9 @@ const startProcess = (
 
     const process: ClaudeProcess = {
       pid: null,
-      sendUser: (text) => Effect.asVoid(Queue.offer(input, text)),
+      sendUser: (text) => {
+        input.unsafeOffer(text)
+      },
       request: (body) =>
         Effect.suspend(() => {
           if (dead) {

@@ -1,17 +1,19 @@
 /**
- * One turn's execution: the user frame goes out, the process's frames come back until exactly one `result`,
- * and the turn ends with its `TurnResult` or a typed error, recorded in the transcript and the report log. A
- * turn past its deadline, or whose process falls silent, is interrupted; one that does not end after its
- * interrupt, or whose process dies, ends the process's service (the supervisor restarts it).
+ * Turns: the user frame goes out, the process's frames come back until exactly one `result`, and the turn
+ * ends with its `TurnResult` or a typed error, recorded in the transcript and the report log. A turn past its
+ * deadline is interrupted; one that outlives its interrupt's grace, or whose process falls silent, ends the
+ * process's service (the supervisor restarts it).
  *
- * The hot path is lean on purpose: frames are handled synchronously as the process's reader sees them
- * (`onFrame`), the result completes the caller's `Deferred` on the spot, report entries and metrics are
- * written without an effect each, and one watchdog fiber per turn keeps its deadlines.
+ * The turn path is driven by its events, with no fiber of its own: a prompt starts the next turn if the agent
+ * is free (`pump`), its frames are handled as the process's reader sees them (`onFrame`), its result completes
+ * the caller's `Deferred` and starts the next turn on the spot, and the fleet's alarms keep its deadlines.
  */
-import { Deferred, Duration, Effect, Exit, MetricLabel } from "effect"
-import type { AgentContext, PermissionRecord, TurnRecord } from "./Agent.js"
-import type { ClaudeProcess, ExitInfo, TurnFrame } from "./ClaudeCli.js"
+import { Clock, Deferred, Duration, Effect, Exit, MetricLabel, Option } from "effect"
+import type { Tracer } from "effect"
+import type { AgentContext, PermissionRecord, Running, TurnRecord } from "./Agent.js"
+import type { TurnFrame } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
+import { AgentCrashed, TurnTimeout } from "./Errors.js"
 import type { TurnError } from "./Errors.js"
 import type * as Telemetry from "./Telemetry.js"
 import * as TurnOutcome from "./TurnOutcome.js"
@@ -30,25 +32,58 @@ export interface Turn {
   readonly deadlineAt: number | null
   readonly deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
   readonly record: MutableRecord
+  /** The span of the caller that queued it, parent of the turn's own. */
+  readonly parentSpan: Option.Option<Tracer.AnySpan>
   /** Why an interrupt was sent, so its `error_during_execution` result maps to the right error. */
   interruptReason: "user" | "timeout" | null
 }
 
 /** Why a process stopped serving turns. */
 export type ProcessEnd =
-  | { readonly _tag: "Exited"; readonly exit: ExitInfo }
+  | { readonly _tag: "Exited"; readonly exit: { readonly exitCode: number | null; readonly stderr: string } }
   | { readonly _tag: "Stalled"; readonly reason: string }
 
-/** The turn in flight on one process. */
+export const crashReason = (end: ProcessEnd) =>
+  end._tag === "Stalled"
+    ? `stalled: ${end.reason}`
+    : `the claude process exited unexpectedly (exit code ${end.exit.exitCode ?? "none: killed by a signal"})`
+
+/**
+ * A process's service ended (it exited, or stalled): its turn in flight fails with `AgentCrashed` at once
+ * (nothing it says from now on is that turn's), and the supervisor is told.
+ */
+export const crash = (ctx: AgentContext, running: Running, end: ProcessEnd, now: number) => {
+  // Nothing more is sent to it: the queue waits for the restarted process.
+  if (ctx.state.process === running) {
+    ctx.state.process = undefined
+    if (ctx.state.status !== "closed") ctx.state.status = "restarting"
+  }
+  const active = ctx.active
+  if (active !== undefined && active.running === running) {
+    const turn = active.turn
+    unsafeFail(
+      ctx,
+      turn,
+      new AgentCrashed({
+        name: ctx.name,
+        turnId: turn.id,
+        exitCode: end._tag === "Exited" ? end.exit.exitCode : null,
+        reason: crashReason(end),
+        stderr: end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
+      }),
+      now
+    )
+  }
+  Deferred.unsafeDone(running.ended, Exit.succeed(end))
+}
+
+/** The turn in flight, on the process that runs it. */
 export interface Active {
   readonly turn: Turn
-  readonly process: ClaudeProcess
-  /** Which of the agent's processes runs it: frames of another are not this turn's. */
-  readonly generation: number
+  readonly running: Running
   readonly startedAt: number
   readonly deadline: number
-  /** Completed when the turn is over for its process: `undefined` (its result came), or why the process ended. */
-  readonly ended: Deferred.Deferred<ProcessEnd | undefined>
+  readonly span: Tracer.Span
   interruptedAt: number | null
   /** Cancels the turn's pending alarm (its next check). */
   cancelAlarm: () => void
@@ -65,24 +100,23 @@ export const errorView = (error: { readonly _tag: string; readonly message: stri
 
 export const isDone = (turn: Turn) => turn.record.status === "succeeded" || turn.record.status === "failed"
 
-/** A new queued turn (its Deferred belongs to `fiberId`'s fiber). */
+/** A new queued turn. */
 export const make = (
-  id: string,
-  text: string,
-  timeoutMs: number,
-  deadlineAt: number | null,
-  now: number,
-  deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
+  fields: {
+    readonly id: string
+    readonly text: string
+    readonly timeoutMs: number
+    readonly deadlineAt: number | null
+    readonly deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
+    readonly parentSpan: Option.Option<Tracer.AnySpan>
+  },
+  now: number
 ): Turn => ({
   _tag: "Turn",
-  id,
-  text,
-  timeoutMs,
-  deadlineAt,
-  deferred,
+  ...fields,
   record: {
-    turnId: id,
-    prompt: text,
+    turnId: fields.id,
+    prompt: fields.text,
     status: "queued",
     reply: null,
     error: null,
@@ -98,10 +132,12 @@ export const make = (
   interruptReason: null
 })
 
-/** Ends a turn with a typed error (once): transcript, waiters, report log, metrics. */
+const nanos = (millis: number) => BigInt(millis) * 1_000_000n
+
+/** Ends a turn with a typed error (once): transcript, waiters, report log, metrics, its span. */
 export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now: number) => {
   if (isDone(turn)) return
-  ctx.waiting.delete(turn.id)
+  if (turn.record.status === "queued") ctx.queued--
   turn.record.status = "failed"
   turn.record.error = errorView(error)
   turn.record.finishedAt = iso(now)
@@ -109,14 +145,17 @@ export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now:
   Deferred.unsafeDone(turn.deferred, Exit.fail(error))
   ctx.reports.unsafePost(ctx.name, "error", { error: errorView(error) }, turn.id, now)
   ctx.metrics.count(error._tag)
+  const active = ctx.active
+  if (active?.turn === turn) end(ctx, active, now, Exit.fail(error))
 }
 
 export const fail = (ctx: AgentContext, turn: Turn, error: TurnError) =>
   Effect.clockWith((clock) => Effect.sync(() => unsafeFail(ctx, turn, error, clock.unsafeCurrentTimeMillis())))
 
 /** Ends a turn with its `result` frame: a success, or the typed error the frame means. */
-const finish = (ctx: AgentContext, turn: Turn, frame: Protocol.ResultFrame, now: number) => {
+const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, now: number) => {
   const { state } = ctx
+  const turn = active.turn
   const facts: TurnOutcome.TurnFacts = {
     name: ctx.name,
     turnId: turn.id,
@@ -137,6 +176,8 @@ const finish = (ctx: AgentContext, turn: Turn, frame: Protocol.ResultFrame, now:
   record.durationMs = result.durationMs
   record.modelCalls = result.modelCalls
   ctx.metrics.record(result.durationMs, result.costUsd)
+  active.span.attribute("flotta.cost_usd", result.costUsd)
+  active.span.attribute("flotta.model_calls", result.modelCalls)
   const error = TurnOutcome.classify(frame, facts, result)
   if (error !== undefined) return unsafeFail(ctx, turn, error, now)
   record.status = "succeeded"
@@ -156,6 +197,17 @@ const finish = (ctx: AgentContext, turn: Turn, frame: Protocol.ResultFrame, now:
     now
   )
   ctx.metrics.count("ok")
+  end(ctx, active, now, Exit.void)
+}
+
+/** The turn in flight is over: the agent is free, and takes the next turn at once. */
+const end = (ctx: AgentContext, active: Active, now: number, exit: Exit.Exit<unknown, unknown>) => {
+  if (ctx.active !== active) return
+  ctx.active = undefined
+  active.cancelAlarm()
+  active.span.end(nanos(now), exit)
+  if (ctx.state.status === "working") ctx.state.status = "idle"
+  pump(ctx, now)
 }
 
 /** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
@@ -171,8 +223,10 @@ const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) 
   }
 }
 
-/** One frame of the process that runs `active`, as its reader sees it. */
-export const onFrame = (ctx: AgentContext, active: Active, frame: TurnFrame, now: number) => {
+/** One frame of a process, as its reader sees it: only the turn in flight on that process takes it. */
+export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, now: number) => {
+  const active = ctx.active
+  if (active === undefined || active.running !== running) return
   switch (frame._tag) {
     case "Init":
       // The CLI has taken the message: the session is on disk now, and a restart must resume it.
@@ -182,17 +236,9 @@ export const onFrame = (ctx: AgentContext, active: Active, frame: TurnFrame, now
     case "Assistant":
       return observe(ctx, active.turn, frame.frame)
     case "Result":
-      finish(ctx, active.turn, frame.frame, now)
-      // The turn is over now (its caller may already be on to the next thing); the supervisor tidies up.
-      ctx.state.current = undefined
-      ctx.state.status = "idle"
-      return Deferred.unsafeDone(active.ended, Exit.succeed(undefined))
+      return finish(ctx, active, frame.frame, now)
   }
 }
-
-/** The process of `active` exited: the turn is over for it. */
-export const onExit = (active: Active, exit: ExitInfo) =>
-  Deferred.unsafeDone(active.ended, Exit.succeed({ _tag: "Exited", exit }))
 
 /** Records a permission decision in the turn in flight (the transcript) and the report log. */
 export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
@@ -205,8 +251,8 @@ export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
   )
 
 /** Asks the process to interrupt its turn, without waiting for the answer (the result frame says the rest). */
-export const sendInterrupt = (ctx: AgentContext, process: ClaudeProcess) =>
-  process.request({ subtype: "interrupt" }).pipe(
+export const sendInterrupt = (ctx: AgentContext, running: Running) =>
+  running.process.request({ subtype: "interrupt" }).pipe(
     Effect.timeout("5 seconds"),
     Effect.ignore,
     // Interruptible even when asked from a finalizer (a cancelled caller's): the agent's scope must stop it.
@@ -219,90 +265,94 @@ export const sendInterrupt = (ctx: AgentContext, process: ClaudeProcess) =>
  * interrupt's grace, or a stall). When it rings, the turn is interrupted at its deadline, and the process's
  * service ends when the turn outlives its interrupt's grace or the process falls silent.
  */
-export const watch = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
-  Effect.sync(() => {
-    const stallAt = Math.max(active.process.lastOutputAt(), active.startedAt) + ctx.stallMs
-    const checkAt = Math.min(
-      stallAt,
-      active.interruptedAt === null ? active.deadline : active.interruptedAt + ctx.graceMs
-    )
-    active.cancelAlarm()
-    active.cancelAlarm = ctx.alarms.set(checkAt, check(ctx, active))
-  })
+export const watch = (ctx: AgentContext, active: Active) => {
+  const stallAt = Math.max(active.running.process.lastOutputAt(), active.startedAt) + ctx.stallMs
+  const checkAt = Math.min(
+    stallAt,
+    active.interruptedAt === null ? active.deadline : active.interruptedAt + ctx.graceMs
+  )
+  active.cancelAlarm()
+  active.cancelAlarm = ctx.alarms.set(checkAt, check(ctx, active))
+}
 
 const check = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
   Effect.clockWith((clock) => {
     if (ctx.active !== active) return Effect.void // over already
     const now = clock.unsafeCurrentTimeMillis()
-    const stallAt = Math.max(active.process.lastOutputAt(), active.startedAt) + ctx.stallMs
     if (active.interruptedAt === null && now >= active.deadline) {
       if (active.turn.interruptReason === null) active.turn.interruptReason = "timeout"
       active.interruptedAt = now
-      return Effect.zipRight(sendInterrupt(ctx, active.process), watch(ctx, active))
+      watch(ctx, active)
+      return sendInterrupt(ctx, active.running)
     }
     if (active.interruptedAt !== null && now >= active.interruptedAt + ctx.graceMs) {
-      return Deferred.succeed(active.ended, {
+      crash(ctx, active.running, {
         _tag: "Stalled",
         reason: `the turn did not end within ${ctx.graceMs} ms of its interrupt`
-      })
+      }, now)
+      return Effect.void
     }
-    if (now >= stallAt) {
-      return sendInterrupt(ctx, active.process).pipe(
-        Effect.zipRight(Deferred.succeed(active.ended, {
-          _tag: "Stalled",
-          reason: `no output for ${Duration.format(ctx.settings.stallTimeout)}`
-        }))
+    if (now >= Math.max(active.running.process.lastOutputAt(), active.startedAt) + ctx.stallMs) {
+      const running = active.running
+      crash(
+        ctx,
+        running,
+        { _tag: "Stalled", reason: `no output for ${Duration.format(ctx.settings.stallTimeout)}` },
+        now
       )
+      return sendInterrupt(ctx, running)
     }
-    return watch(ctx, active) // output came meanwhile: the stall moved on
+    watch(ctx, active) // output came meanwhile: the stall moved on
+    return Effect.void
   })
+
+/** Sends a turn to the process: it is the turn in flight from now on. */
+const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => {
+  turn.record.status = "running"
+  turn.record.startedAt = iso(now)
+  ctx.queued--
+  ctx.state.status = "working"
+  const span = ctx.tracer.span("flotta.turn", turn.parentSpan, ctx.spanContext, [], nanos(now), "internal")
+  span.attribute("flotta.agent", ctx.name)
+  span.attribute("flotta.turn", turn.id)
+  const active: Active = {
+    turn,
+    running,
+    startedAt: now,
+    deadline: turn.deadlineAt ?? now + turn.timeoutMs,
+    span,
+    interruptedAt: null,
+    cancelAlarm: noAlarm
+  }
+  ctx.active = active
+  if (ctx.options.lifecycle !== "run") {
+    ctx.reports.unsafePost(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id, now)
+  }
+  running.process.sendUser(turn.text)
+  watch(ctx, active)
+}
 
 const noAlarm = () => undefined
 
-/** Sends the turn and waits until it is over: `undefined` (its result came), or why the process ended. */
-export const run = (
-  ctx: AgentContext,
-  process: ClaudeProcess,
-  generation: number,
-  turn: Turn
-): Effect.Effect<ProcessEnd | undefined> =>
-  Effect.clockWith((clock) =>
-    Effect.withFiberRuntime<ProcessEnd | undefined>((fiber) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      turn.record.status = "running"
-      turn.record.startedAt = iso(now)
-      ctx.state.current = turn
-      ctx.state.status = "working"
-      const active: Active = {
-        turn,
-        process,
-        generation,
-        startedAt: now,
-        deadline: turn.deadlineAt ?? now + turn.timeoutMs,
-        ended: Deferred.unsafeMake(fiber.id()),
-        interruptedAt: null,
-        cancelAlarm: noAlarm
-      }
-      ctx.active = active
-      if (ctx.options.lifecycle !== "run") {
-        ctx.reports.unsafePost(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id, now)
-      }
-      return process.sendUser(turn.text).pipe(
-        Effect.zipRight(watch(ctx, active)),
-        Effect.zipRight(Deferred.await(active.ended)),
-        Effect.ensuring(Effect.sync(() => {
-          ctx.active = undefined
-          ctx.state.current = undefined
-          active.cancelAlarm()
-        }))
-      )
-    })
-  ).pipe(
-    Effect.withSpan("flotta.turn", {
-      attributes: { "flotta.agent": ctx.name, "flotta.turn": turn.id },
-      captureStackTrace: false
-    })
-  )
+/**
+ * Starts the next queued turn if the agent is free: a live process and no turn in flight. A turn whose
+ * caller's deadline passed while it waited fails without running.
+ */
+export const pump = (ctx: AgentContext, now: number) => {
+  const running = ctx.state.process
+  if (ctx.active !== undefined || running === undefined || ctx.state.status === "closed") return
+  while (ctx.queue.length > 0) {
+    const turn = ctx.queue.shift()!
+    if (turn.record.status !== "queued") continue // cancelled while it waited
+    if (turn.deadlineAt !== null && now >= turn.deadlineAt) {
+      unsafeFail(ctx, turn, new TurnTimeout({ name: ctx.name, turnId: turn.id, timeoutMs: turn.timeoutMs }), now)
+      continue
+    }
+    return start(ctx, running, turn, now)
+  }
+}
+
+export const pumpNow = (ctx: AgentContext) => Clock.currentTimeMillis.pipe(Effect.map((now) => pump(ctx, now)))
 
 /**
  * Turn metrics, tagged with the agent (and the outcome). The label arrays are made once per agent, so each

@@ -3,8 +3,8 @@
  * garbage-collected; and `verify`, which runs shell checks against a branch in a throwaway worktree. The
  * user's working tree is never touched: the worktrees directory is excluded through `.git/info/exclude`.
  */
-import type { CommandExecutor } from "@effect/platform"
-import { FileSystem } from "@effect/platform"
+import type * as CommandExecutor from "@effect/platform/CommandExecutor"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Clock, Duration, Effect, Option } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"

@@ -2,7 +2,8 @@
  * Short-lived commands (git, verify checks): run to completion with an optional deadline, output captured
  * with a capped tail, the whole process group killed when the deadline passes or the caller is interrupted.
  */
-import { Command, CommandExecutor } from "@effect/platform"
+import * as Command from "@effect/platform/Command"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import { Clock, Data, Duration, Effect, Fiber, Option, Stream } from "effect"
 
 export interface Outcome {
