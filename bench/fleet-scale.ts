@@ -28,12 +28,15 @@ const CAP = 8
 const TEXT = "hello"
 const EXPECTED = `echo: ${TEXT}`
 
-// What heap snapshots of the engine showed (2026-11-29); kept with the miss it explains.
-const HEAP_CAUSE = "Cause (heap snapshots, 2026-11-29): ~110 KiB per agent is ClaudeSession's three long-lived " +
-  "Effect Streams over the child's pipes (stdin: Mailbox → Stream → Sink; stdout and stderr from @effect/platform's " +
-  "Process). Each keeps a fiber, channel executors and their closures alive for the whole session. The rest is the " +
-  "agent itself (scopes, its supervisor fiber, queues, SubscriptionRef). A patched copy reading the pipes with plain " +
-  "listeners measured ~64 KiB per agent, but needs raw child_process in src/, which STYLE.md rules out."
+// What heap snapshots of the engine showed (2026-12-01); kept with the miss it explains.
+const HEAP_CAUSE =
+  "Cause (heap snapshots and a fiber census, 2026-12-01): a live agent keeps 8 fibers, and 7 of them " +
+  "belong to the child's three pipes as @effect/platform's Command exposes them (stdin: a Mailbox streamed into the " +
+  "Process sink, 3 fibers with the channel bridge; stdout and stderr: 2 each), each holding channel executors, " +
+  "continuations and fiber refs for the whole session. The agent's own part is one supervisor fiber and its state: " +
+  "the same agent over @flotta/core/Testing (no pipes) holds 38 KiB. Reading the pipes with plain listeners measured " +
+  "~64 KiB per agent (2026-11-29) but needs raw child_process in src/, which the design rules out; a lighter pipe " +
+  "API in the platform is what would close the gap."
 
 interface Round {
   readonly startMs: number

@@ -30,13 +30,13 @@ const TEXT = "hello"
 const EXPECTED = `echo: ${TEXT}`
 
 // What profiling and A/B runs of patched copies of the engine showed (2026-11-29); kept with the miss it explains.
-const CAUSE = "Cause: the host is CPU-bound on Effect machinery, not on I/O. Fixed on 2026-11-29 (0.66 → 0.40 ms): " +
-  "frames already queued are taken without arming a timer, the idle agent waits on one queue (turns and child " +
-  "exits) instead of a race, metrics are tagged once per agent, the ask span captures no stack trace, and stdout " +
-  "is read a chunk at a time with turn frames queued synchronously. What remains is the Promise facade's fiber per " +
-  "call and the platform's Effect Streams over the child's pipes (~0.1 ms): a patched copy reading the pipes with " +
-  "plain listeners measured 0.23 ms, but that needs raw child_process in src/, which STYLE.md rules out; the " +
-  "trade-off is open."
+const CAUSE = "Cause of the tail (2026-12-01): the p50 is within target since turns are driven by their events " +
+  "(no fiber hop per turn, frames handled as they are read, hand decoders of the big frames, one fleet-wide alarm " +
+  "fiber instead of a timer per wait, metrics and report entries written without an effect each). The tail is the " +
+  "rest of the Effect machinery per turn: ~70 KB allocated per turn (the raw baseline ~15 KB), half of it the " +
+  "platform's Streams over the child's pipes, so young-generation collections (4 to 6 ms each on this machine) land " +
+  "in about one turn in 150, and a longer critical path (~0.26 ms of host CPU per turn against 0.08 ms raw) is " +
+  "more exposed to preemption on a shared 2-core machine."
 
 interface Driver {
   readonly name: string

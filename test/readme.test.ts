@@ -80,6 +80,17 @@ const startBackground = async (
   return { child, out }
 }
 
+/** Runs a Node script to its end, collecting what it prints. */
+const runNode = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
 describe("the README", () => {
   it("gives exactly the two commands CI runs: one installs, one tests", () => {
     const lines = shellLines()
@@ -171,17 +182,9 @@ describe("the README", () => {
     const dir = fs.mkdtempSync(path.join(cache, "readme-"))
     const file = path.join(dir, "quickstart.mjs")
     fs.writeFileSync(file, example!)
-    const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [file], {
-        cwd: ROOT,
-        env: { ...process.env, ...offlineEnv(api, path.join(project, "library")) },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (d) => (stdout += d))
-      child.stderr.on("data", (d) => (stderr += d))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    const output = await runNode([file], {
+      cwd: ROOT,
+      env: { ...process.env, ...offlineEnv(api, path.join(project, "library")) }
     })
     fs.rmSync(dir, { recursive: true, force: true })
     assert.strictEqual(output.code, 0, output.stderr)
@@ -198,18 +201,10 @@ describe("the README", () => {
     const dir = fs.mkdtempSync(path.join(cache, "readme-testing-"))
     fs.writeFileSync(path.join(dir, "fleet.test.ts"), example!)
     fs.writeFileSync(path.join(dir, "vitest.config.mjs"), "export default { test: { testTimeout: 60000 } }\n")
-    const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
-      const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter", "verbose"], {
-        cwd: dir,
-        env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (d) => (stdout += d))
-      child.stderr.on("data", (d) => (stderr += d))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
+    const output = await runNode([vitest, "run", "--root", dir, "--reporter", "verbose"], {
+      cwd: dir,
+      env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" }
     })
     fs.rmSync(dir, { recursive: true, force: true })
     assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)

@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
-import * as Permission from "../src/Permission.js"
 import * as Spec from "../src/Spec.js"
 
 describe("Spec", () => {
@@ -60,32 +59,5 @@ describe("Spec", () => {
     assert.strictEqual(Spec.readFleet(42).rejected[0]!.path, "config")
     assert.strictEqual(Spec.readFleet({ fleetDefaults: [] }).rejected[0]!.path, "fleetDefaults")
     assert.deepStrictEqual(Spec.readFleet({}).sessions, [])
-  })
-})
-
-describe("Permission", () => {
-  it("turns each form into flags", () => {
-    assert.deepStrictEqual(Permission.flags("read_only"), [
-      "--tools",
-      "Read,Glob,Grep",
-      "--allowedTools",
-      "Read,Glob,Grep"
-    ])
-    assert.deepStrictEqual(Permission.flags({ allow: ["Read", "Bash(git *)"] }), [
-      "--tools",
-      "Read,Bash",
-      "--allowedTools",
-      "Read,Bash(git *)"
-    ])
-    assert.deepStrictEqual(Permission.flags("full"), [])
-    assert.deepStrictEqual(Permission.flags(() => ({ behavior: "allow" })), [])
-  })
-
-  it("knows which permissions can write", () => {
-    assert.isFalse(Permission.canWrite("read_only"))
-    assert.isFalse(Permission.canWrite({ allow: ["Read", "Glob"] }))
-    assert.isTrue(Permission.canWrite({ allow: ["Read", "Write"] }))
-    assert.isTrue(Permission.canWrite("full"))
-    assert.isTrue(Permission.canWrite(() => ({ behavior: "deny", message: "no" })))
   })
 })
