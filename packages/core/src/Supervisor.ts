@@ -1,7 +1,7 @@
 /**
  * Supervision of one agent's process: when the process exits or stalls, the turn it was running fails with
  * `AgentCrashed`, and a new process starts with `--resume` (the conversation survives), after which the queued
- * turns go on. Restarts follow `restartSchedule`: an exponential backoff within a budget of restarts per window;
+ * turns go on. Restarts follow `restartPolicy`: an exponential backoff within a budget of restarts per window;
  * when the budget is spent the agent is closed, with the reason. The supervisor's fiber only wakes for that:
  * turns never pass through it.
  */
@@ -13,10 +13,10 @@ import * as Turn from "./Turn.js"
 
 /**
  * When to restart: the delay doubles with each restart still inside `restartWindow` (from `restartBackoff`,
- * capped at `restartBackoffMax`), and the schedule is done once `maxRestarts` fall inside the window. Its
+ * capped at `restartBackoffMax`), and the policy is done once `maxRestarts` fall inside the window. Its
  * output is the number of restarts in the window, this one included.
  */
-export const restartSchedule = (settings: FleetSettings): Schedule.Schedule<number> => {
+export const restartPolicy = (settings: FleetSettings): Schedule.Schedule<number> => {
   const windowMs = Duration.toMillis(settings.restartWindow)
   const baseMs = Duration.toMillis(settings.restartBackoff)
   const maxMs = Duration.toMillis(settings.restartBackoffMax)
@@ -57,7 +57,7 @@ const giveUp = (ctx: AgentContext, reason: string) =>
 /** Waits for each process to end, then restarts it until the restart budget is spent. */
 export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const restarts = yield* Schedule.driver(restartSchedule(ctx.settings))
+    const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
     let running = first
     while (true) {
       ctx.state.process = running
