@@ -5,7 +5,7 @@
  * or stalled process with `--resume`, so the conversation survives (`Supervisor`). Its state is one record,
  * `AgentState`, shared by those three.
  */
-import { Clock, Context, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Scope } from "effect"
 import type { Tracer } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
@@ -181,14 +181,11 @@ export interface AgentContext {
   /** The agent's scope: processes and background requests live in it. */
   readonly scope: Scope.Scope
   readonly state: AgentState
-  /** Turns waiting to be sent, in order (a cancelled one is skipped when its time comes). */
+  /** Turns waiting to be sent, in order (a turn that fails while it waits leaves the queue). */
   readonly queue: Array<Turn.Turn>
-  /** How many turns wait: queued and not cancelled. */
-  queued: number
   /** The turn in flight and its process, while there is one. */
   active: Turn.Active | undefined
   readonly tracer: Tracer.Tracer
-  readonly spanContext: Context.Context<never>
   readonly metrics: Turn.TurnMetrics
   readonly alarms: Alarms
   readonly stallMs: number
@@ -229,7 +226,7 @@ export const make = (
     const cwd = path.resolve(options.cwd ?? ".")
     const env = { ...settings.env, ...options.env }
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
-    const startedAt = Turn.iso(yield* Clock.currentTimeMillis)
+    const startedAt = Turn.iso(clock.unsafeCurrentTimeMillis())
     /** Every turn still in history, oldest first. */
     const history = new Map<string, Turn.Turn>()
     const state: AgentState = {
@@ -343,10 +340,8 @@ export const make = (
       scope,
       state,
       queue: [],
-      queued: 0,
       active: undefined,
       tracer: yield* Effect.tracer,
-      spanContext: Context.empty(),
       metrics: Turn.metricsFor(name, Telemetry),
       alarms: deps.alarms,
       stallMs: Duration.toMillis(settings.stallTimeout),
@@ -404,7 +399,6 @@ export const make = (
           history.set(id, turn)
           prune()
           ctx.queue.push(turn)
-          ctx.queued++
           Turn.pump(ctx, now)
           return Effect.succeed(id)
         })
@@ -467,7 +461,7 @@ export const make = (
       })
 
     const status = Effect.sync((): AgentStatusView => {
-      const queued = ctx.queued
+      const queued = ctx.queue.length
       const current = state.status
       const turn = ctx.active?.turn
       return {

@@ -74,15 +74,20 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
     // as they are sent: one stage per long-lived stream is what an idle agent keeps in memory.
     yield* Mailbox.toStream(stdin).pipe(Stream.run(proc.stdin), Effect.ignore, Effect.forkScoped)
     const encoder = new TextEncoder()
-    const send = (line: string) => Effect.asVoid(stdin.offer(encoder.encode(line + "\n")))
+    const write = (line: string) => {
+      stdin.unsafeOffer(encoder.encode(line + "\n"))
+    }
+    const send = (line: string) => Effect.sync(() => write(line))
 
-    // Stderr must always be read (an unread pipe blocks the child); only its tail is kept, as bytes.
+    // Stderr must always be read (an unread pipe blocks the child); its tail is kept, as bytes, and it is logged.
     const stderr = tailBuffer(STDERR_BYTES)
+    const stderrText = new StringDecoder("utf8")
     const stderrDone = yield* proc.stderr.pipe(
       Stream.runForEachChunk((chunks) =>
-        Effect.sync(() => {
-          for (const chunk of chunks) stderr.push(chunk)
-        })
+        Effect.forEach(chunks, (chunk) => {
+          stderr.push(chunk)
+          return Effect.logDebug(stderrText.write(chunk))
+        }, { discard: true })
       ),
       Effect.ignore,
       Effect.forkScoped
@@ -224,9 +229,7 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
 
     return {
       pid: proc.pid,
-      sendUser: (text: string) => {
-        stdin.unsafeOffer(encoder.encode(Protocol.userFrame(text) + "\n"))
-      },
+      sendUser: (text: string) => write(Protocol.userFrame(text)),
       request,
       exited,
       lastOutputAt: () => lastOutputAt,

@@ -17,6 +17,7 @@ import { ReportLog, ReportStore } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
+import { errorView } from "./Turn.js"
 
 export interface AskOptions {
   /** When it expires the turn is interrupted and fails with TurnTimeout. */
@@ -53,11 +54,6 @@ export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
   ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
   ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
   ...(spec.env === undefined ? {} : { env: spec.env })
-})
-
-const errorView = (error: { readonly _tag: string; readonly message: string }) => ({
-  _tag: error._tag,
-  message: error.message
 })
 
 export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {

@@ -84,23 +84,19 @@ export const validate = (
     return Either.left([...byPath].map(([path, messages]) => ({ entry, name, path, message: messages.join(", or ") })))
   }
   const spec = decoded.right
+  const refuse = (field: string, message: string) => Either.left([{ entry, name, path: `${entry}.${field}`, message }])
   if (spec.lifecycle === "session" && spec.worktree !== undefined && spec.worktree !== false) {
-    return Either.left([{
-      entry,
-      name,
-      path: `${entry}.worktree`,
-      message: "a session has no worktree (it converses in its cwd): worktrees belong to `run` entries " +
-        "(lifecycle: \"run\")"
-    }])
+    return refuse(
+      "worktree",
+      "a session has no worktree (it converses in its cwd): worktrees belong to `run` entries (lifecycle: \"run\")"
+    )
   }
   if (spec.lifecycle === "session" && Permission.canWrite(spec.permission)) {
-    return Either.left([{
-      entry,
-      name,
-      path: `${entry}.permission`,
-      message: "a write-capable session is refused: a session has no worktree, so write work belongs in a " +
+    return refuse(
+      "permission",
+      "a write-capable session is refused: a session has no worktree, so write work belongs in a " +
         "`run` entry (lifecycle: \"run\", worktree: true)"
-    }])
+    )
   }
   return Either.right(spec)
 }

@@ -8,10 +8,10 @@
  * is free (`pump`), its frames are handled as the process's reader sees them (`onFrame`), its result completes
  * the caller's `Deferred` and starts the next turn on the spot, and the fleet's alarms keep its deadlines.
  */
-import { Clock, Deferred, Duration, Effect, Exit, MetricLabel, Option } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, MetricLabel, Option } from "effect"
 import type { Tracer } from "effect"
 import type { AgentContext, PermissionRecord, Running, TurnRecord } from "./Agent.js"
-import type { TurnFrame } from "./ClaudeCli.js"
+import type { ExitInfo, TurnFrame } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
 import { AgentCrashed, TurnTimeout } from "./Errors.js"
 import type { TurnError } from "./Errors.js"
@@ -40,7 +40,7 @@ export interface Turn {
 
 /** Why a process stopped serving turns. */
 export type ProcessEnd =
-  | { readonly _tag: "Exited"; readonly exit: { readonly exitCode: number | null; readonly stderr: string } }
+  | { readonly _tag: "Exited"; readonly exit: ExitInfo }
   | { readonly _tag: "Stalled"; readonly reason: string }
 
 export const crashReason = (end: ProcessEnd) =>
@@ -137,7 +137,10 @@ const nanos = (millis: number) => BigInt(millis) * 1_000_000n
 /** Ends a turn with a typed error (once): transcript, waiters, report log, metrics, its span. */
 export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now: number) => {
   if (isDone(turn)) return
-  if (turn.record.status === "queued") ctx.queued--
+  if (turn.record.status === "queued") {
+    const waiting = ctx.queue.indexOf(turn)
+    if (waiting !== -1) ctx.queue.splice(waiting, 1)
+  }
   turn.record.status = "failed"
   turn.record.error = errorView(error)
   turn.record.finishedAt = iso(now)
@@ -310,9 +313,8 @@ const check = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
 const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => {
   turn.record.status = "running"
   turn.record.startedAt = iso(now)
-  ctx.queued--
   ctx.state.status = "working"
-  const span = ctx.tracer.span("flotta.turn", turn.parentSpan, ctx.spanContext, [], nanos(now), "internal")
+  const span = ctx.tracer.span("flotta.turn", turn.parentSpan, Context.empty(), [], nanos(now), "internal")
   span.attribute("flotta.agent", ctx.name)
   span.attribute("flotta.turn", turn.id)
   const active: Active = {
@@ -343,7 +345,6 @@ export const pump = (ctx: AgentContext, now: number) => {
   if (ctx.active !== undefined || running === undefined || ctx.state.status === "closed") return
   while (ctx.queue.length > 0) {
     const turn = ctx.queue.shift()!
-    if (turn.record.status !== "queued") continue // cancelled while it waited
     if (turn.deadlineAt !== null && now >= turn.deadlineAt) {
       unsafeFail(ctx, turn, new TurnTimeout({ name: ctx.name, turnId: turn.id, timeoutMs: turn.timeoutMs }), now)
       continue
