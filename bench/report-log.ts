@@ -5,8 +5,9 @@
  *   npx tsx bench/report-log.ts        (BENCH_ENTRIES=1000000)
  */
 import { Effect, Layer } from "effect"
-import { ReportLog, ReportStore } from "../packages/core/src/ReportLog.js"
+import { ReportLog } from "../packages/core/src/ReportLog.js"
 import type { ReportEntry } from "../packages/core/src/ReportLog.js"
+import { Store } from "../packages/core/src/Store.js"
 import { fmtInt, fmtRate, fmtRatio, fmtUs, gc, isMain, main, median, row, targetRow } from "./lib.js"
 
 const ENTRIES = Number(process.env["BENCH_ENTRIES"] ?? 1_000_000)
@@ -71,7 +72,7 @@ export const run = () =>
     const arrayMs = performance.now() - b0
     gc()
 
-    const layer = ReportLog.Default.pipe(Layer.provide(ReportStore.memory))
+    const layer = ReportLog.Default.pipe(Layer.provide(Store.memory))
     const measured = await Effect.runPromise(
       Effect.gen(function*() {
         const log = yield* ReportLog
@@ -109,7 +110,7 @@ export const run = () =>
     if (!measured.okPage || !measured.okFiltered) notes.push("MISS: a cursor read returned the wrong entries.")
 
     return {
-      method: `\`ReportLog.Default\` over \`ReportStore.memory\`, built with the Effect API; ${fmtInt(ENTRIES)} ` +
+      method: `\`ReportLog.Default\` over \`Store.memory\`, built with the Effect API; ${fmtInt(ENTRIES)} ` +
         `\`post(agent, "result", data, turnId)\` in one \`Effect.gen\` loop (${AGENTS.length} agents in turn). ` +
         `Cursor reads: \`reports({ since: ${fmtInt(SINCE)}, limit: ${LIMIT} })\`, then with \`agent: "${FILTER}"\`, ` +
         `each run with \`Effect.runSync\`. Baseline: the same entry objects (ISO timestamp included) pushed onto ` +

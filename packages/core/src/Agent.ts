@@ -5,19 +5,42 @@
  * or stalled process with `--resume`, so the conversation survives (`Supervisor`). Its state is one record,
  * `AgentState`, shared by those three.
  */
-import { Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, Option, Scope } from "effect"
+import {
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  ExecutionStrategy,
+  Exit,
+  Fiber,
+  FiberId,
+  Option,
+  Schema,
+  Scope
+} from "effect"
 import type { Tracer } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import * as ClaudeCli from "./ClaudeCli.js"
 import type { ClaudeProcess, ExitInfo } from "./ClaudeCli.js"
 import * as Protocol from "./ClaudeProtocol.js"
-import { AgentClosed, InvalidSpec, NoResult, SpawnFailed, TurnInterrupted, TurnPending, TurnTimeout } from "./Errors.js"
+import {
+  AgentClosed,
+  InvalidSpec,
+  NoResult,
+  SpawnFailed,
+  TurnErrorSchema,
+  TurnInterrupted,
+  TurnPending,
+  TurnTimeout
+} from "./Errors.js"
 import type { TurnError } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
 import type { Alarms } from "./internal/alarms.js"
+import { startTicks } from "./internal/processes.js"
 import * as Permission from "./Permission.js"
 import type { ReportLog } from "./ReportLog.js"
+import type { AgentRow, StoredOptions, StoreShape, TurnRow } from "./Store.js"
 import * as Supervisor from "./Supervisor.js"
 import * as Telemetry from "./Telemetry.js"
 import * as Turn from "./Turn.js"
@@ -146,6 +169,16 @@ export interface AgentDeps {
   readonly settings: FleetSettings
   /** Admission: processes starting at once. */
   readonly startPermit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly store: StoreShape
+  /** Off once the fleet shuts down: what shutting down does to agents is not their state to restore. */
+  readonly journal: { on: boolean }
+}
+
+/** What an agent brings back from the store when its host restarts. */
+export interface Restored {
+  readonly row: AgentRow
+  /** Its turns, oldest first; queued ones run again in order (the one in flight is settled already). */
+  readonly turns: ReadonlyArray<TurnRow>
 }
 
 /** A live process, the scope that stops it, and the news that its service ended (it exited, or stalled). */
@@ -192,7 +225,68 @@ export interface AgentContext {
   readonly graceMs: number
   /** Starts a process for the current session (resuming it when it has a conversation). */
   readonly startProcess: Effect.Effect<Running, SpawnFailed>
+  /** Off once the fleet shuts down: what that does to the agent is neither stored nor reported. */
+  readonly journal: { readonly on: boolean }
+  /** Keeps the agent's row in the store (name, options, session, status, process). */
+  readonly saveAgent: () => void
+  /** Keeps a turn's record in the store, with its outcome once it has one. */
+  readonly saveTurn: (
+    turn: Turn.Turn,
+    outcome?: { readonly result: TurnResult } | { readonly error: TurnError }
+  ) => void
 }
+
+/** The options an agent can be restarted with, and why it cannot be when it cannot. */
+export const storedOptions = (
+  options: AgentOptions,
+  policy: Permission.Policy,
+  cwd: string,
+  timeoutMs: number
+): { readonly stored: StoredOptions; readonly notRestorable: string | null } => ({
+  stored: {
+    cwd,
+    permission: typeof policy === "function" ? "function" : policy,
+    timeoutMs,
+    ...(options.model === undefined ? {} : { model: options.model }),
+    ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
+    ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
+    ...(options.env === undefined ? {} : { env: options.env }),
+    ...(options.role === undefined ? {} : { role: options.role }),
+    ...(options.extraArgs === undefined ? {} : { extraArgs: options.extraArgs }),
+    ...(options.expectStructuredOutput === undefined ? {} : { expectStructuredOutput: options.expectStructuredOutput })
+  },
+  notRestorable: typeof policy === "function"
+    ? "its permission was given as a function, which cannot be stored: spawn it again"
+    : null
+})
+
+/** The agent options a stored row describes. */
+export const optionsOf = (row: AgentRow): AgentOptions => {
+  const o = row.options
+  return {
+    cwd: o.cwd,
+    permission: o.permission as Permission.Policy,
+    timeout: Duration.millis(o.timeoutMs),
+    lifecycle: row.lifecycle,
+    ...(o.model === undefined ? {} : { model: o.model }),
+    ...(o.systemPrompt === undefined ? {} : { systemPrompt: o.systemPrompt }),
+    ...(o.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: o.appendSystemPrompt }),
+    ...(o.env === undefined ? {} : { env: o.env }),
+    ...(o.role === undefined ? {} : { role: o.role }),
+    ...(o.extraArgs === undefined ? {} : { extraArgs: o.extraArgs }),
+    ...(o.expectStructuredOutput === undefined ? {} : { expectStructuredOutput: o.expectStructuredOutput })
+  }
+}
+
+const encodeError = Schema.encodeSync(TurnErrorSchema)
+const decodeError = Schema.decodeUnknownOption(TurnErrorSchema)
+
+/** A snapshot of a record as it is now: the live one goes on changing. */
+const snapshot = (record: Turn.MutableRecord): TurnRecord => ({
+  ...record,
+  toolCalls: [...record.toolCalls],
+  permissions: [...record.permissions]
+})
 
 /** The CLI flags for one agent's options. */
 export const buildArgs = (
@@ -216,7 +310,8 @@ export const buildArgs = (
 export const make = (
   name: string,
   options: AgentOptions,
-  deps: AgentDeps
+  deps: AgentDeps,
+  restored?: Restored
 ): Effect.Effect<Agent, SpawnFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const { reports, settings } = deps
@@ -226,13 +321,13 @@ export const make = (
     const cwd = path.resolve(options.cwd ?? ".")
     const env = { ...settings.env, ...options.env }
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
-    const startedAt = Turn.iso(clock.unsafeCurrentTimeMillis())
+    const startedAt = restored?.row.startedAt ?? Turn.iso(clock.unsafeCurrentTimeMillis())
     /** Every turn still in history, oldest first. */
     const history = new Map<string, Turn.Turn>()
     const state: AgentState = {
       status: "starting",
-      sessionId: options.resume ?? randomUUID(),
-      resumable: options.resume !== undefined,
+      sessionId: restored?.row.sessionId ?? options.resume ?? randomUUID(),
+      resumable: restored?.row.resumable ?? options.resume !== undefined,
       process: undefined,
       processCost: 0,
       turnCounter: 0,
@@ -240,7 +335,37 @@ export const make = (
       failed: 0,
       totalCost: 0,
       closedReason: null,
-      restarts: 0
+      restarts: restored?.row.restarts ?? 0
+    }
+    const { notRestorable, stored } = storedOptions(options, policy, cwd, defaultTimeoutMs)
+    const saveAgent = () => {
+      if (!deps.journal.on) return
+      const running = state.process?.process
+      deps.store.saveAgent({
+        name,
+        lifecycle: options.lifecycle ?? "session",
+        options: stored,
+        sessionId: state.sessionId,
+        resumable: state.resumable,
+        status: state.status,
+        restarts: state.restarts,
+        startedAt,
+        closedReason: state.closedReason,
+        notRestorable,
+        process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) }
+      })
+    }
+    const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
+      if (!deps.journal.on) return
+      deps.store.saveTurn({
+        agent: name,
+        n: Number(turn.id.slice(1)),
+        timeoutMs: turn.timeoutMs,
+        record: snapshot(turn.record),
+        ...(outcome === undefined ? {} : "result" in outcome ? { result: outcome.result } : {
+          error: encodeError(outcome.error)
+        })
+      })
     }
 
     // --- permission requests from the process -------------------------------------------------------------
@@ -346,7 +471,41 @@ export const make = (
       alarms: deps.alarms,
       stallMs: Duration.toMillis(settings.stallTimeout),
       graceMs: Duration.toMillis(settings.interruptGrace),
-      startProcess
+      startProcess,
+      journal: deps.journal,
+      saveAgent,
+      saveTurn
+    }
+
+    // --- what the store brings back ------------------------------------------------------------------------
+    for (const row of restored?.turns ?? []) {
+      const turn = Turn.make({
+        id: row.record.turnId,
+        text: row.record.prompt,
+        timeoutMs: row.timeoutMs,
+        deadlineAt: null,
+        deferred: Deferred.unsafeMake(FiberId.none),
+        parentSpan: Option.none()
+      }, clock.unsafeCurrentTimeMillis())
+      Object.assign(turn.record, snapshot(row.record as Turn.MutableRecord))
+      state.turnCounter = Math.max(state.turnCounter, row.n)
+      history.set(turn.id, turn)
+      if (row.record.status === "queued") {
+        ctx.queue.push(turn)
+      } else if (row.record.status === "succeeded") {
+        state.finished++
+        state.totalCost += row.record.costUsd
+        Deferred.unsafeDone(turn.deferred, Exit.succeed(row.result as TurnResult))
+      } else {
+        state.failed++
+        const error = decodeError(row.error)
+        Deferred.unsafeDone(
+          turn.deferred,
+          Option.isSome(error)
+            ? Exit.fail(error.value)
+            : Exit.die(new Error(`turn ${turn.id}: ${row.record.error?.message}`))
+        )
+      }
     }
 
     // --- start ---------------------------------------------------------------------------------------------
@@ -358,10 +517,12 @@ export const make = (
       model: options.model ?? null,
       permission: Permission.describe(policy),
       role: options.role ?? "member",
-      lifecycle: options.lifecycle ?? "session"
+      lifecycle: options.lifecycle ?? "session",
+      ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
     })
     state.process = first
     state.status = "idle"
+    saveAgent()
     const supervisor = yield* Supervisor.supervise(ctx, first).pipe(
       Effect.annotateLogs({ agent: name }),
       Effect.forkIn(scope)
@@ -399,6 +560,7 @@ export const make = (
           history.set(id, turn)
           prune()
           ctx.queue.push(turn)
+          saveTurn(turn)
           Turn.pump(ctx, now)
           return Effect.succeed(id)
         })
@@ -505,6 +667,7 @@ export const make = (
       Effect.gen(function*() {
         if (state.closedReason === null) state.closedReason = reason
         state.status = "closed"
+        saveAgent()
         yield* Fiber.interrupt(supervisor)
         const closed = new AgentClosed({ name, reason: state.closedReason })
         if (ctx.active !== undefined) yield* Turn.fail(ctx, ctx.active.turn, closed)

@@ -9,6 +9,7 @@ import type { Permission } from "./Permission.js"
 import type { Registry } from "./Registry.js"
 import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import type { RunOptions, Runs } from "./Run.js"
+import type { Store } from "./Store.js"
 import type { VerifyOptions } from "./Worktrees.js"
 
 export interface SubscribeCallbacks extends SubscribeOptions {
@@ -23,7 +24,7 @@ export type Unsubscribe = (() => void) & { readonly ready: Promise<void> }
 export type Runner = <A, E>(effect: Effect.Effect<A, E, unknown>) => Promise<A>
 
 /** The engine's services (what `Flotta.layer` provides): what an extension's layer may build on. */
-export type Engine = Flotta.Flotta | Runs | Registry | ReportLog | Permission
+export type Engine = Flotta.Flotta | Runs | Registry | ReportLog | Permission | Store
 
 /**
  * Something built on top of the engine that shows a Promise face of its own on the fleet object, under the

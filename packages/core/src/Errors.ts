@@ -202,6 +202,54 @@ export class StructuredOutputMissing extends Schema.TaggedError<StructuredOutput
   }
 }
 
+export class HostRestarted extends Schema.TaggedError<HostRestarted>()("HostRestarted", {
+  name: Schema.String,
+  turnId: Schema.String,
+  worktree: Schema.optional(Schema.String)
+}) {
+  override get message() {
+    const kept = this.worktree === undefined ? "" : ` (its worktree is kept: ${this.worktree})`
+    return `"${this.name}" was running ${this.turnId} when the host stopped; it was not sent again, because the ` +
+      `model may already have acted${kept}`
+  }
+}
+
+/** The store cannot be opened, read or written (a corrupt file, a missing directory, a refused connection). */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  location: Schema.String,
+  reason: Schema.String,
+  hint: Schema.String
+}) {
+  override get message() {
+    return `the store ${this.location} cannot be used: ${this.reason}. ${this.hint}`
+  }
+}
+
+/** Another host holds the store: one writer per store. */
+export class StoreLocked extends Schema.TaggedError<StoreLocked>()("StoreLocked", {
+  location: Schema.String,
+  holder: Schema.String
+}) {
+  override get message() {
+    return `the store ${this.location} is in use by ${this.holder}: one fleet per store. Stop that one, or give ` +
+      `this one another store`
+  }
+}
+
+/** The store was written by a newer flotta: nothing is changed. */
+export class StoreSchemaTooNew extends Schema.TaggedError<StoreSchemaTooNew>()("StoreSchemaTooNew", {
+  location: Schema.String,
+  found: Schema.Number,
+  supported: Schema.Number
+}) {
+  override get message() {
+    return `the store ${this.location} has schema version ${this.found}, newer than this flotta's ` +
+      `${this.supported}: upgrade flotta, or give it another store. Nothing was changed`
+  }
+}
+
+export type StoreError = StoreUnavailable | StoreLocked | StoreSchemaTooNew
+
 /** What a turn can fail with, as seen by `ask` and `result`. */
 export type TurnError =
   | TurnTimeout
@@ -212,3 +260,30 @@ export type TurnError =
   | MaxTurnsReached
   | BudgetExceeded
   | StructuredOutputMissing
+  | HostRestarted
+
+/** Every `TurnError`, as one Schema: how a finished turn's failure is kept in the store and read back. */
+export const TurnErrorSchema = Schema.Union(
+  TurnTimeout,
+  TurnInterrupted,
+  TurnFailed,
+  AgentCrashed,
+  AgentClosed,
+  MaxTurnsReached,
+  BudgetExceeded,
+  StructuredOutputMissing,
+  HostRestarted
+)
+
+/** What a run or a verify can fail with, as one Schema: how a finished async run's failure is kept. */
+export const RunErrorSchema = Schema.Union(
+  TurnErrorSchema,
+  InvalidName,
+  InvalidSpec,
+  AgentAlreadyExists,
+  AgentNotFound,
+  SpawnFailed,
+  NotAGitRepo,
+  WorktreeFailed,
+  BranchNotFound
+)

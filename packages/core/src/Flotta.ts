@@ -13,10 +13,13 @@ import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { PendingDecisions, Permission } from "./Permission.js"
 import { Registry } from "./Registry.js"
-import { ReportLog, ReportStore } from "./ReportLog.js"
+import { ReportLog } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import * as Restore from "./Restore.js"
 import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
+import { Store } from "./Store.js"
+import type { StoreConfig, StoreOptions } from "./Store.js"
 import { errorView } from "./Turn.js"
 
 export interface AskOptions {
@@ -61,6 +64,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const registry = yield* Registry
     const reportLog = yield* ReportLog
     const runs = yield* Runs
+    const store = yield* Store
+    // What the store has from an earlier host comes back before anything else is served.
+    const restored = yield* Restore.restore({ store, registry, runs, reports: reportLog })
 
     const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
       const agent = yield* registry.spawn(name, options)
@@ -169,6 +175,10 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const boot = (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config)))
 
     return {
+      /** What came back from the store when the fleet started (nothing, for a new store). */
+      restored,
+      /** The store's kind, place, size, schema version and health. */
+      store: store.info,
       spawn,
       ask,
       askResult,
@@ -204,17 +214,21 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
 export interface FleetOptions extends FleetSettingsInput {
   /** A custom executable (a wrapper script, or a fake CLI in tests); overrides `claudePath`. */
   readonly executable?: Pick<ClaudeExecutable, "command" | "prefixArgs">
+  /** Where state lives (default: memory, for the life of the fleet). */
+  readonly store?: StoreConfig
+  readonly storeOptions?: StoreOptions
 }
 
 /**
- * The engine's services over a process seam (`ClaudeCli`): Flotta, Runs, Registry, ReportLog and Permission,
- * with `pending` deciding what a policy leaves open. `layer` puts the real CLI below it; `@flotta/core/Testing`
- * an in-memory one.
+ * The engine's services over a process seam (`ClaudeCli`) and a `Store`: Flotta, Runs, Registry, ReportLog,
+ * Permission and the Store, with `pending` deciding what a policy leaves open. `layer` puts the real CLI below
+ * it; `@flotta/core/Testing` an in-memory one. Give the same store to a second build to show a restart.
  */
-export const services = <E, R>(
+export const services = <E, R, SE = never>(
   cli: Layer.Layer<ClaudeCli, E, R>,
   settings: FleetSettingsInput = {},
-  pending: Layer.Layer<PendingDecisions> = PendingDecisions.none
+  pending: Layer.Layer<PendingDecisions> = PendingDecisions.none,
+  store: Layer.Layer<Store, SE> = Store.memory
 ) =>
   Flotta.Default.pipe(
     Layer.provideMerge(Runs.Default),
@@ -222,16 +236,18 @@ export const services = <E, R>(
     Layer.provideMerge(ReportLog.Default),
     Layer.provideMerge(Permission.Default),
     Layer.provide(pending),
-    Layer.provide(ReportStore.memory),
+    Layer.provideMerge(store),
     Layer.provide(FleetConfig.layer(settings)),
     Layer.provide(cli)
   )
 
 /** The whole engine as one Layer, over the real claude CLI (or `options.executable`), on Node. */
 export const layer = (options: FleetOptions = {}) => {
-  const { executable, ...settings } = options
+  const { executable, store, storeOptions, ...settings } = options
   const cli = executable === undefined
     ? ClaudeCli.layer(settings.claudePath)
     : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
-  return services(cli, settings).pipe(Layer.provide(NodeContext.layer))
+  return services(cli, settings, PendingDecisions.none, Store.layer(store, storeOptions)).pipe(
+    Layer.provide(NodeContext.layer)
+  )
 }

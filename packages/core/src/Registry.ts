@@ -13,6 +13,7 @@ import * as Admission from "./internal/admission.js"
 import * as Alarms from "./internal/alarms.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
+import { Store } from "./Store.js"
 import * as Telemetry from "./Telemetry.js"
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/
@@ -52,22 +53,29 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
 
     const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
 
+    const journal = { on: true }
     const deps: Agent.AgentDeps = {
       cli,
       alarms: yield* Alarms.make,
       permission,
       reports,
       settings,
-      startPermit: admit
+      startPermit: admit,
+      store: yield* Store,
+      journal
     }
 
-    const spawn = Effect.fn("Registry.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
+    const spawn = Effect.fn("Registry.spawn")(function*(
+      name: string,
+      options: Agent.AgentOptions = {},
+      restored?: Agent.Restored
+    ) {
       yield* validateName(name)
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       entries.set(name, { _tag: "Starting" })
       const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
-      const agent = yield* Agent.make(name, options, deps).pipe(
+      const agent = yield* Agent.make(name, options, deps, restored).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() =>
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
@@ -84,7 +92,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       }
       yield* updateGauge
       return agent
-    }) as (name: string, options?: Agent.AgentOptions) => Effect.Effect<
+    }) as (name: string, options?: Agent.AgentOptions, restored?: Agent.Restored) => Effect.Effect<
       Agent.Agent,
       InvalidName | AgentAlreadyExists | SpawnFailed | AgentClosed
     >
@@ -135,6 +143,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         shuttingDown = true
+        // What shutting down does to the agents is not their state: a restart brings them back as they were.
+        journal.on = false
         return Effect.forEach(
           [...entries.entries()],
           ([name, entry]) => (entry._tag === "Live" ? stop(name, entry, "the fleet shut down") : Effect.void),

@@ -1,49 +1,16 @@
 /**
  * The fleet-wide, append-only activity record: what each agent did, by sequence number. Reads are cursor
  * based; live subscribers get their own bounded queue so a slow one never blocks the fleet, and are told how
- * many entries they missed (they can read them back by cursor). Storage sits behind `ReportStore`.
+ * many entries they missed (they can read them back by cursor). Storage is the `Store`'s.
  */
-import { Chunk, Context, Effect, Layer, Option, Queue, Scope, Stream } from "effect"
+import { Chunk, Effect, Option, Queue, Stream } from "effect"
+import type { Scope } from "effect"
+import { matches } from "./internal/reportQuery.js"
+import type { ReportEntry, ReportKind, ReportQuery } from "./internal/reportQuery.js"
+import { Store } from "./Store.js"
 
-export type ReportKind =
-  | "spawned"
-  | "turn_started"
-  | "result"
-  | "error"
-  | "closed"
-  | "crashed"
-  | "restarted"
-  | "permission"
-  | (string & {})
-
-export interface ReportEntry {
-  readonly seq: number
-  readonly at: string
-  readonly agent: string
-  readonly kind: ReportKind
-  readonly turnId?: string
-  readonly data: unknown
-}
-
-export interface ReportQuery {
-  /** Entries strictly after this sequence number (default 0: from the start). */
-  readonly since?: number
-  readonly agent?: string
-  readonly kinds?: ReadonlyArray<string>
-  /** At most this many entries (default 100, at most 10,000). */
-  readonly limit?: number
-  /**
-   * A tail read: the last this many matching entries (at most 10,000; `limit` is ignored), oldest first, and
-   * `next` is the cursor after the newest entry in the log.
-   */
-  readonly last?: number
-}
-
-export interface ReportPage {
-  readonly entries: ReadonlyArray<ReportEntry>
-  /** The cursor to pass as `since` next time. */
-  readonly next: number
-}
+export { DEFAULT_LIMIT, MAX_LIMIT } from "./internal/reportQuery.js"
+export type { ReportEntry, ReportKind, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
 /** What a live subscription delivers: entries, and a notice when its queue overflowed. */
 export type ReportNotice =
@@ -57,58 +24,6 @@ export interface SubscribeOptions {
   readonly capacity?: number
 }
 
-export const DEFAULT_LIMIT = 100
-export const MAX_LIMIT = 10_000
-
-const matches = (entry: ReportEntry, agent: string | undefined, kinds: ReadonlyArray<string> | undefined) =>
-  (agent === undefined || entry.agent === agent) && (kinds === undefined || kinds.includes(entry.kind))
-
-/**
- * The storage seam: memory now, a durable store later. Sequence numbers are assigned by the store. An append
- * is synchronous (it never waits: a durable store numbers the entry at once and writes it behind), because
- * agents post from their hot paths; reads are effects.
- */
-export class ReportStore extends Context.Tag("@flotta/core/ReportStore")<ReportStore, {
-  readonly append: (entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }) => ReportEntry
-  readonly read: (query: ReportQuery) => Effect.Effect<ReportPage>
-}>() {
-  /** Entries live in one array; `seq` is the index + 1, so a cursor read is a slice, not a search. */
-  static readonly memory = Layer.sync(ReportStore, () => {
-    const entries: Array<ReportEntry> = []
-    return {
-      append: (entry) => {
-        // A literal (not a spread): appends are the log's hot path.
-        const seq = entries.length + 1
-        const full: ReportEntry = entry.turnId === undefined
-          ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
-          : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
-        entries.push(full)
-        return full
-      },
-      read: ({ agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 }) =>
-        Effect.sync(() => {
-          if (last !== undefined) {
-            // Walk back from the end: the cost is the tail read, not the whole log.
-            const max = Math.max(1, Math.min(last, MAX_LIMIT))
-            const out: Array<ReportEntry> = []
-            const from = Math.max(0, since)
-            for (let index = entries.length - 1; index >= from && out.length < max; index--) {
-              if (matches(entries[index]!, agent, kinds)) out.push(entries[index]!)
-            }
-            return { entries: out.reverse(), next: Math.max(since, entries.length) }
-          }
-          const max = Math.max(1, Math.min(limit, MAX_LIMIT))
-          const out: Array<ReportEntry> = []
-          let index = Math.max(0, since)
-          for (; index < entries.length && out.length < max; index++) {
-            if (matches(entries[index]!, agent, kinds)) out.push(entries[index]!)
-          }
-          return { entries: out, next: Math.max(since, index) }
-        })
-    }
-  })
-}
-
 interface Subscriber {
   readonly queue: Queue.Queue<ReportEntry>
   readonly agent: string | undefined
@@ -119,8 +34,8 @@ interface Subscriber {
 }
 
 export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportLog", {
-  effect: Effect.gen(function*() {
-    const store = yield* ReportStore
+  scoped: Effect.gen(function*() {
+    const store = yield* Store
     const subscribers = new Set<Subscriber>()
 
     const fanOut = (entry: ReportEntry) => {
@@ -144,10 +59,23 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
 
     /** Appends one entry at `now` (Clock millis) and hands it to live subscribers, synchronously. */
     const unsafePost = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
-      const entry = store.append({ at: isoAt(now), agent, kind, data, turnId })
+      const entry = store.appendReport({ at: isoAt(now), agent, kind, data, turnId })
       if (subscribers.size > 0) fanOut(entry)
       return entry
     }
+
+    // The store's health is news: a degraded store (a full disk, say) and its recovery are in the log.
+    const clock = yield* Effect.clock
+    const stopWatching = store.onHealth((health) =>
+      unsafePost(
+        "store",
+        health.state === "degraded" ? "store_degraded" : "store_recovered",
+        health,
+        undefined,
+        clock.unsafeCurrentTimeMillis()
+      )
+    )
+    yield* Effect.addFinalizer(() => Effect.sync(stopWatching))
 
     /** Appends one entry and hands it to live subscribers. Never blocks. */
     const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
@@ -155,7 +83,7 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
         Effect.sync(() => unsafePost(agent, kind, data, turnId, clock.unsafeCurrentTimeMillis()))
       )
 
-    const reports = (query: ReportQuery = {}) => store.read(query)
+    const reports = (query: ReportQuery = {}) => store.readReports(query)
 
     /**
      * A live feed. The subscription exists once this effect has run (not when the stream is first pulled),

@@ -6,12 +6,20 @@
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Deferred, Effect, FiberMap, Option } from "effect"
+import { Clock, Deferred, Effect, Exit, FiberMap, Option, Schema } from "effect"
 import type { Duration } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
-import { AgentAlreadyExists, InvalidSpec, RunNotFound, TurnPending, WorktreeFailed } from "./Errors.js"
+import {
+  AgentAlreadyExists,
+  HostRestarted,
+  InvalidSpec,
+  RunErrorSchema,
+  RunNotFound,
+  TurnPending,
+  WorktreeFailed
+} from "./Errors.js"
 import type {
   AgentClosed,
   AgentNotFound,
@@ -27,6 +35,8 @@ import type * as Permission from "./Permission.js"
 import { Registry, validateName } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import type { Spec } from "./Spec.js"
+import { Store } from "./Store.js"
+import type { RunRow } from "./Store.js"
 import * as Worktrees from "./Worktrees.js"
 
 export interface RunOptions {
@@ -148,6 +158,18 @@ const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSpec> => 
 
 type Outcome = Deferred.Deferred<RunResult | VerifyReport, RunError | VerifyError>
 
+const encodeError = Schema.encodeSync(RunErrorSchema)
+const decodeError = Schema.decodeUnknownOption(RunErrorSchema)
+
+/** A finished run's outcome as the store keeps it. */
+const outcomeOf = (row: RunRow): Exit.Exit<RunResult | VerifyReport, RunError | VerifyError> => {
+  if (row.status === "succeeded") return Exit.succeed(row.result as RunResult | VerifyReport)
+  const error = decodeError(row.error)
+  return Option.isSome(error)
+    ? Exit.fail(error.value as RunError | VerifyError)
+    : Exit.die(new Error(`run ${row.name} failed: ${row.errorMessage ?? "unknown"}`))
+}
+
 export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
   scoped: Effect.gen(function*() {
     const registry = yield* Registry
@@ -155,9 +177,12 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const settings = yield* FleetConfig
     const executor = yield* CommandExecutor.CommandExecutor
     const fileSystem = yield* FileSystem.FileSystem
+    const store = yield* Store
     const background = yield* FiberMap.make<string>()
-    /** Live and finished async outcomes, by name. */
+    /** Async runs in progress, by name; a finished one's outcome is in the store. */
     const outcomes = new Map<string, Outcome>()
+    /** Set when the fleet shuts down: runs it interrupts are restored as interrupted by the restart. */
+    let closing = false
     /** Names of runs and verifies in progress (sync and async). */
     const live = new Set<string>()
     /** Worktrees whose run is still going: gc leaves them alone. */
@@ -190,7 +215,43 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         return { name, options }
       })
 
-    const execute = (name: string, options: RunOptions): Effect.Effect<RunResult, RunError> =>
+    /** Keeps an async run in the store: running (with its worktree once it has one), then its outcome. */
+    const track = (name: string, kind: RunRow["kind"]) =>
+      Effect.gen(function*() {
+        const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+        let worktree: string | null = null
+        const save = (fields: Partial<RunRow>) => {
+          if (closing) return
+          store.saveRun({ name, kind, status: "running", startedAt, finishedAt: null, worktree, ...fields })
+        }
+        save({})
+        return {
+          worktree: (path: string) => {
+            worktree = path
+            save({})
+          },
+          done: (exit: Exit.Exit<RunResult | VerifyReport, RunError | VerifyError>) =>
+            Clock.currentTimeMillis.pipe(Effect.map((now) => {
+              const finishedAt = new Date(now).toISOString()
+              if (Exit.isSuccess(exit)) save({ status: "succeeded", finishedAt, result: exit.value })
+              else {
+                const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+                save({
+                  status: "failed",
+                  finishedAt,
+                  errorMessage: failure?.message ?? "the run died",
+                  ...(failure === undefined ? {} : { error: encodeError(failure) })
+                })
+              }
+            }))
+        }
+      })
+
+    const execute = (
+      name: string,
+      options: RunOptions,
+      onWorktree: (path: string) => void = () => undefined
+    ): Effect.Effect<RunResult, RunError> =>
       Effect.gen(function*() {
         const cwd = path.resolve(options.cwd ?? ".")
         let worktree: Worktrees.Worktree | undefined
@@ -200,6 +261,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           const worktreeName = typeof options.worktree === "string" ? options.worktree : name
           worktree = yield* provide(Worktrees.create(repo, worktreeName))
           busyWorktrees.add(worktree.path)
+          onWorktree(worktree.path)
           runCwd = path.join(worktree.path, path.relative(repo, cwd))
         }
         const held = worktree
@@ -281,12 +343,15 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       const prepared = yield* prepare(options)
       const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
       outcomes.set(prepared.name, outcome)
+      const tracked = yield* track(prepared.name, "run")
       yield* FiberMap.run(
         background,
         prepared.name,
-        execute(prepared.name, prepared.options).pipe(
+        execute(prepared.name, prepared.options, tracked.worktree).pipe(
           Effect.exit,
-          Effect.flatMap((exit) => Deferred.done(outcome, exit))
+          Effect.tap(tracked.done),
+          Effect.flatMap((exit) => Deferred.done(outcome, exit)),
+          Effect.ensuring(Effect.sync(() => outcomes.delete(prepared.name)))
         )
       )
       return prepared.name
@@ -343,30 +408,80 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       const name = yield* prepareVerify(options)
       const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
       outcomes.set(name, outcome)
+      const tracked = yield* track(name, "verify")
       yield* FiberMap.run(
         background,
         name,
-        verifyNamed(name, cwd, options).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(outcome, exit)))
+        verifyNamed(name, cwd, options).pipe(
+          Effect.exit,
+          Effect.tap(tracked.done),
+          Effect.flatMap((exit) => Deferred.done(outcome, exit)),
+          Effect.ensuring(Effect.sync(() => outcomes.delete(name)))
+        )
       )
       return name
     })
+
+    /** A finished async run's outcome, from the store. */
+    const stored = (name: string) =>
+      Effect.map(store.runs, (rows) => Option.fromNullable(rows.find((row) => row.name === name)))
 
     /** An async run's (or verify's) outcome: the result, TurnPending while it runs, or its typed failure. */
     const runResult = (name: string) =>
       Effect.gen(function*() {
         const outcome = outcomes.get(name)
-        if (outcome === undefined) return yield* new RunNotFound({ name })
-        const done = yield* Deferred.poll(outcome)
-        if (Option.isNone(done)) return yield* new TurnPending({ name, turnId: name, status: "running" })
-        return yield* done.value
+        if (outcome !== undefined) {
+          const done = yield* Deferred.poll(outcome)
+          if (Option.isNone(done)) return yield* new TurnPending({ name, turnId: name, status: "running" })
+          return yield* done.value
+        }
+        const row = yield* stored(name)
+        if (Option.isNone(row)) return yield* new RunNotFound({ name })
+        if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
+        return yield* outcomeOf(row.value)
       })
 
     /** Waits for an async run (or verify) to finish. */
     const awaitRun = (name: string) =>
       Effect.suspend((): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> => {
         const outcome = outcomes.get(name)
-        return outcome === undefined ? new RunNotFound({ name }) : Deferred.await(outcome)
+        if (outcome !== undefined) return Deferred.await(outcome)
+        return Effect.flatMap(
+          stored(name),
+          (row): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> =>
+            Option.isNone(row) || row.value.status === "running" ? new RunNotFound({ name }) : outcomeOf(row.value)
+        )
       })
+
+    /**
+     * After a restart of the host: the async runs that were in flight end as `HostRestarted`. Their worktrees
+     * stay (unlocked, so `gcWorktrees` may collect them once someone has looked).
+     */
+    const restore = Effect.gen(function*() {
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const interrupted: Array<string> = []
+      for (const row of yield* store.runs) {
+        if (row.status !== "running") continue
+        const error = new HostRestarted({
+          name: row.name,
+          turnId: row.name,
+          ...(row.worktree === null ? {} : { worktree: row.worktree })
+        })
+        store.saveRun({
+          ...row,
+          status: "failed",
+          finishedAt: now,
+          error: encodeError(error),
+          errorMessage: error.message
+        })
+        yield* reports.post(row.name, "error", { error: { _tag: error._tag, message: error.message } })
+        if (row.worktree !== null) {
+          yield* provide(Worktrees.git(row.worktree, "worktree", "unlock", row.worktree)).pipe(Effect.ignore)
+        }
+        interrupted.push(row.name)
+      }
+      return interrupted
+    })
 
     const worktrees = (cwd: string) => provide(Worktrees.list(path.resolve(cwd)))
 
@@ -380,7 +495,12 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
 
     const template = (name: string) => Effect.sync(() => templates.get(name))
 
-    yield* Effect.addFinalizer(() => FiberMap.clear(background))
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closing = true
+        return FiberMap.clear(background)
+      })
+    )
 
     return {
       run,
@@ -392,7 +512,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       worktrees,
       gcWorktrees,
       addTemplates,
-      template
+      template,
+      restore
     } as const
   })
 }) {}

@@ -50,6 +50,7 @@ const giveUp = (ctx: AgentContext, reason: string) =>
   Effect.gen(function*() {
     ctx.state.closedReason = reason
     ctx.state.status = "closed"
+    ctx.saveAgent()
     yield* failWaiting(ctx, new AgentClosed({ name: ctx.name, reason }))
     yield* ctx.reports.post(ctx.name, "closed", { reason })
   })
@@ -87,6 +88,8 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
         ctx.state.restarts++
         if (Either.isRight(next)) {
           running = next.right
+          ctx.state.process = running
+          ctx.saveAgent()
           yield* ctx.reports.post(ctx.name, "restarted", {
             pid: running.process.pid,
             sessionId: ctx.state.sessionId,

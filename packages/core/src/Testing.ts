@@ -16,9 +16,11 @@ import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Scope }
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
+import type { StoreError } from "./Errors.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import * as Flotta from "./Flotta.js"
-import { READ_ONLY_TOOLS } from "./Permission.js"
+import { PendingDecisions, READ_ONLY_TOOLS } from "./Permission.js"
+import { Store } from "./Store.js"
 
 // ---------------------------------------------------------------------------------------------- replies
 
@@ -109,7 +111,20 @@ export interface Options extends FleetSettingsInput {
   readonly startDelay?: Duration.DurationInput
   /** What each model call costs, in dollars (default 0.001). */
   readonly costPerCall?: number
+  /**
+   * Where conversations are kept, as the CLI's session files are on disk (default: a new one per layer). Give
+   * two builds the same disk, and the same `store`, to show a restart of the host: `Testing.disk()`.
+   */
+  readonly disk?: Disk
+  /** Where the fleet's state lives (default: `Store.memory`, new per build). */
+  readonly store?: Layer.Layer<Store, StoreError>
 }
+
+/** The in-memory CLI's session files: each session's prompts, oldest first. */
+export type Disk = Map<string, Array<string>>
+
+/** A new, empty disk of session files, to share between builds. */
+export const disk = (): Disk => new Map()
 
 export const echo: Model = ({ prompt }) => `echo: ${prompt}`
 
@@ -457,7 +472,7 @@ const startProcess = (
 /** The in-memory CLI alone: the seam below `Agent`, for composing the engine yourself. */
 export const cli = (options: Options = {}): Layer.Layer<ClaudeCli> =>
   Layer.sync(ClaudeCli, () => {
-    const sessions: Sessions = new Map()
+    const sessions: Sessions = options.disk ?? new Map()
     return {
       executable: EXECUTABLE,
       start: (start: StartOptions) => startProcess(start, sessions, options)
@@ -469,6 +484,16 @@ export const cli = (options: Options = {}): Layer.Layer<ClaudeCli> =>
  * `Flotta.layer` provides them. Options: the model, start failures and delay, cost, and the engine's settings.
  */
 export const layer = (options: Options = {}) => {
-  const { costPerCall: _cost, failStart: _fail, model: _model, startDelay: _delay, ...settings } = options
-  return Flotta.services(cli(options), settings).pipe(Layer.provide(NodeContext.layer))
+  const {
+    costPerCall: _cost,
+    disk: _disk,
+    failStart: _fail,
+    model: _model,
+    startDelay: _delay,
+    store,
+    ...settings
+  } = options
+  return Flotta.services(cli(options), settings, PendingDecisions.none, store ?? Store.memory).pipe(
+    Layer.provide(NodeContext.layer)
+  )
 }

@@ -145,8 +145,10 @@ export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now:
   turn.record.error = errorView(error)
   turn.record.finishedAt = iso(now)
   ctx.state.failed++
+  ctx.saveTurn(turn, { error })
   Deferred.unsafeDone(turn.deferred, Exit.fail(error))
-  ctx.reports.unsafePost(ctx.name, "error", { error: errorView(error) }, turn.id, now)
+  // A turn the fleet's shutdown ends is not over: a restart over a durable store ends or runs it.
+  if (ctx.journal.on) ctx.reports.unsafePost(ctx.name, "error", { error: errorView(error) }, turn.id, now)
   ctx.metrics.count(error._tag)
   const active = ctx.active
   if (active?.turn === turn) end(ctx, active, now, Exit.fail(error))
@@ -171,8 +173,11 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   const result = TurnOutcome.resultOf(frame, facts)
   state.processCost = frame.total_cost_usd
   state.totalCost += result.costUsd
-  state.sessionId = result.sessionId
-  state.resumable = true
+  if (state.sessionId !== result.sessionId || !state.resumable) {
+    state.sessionId = result.sessionId
+    state.resumable = true
+    ctx.saveAgent()
+  }
   const record = turn.record
   record.reply = result.text
   record.costUsd = result.costUsd
@@ -186,6 +191,7 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   record.status = "succeeded"
   record.finishedAt = iso(now)
   state.finished++
+  ctx.saveTurn(turn, { result })
   Deferred.unsafeDone(turn.deferred, Exit.succeed(result))
   ctx.reports.unsafePost(
     ctx.name,
@@ -216,14 +222,18 @@ const end = (ctx: AgentContext, active: Active, now: number, exit: Exit.Exit<unk
 /** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
 const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) => {
   const onActivity = ctx.options.onActivity
+  let called = false
   for (const block of frame.message.content) {
     if (block.type === "tool_use" && block.name !== undefined) {
       turn.record.toolCalls.push({ id: block.id ?? "", name: block.name, input: block.input ?? {} })
       onActivity?.({ _tag: "Tool", turnId: turn.id, tool: block.name, input: block.input ?? {} })
+      called = true
     } else if (block.type === "text" && block.text !== undefined) {
       onActivity?.({ _tag: "Text", turnId: turn.id, text: block.text })
     }
   }
+  // A tool call may act on the world: the record says so before its result comes.
+  if (called) ctx.saveTurn(turn)
 }
 
 /** One frame of a process, as its reader sees it: only the turn in flight on that process takes it. */
@@ -233,8 +243,11 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
   switch (frame._tag) {
     case "Init":
       // The CLI has taken the message: the session is on disk now, and a restart must resume it.
-      ctx.state.sessionId = frame.frame.session_id
-      ctx.state.resumable = true
+      if (ctx.state.sessionId !== frame.frame.session_id || !ctx.state.resumable) {
+        ctx.state.sessionId = frame.frame.session_id
+        ctx.state.resumable = true
+        ctx.saveAgent()
+      }
       return
     case "Assistant":
       return observe(ctx, active.turn, frame.frame)
@@ -249,6 +262,7 @@ export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
     Effect.sync(() => {
       const turn = ctx.active?.turn
       turn?.record.permissions.push(record)
+      if (turn !== undefined) ctx.saveTurn(turn)
       ctx.reports.unsafePost(ctx.name, "permission", record, turn?.id, clock.unsafeCurrentTimeMillis())
     })
   )
@@ -327,6 +341,7 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
     cancelAlarm: noAlarm
   }
   ctx.active = active
+  ctx.saveTurn(turn)
   if (ctx.options.lifecycle !== "run") {
     ctx.reports.unsafePost(ctx.name, "turn_started", { prompt: preview(turn.text) }, turn.id, now)
   }

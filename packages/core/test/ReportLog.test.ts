@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Layer, Stream, TestClock } from "effect"
-import { ReportLog, ReportStore } from "../src/ReportLog.js"
+import { ReportLog } from "../src/ReportLog.js"
+import { Store } from "../src/Store.js"
 
-const LogLive = ReportLog.Default.pipe(Layer.provide(ReportStore.memory))
+const LogLive = ReportLog.Default.pipe(Layer.provide(Store.memory))
 
 describe("ReportLog", () => {
   it.effect("entries get strictly increasing seq and the Clock's time", () =>

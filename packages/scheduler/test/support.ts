@@ -4,7 +4,8 @@
  */
 import type { TurnResult } from "@flotta/core/Agent"
 import { InvalidSpec } from "@flotta/core/Errors"
-import { ReportLog, ReportStore } from "@flotta/core/ReportLog"
+import { ReportLog } from "@flotta/core/ReportLog"
+import { Store } from "@flotta/core/Store"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import * as Spec from "@flotta/core/Spec"
@@ -14,7 +15,7 @@ import * as SchedulerConfig from "../src/SchedulerConfig.js"
 import { SCHEDULER_AGENT, schedulerEntries } from "../src/Steering.js"
 import type { Steering } from "../src/Steering.js"
 
-export const LogLive = ReportLog.Default.pipe(Layer.provide(ReportStore.memory))
+export const LogLive = ReportLog.Default.pipe(Layer.provide(Store.memory))
 
 type Failure = { readonly _tag: string; readonly message: string }
 

@@ -1,0 +1,293 @@
+/**
+ * Where the fleet's state lives: the report log, agents, their turns, async runs, and the state of the layers
+ * above the engine (the scheduler's). `Store.memory` keeps it for the life of the Layer; `Store.sqlite(path)`
+ * and `Store.postgres(url)` keep it across restarts of the host, through `@effect/sql`.
+ *
+ * Writes are synchronous and never wait: agents save from their hot paths. A durable store numbers a report
+ * entry at once and commits behind, in batches; when the disk or the database refuses, it keeps the writes
+ * (bounded), shows itself `degraded`, and retries until they land. Reads see what is committed and what waits.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import type { Scope } from "effect"
+import type { AgentStatus, TurnRecord } from "./Agent.js"
+import type { StoreError } from "./Errors.js"
+import { DEFAULT_LIMIT, matches, MAX_LIMIT } from "./internal/reportQuery.js"
+import type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
+
+export type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
+
+/** The process an agent ran, so a later host can end it if it outlived its parent. */
+export interface StoredProcess {
+  readonly pid: number
+  /** The kernel's start time of that pid (clock ticks since boot), so a reused pid is never taken for it. */
+  readonly startTicks: string | null
+}
+
+/** The options of an agent, as data (a permission given as a function is not: see `notRestorable`). */
+export interface StoredOptions {
+  readonly cwd: string
+  readonly model?: string
+  readonly permission: unknown
+  readonly systemPrompt?: string
+  readonly appendSystemPrompt?: string
+  readonly timeoutMs: number
+  readonly env?: Readonly<Record<string, string>>
+  readonly role?: "member" | "manager"
+  readonly extraArgs?: ReadonlyArray<string>
+  readonly expectStructuredOutput?: boolean
+}
+
+export interface AgentRow {
+  readonly name: string
+  readonly lifecycle: "session" | "run"
+  readonly options: StoredOptions
+  readonly sessionId: string
+  /** Whether the session has a conversation on disk to `--resume`. */
+  readonly resumable: boolean
+  readonly status: AgentStatus
+  readonly restarts: number
+  readonly startedAt: string
+  readonly closedReason: string | null
+  /** Why this agent cannot come back after a restart of the host, when it cannot. */
+  readonly notRestorable: string | null
+  readonly process: StoredProcess | null
+}
+
+export interface TurnRow {
+  readonly agent: string
+  /** The turn's number within its agent (`t3` is 3): the order of the queue. */
+  readonly n: number
+  readonly timeoutMs: number
+  readonly record: TurnRecord
+  /** A succeeded turn's whole result. */
+  readonly result?: unknown
+  /** A failed turn's typed error, encoded (see `TurnErrorSchema`). */
+  readonly error?: unknown
+}
+
+export interface RunRow {
+  readonly name: string
+  readonly kind: "run" | "verify"
+  readonly status: "running" | "succeeded" | "failed"
+  readonly startedAt: string
+  readonly finishedAt: string | null
+  /** The run's worktree while it has one. */
+  readonly worktree: string | null
+  /** The outcome once finished: the result, or the typed error (encoded: see `RunErrorSchema`). */
+  readonly result?: unknown
+  readonly error?: unknown
+  /** The error's message, for people. */
+  readonly errorMessage?: string
+}
+
+export interface StoreHealth {
+  readonly state: "ok" | "degraded"
+  /** Why writes are failing, while they are. */
+  readonly reason: string | null
+  readonly since: string | null
+  /** Writes waiting to be committed. */
+  readonly pending: number
+  /** Report entries dropped because the buffer was full while the store refused writes. */
+  readonly lost: number
+}
+
+export interface StoreInfo {
+  readonly kind: "memory" | "sqlite" | "postgres"
+  /** The file, or the database (without its password). */
+  readonly location: string
+  readonly schemaVersion: number
+  readonly sizeBytes: number | null
+  readonly health: StoreHealth
+}
+
+export interface PruneReport {
+  readonly reports: number
+  readonly turns: number
+  readonly agents: number
+  readonly runs: number
+}
+
+export interface StoreShape {
+  readonly info: Effect.Effect<StoreInfo>
+  readonly health: Effect.Effect<StoreHealth>
+  /** Tells `listener` when the store turns degraded or recovers; returns the way to stop telling it. */
+  readonly onHealth: (listener: (health: StoreHealth) => void) => () => void
+  /** Numbers the entry at once (the cursor continues across restarts) and commits it behind. */
+  readonly appendReport: (
+    entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }
+  ) => ReportEntry
+  readonly readReports: (query: ReportQuery) => Effect.Effect<ReportPage>
+  readonly saveAgent: (row: AgentRow) => void
+  readonly saveTurn: (row: TurnRow) => void
+  readonly saveRun: (row: RunRow) => void
+  /** The state of a layer above the engine, by key (the scheduler's), as JSON-able data. */
+  readonly saveState: (key: string, value: unknown) => void
+  readonly agents: Effect.Effect<ReadonlyArray<AgentRow>>
+  /** An agent's turns, oldest first. */
+  readonly turns: (agent: string) => Effect.Effect<ReadonlyArray<TurnRow>>
+  readonly runs: Effect.Effect<ReadonlyArray<RunRow>>
+  readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>>
+  /** Waits until every write made so far is committed (or `timeout` passes: then false). */
+  readonly flush: (timeoutMs?: number) => Effect.Effect<boolean>
+  /** Removes report entries, finished turns, closed agents and finished runs older than `days`. */
+  readonly prune: (days: number) => Effect.Effect<PruneReport>
+}
+
+/** Where a durable store is: the config's `store` value. */
+export type StoreConfig =
+  | "memory"
+  | { readonly sqlite: string }
+  | { readonly postgres: string | { readonly url: string; readonly schema?: string } }
+
+export interface StoreOptions {
+  /** Read what is there without taking the store (no lock, no writes): for tools beside a running fleet. */
+  readonly readOnly?: boolean
+  /** Days of report entries and finished turns to keep (default 30). */
+  readonly retainDays?: number
+}
+
+export const DEFAULT_RETAIN_DAYS = 30
+
+/** A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. */
+export const makeMemory = (): StoreShape => {
+  const entries: Array<ReportEntry> = []
+  const agents = new Map<string, AgentRow>()
+  const turns = new Map<string, Map<string, TurnRow>>()
+  const runs = new Map<string, RunRow>()
+  const state = new Map<string, string>()
+  const health: StoreHealth = { state: "ok", reason: null, since: null, pending: 0, lost: 0 }
+  return {
+    info: Effect.sync(() => ({ kind: "memory", location: "memory", schemaVersion: 0, sizeBytes: null, health })),
+    health: Effect.succeed(health),
+    onHealth: () => () => undefined,
+    appendReport: (entry) => {
+      // A literal (not a spread): appends are the log's hot path.
+      const seq = entries.length + 1
+      const full: ReportEntry = entry.turnId === undefined
+        ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
+        : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
+      entries.push(full)
+      return full
+    },
+    readReports: (query) => Effect.sync(() => readArray(entries, query)),
+    saveAgent: (row) => void agents.set(row.name, row),
+    saveTurn: (row) => {
+      let byId = turns.get(row.agent)
+      if (byId === undefined) turns.set(row.agent, byId = new Map())
+      byId.set(row.record.turnId, row)
+    },
+    saveRun: (row) => void runs.set(row.name, row),
+    // Kept as JSON, as a durable store would: a later change to the caller's object is not a write.
+    saveState: (key, value) => void state.set(key, JSON.stringify(value)),
+    agents: Effect.sync(() => [...agents.values()]),
+    turns: (agent) => Effect.sync(() => [...(turns.get(agent)?.values() ?? [])].sort((a, b) => a.n - b.n)),
+    runs: Effect.sync(() => [...runs.values()]),
+    loadState: (key) => Effect.sync(() => Option.map(Option.fromNullable(state.get(key)), (s) => JSON.parse(s))),
+    flush: () => Effect.succeed(true),
+    // The memory log keeps its entries (`seq` is an index); the rest is pruned like a durable store's.
+    prune: (days) =>
+      Effect.clockWith((clock) => {
+        const before = new Date(clock.unsafeCurrentTimeMillis() - days * 86_400_000).toISOString()
+        let turnCount = 0
+        for (const [name, byId] of turns) {
+          for (const [id, row] of byId) {
+            const finished = row.record.finishedAt
+            if (finished !== null && finished < before) {
+              byId.delete(id)
+              turnCount++
+            }
+          }
+          if (byId.size === 0) turns.delete(name)
+        }
+        let agentCount = 0
+        for (const [name, row] of agents) {
+          if (row.status === "closed" && !turns.has(name)) {
+            agents.delete(name)
+            agentCount++
+          }
+        }
+        let runCount = 0
+        for (const [name, row] of runs) {
+          if (row.finishedAt !== null && row.finishedAt < before) {
+            runs.delete(name)
+            runCount++
+          }
+        }
+        return Effect.succeed({ reports: 0, turns: turnCount, agents: agentCount, runs: runCount })
+      })
+  }
+}
+
+/** A cursor read over entries in `seq` order, where entry i has `seq` i + 1 + `offset`. */
+export const readArray = (entries: ReadonlyArray<ReportEntry>, query: ReportQuery): ReportPage => {
+  const { agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 } = query
+  if (last !== undefined) {
+    // Walk back from the end: the cost is the tail read, not the whole log.
+    const max = Math.max(1, Math.min(last, MAX_LIMIT))
+    const out: Array<ReportEntry> = []
+    const from = Math.max(0, since)
+    for (let index = entries.length - 1; index >= from && out.length < max; index--) {
+      if (matches(entries[index]!, agent, kinds)) out.push(entries[index]!)
+    }
+    return { entries: out.reverse(), next: Math.max(since, entries.length) }
+  }
+  const max = Math.max(1, Math.min(limit, MAX_LIMIT))
+  const out: Array<ReportEntry> = []
+  let index = Math.max(0, since)
+  for (; index < entries.length && out.length < max; index++) {
+    if (matches(entries[index]!, agent, kinds)) out.push(entries[index]!)
+  }
+  return { entries: out, next: Math.max(since, index) }
+}
+
+/** Describes a store config for people: the file, or the database without its password. */
+export const describeConfig = (config: StoreConfig): string => {
+  if (config === "memory") return "memory"
+  if ("sqlite" in config) return config.sqlite
+  const url = typeof config.postgres === "string" ? config.postgres : config.postgres.url
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@")
+}
+
+export class Store extends Context.Tag("@flotta/core/Store")<Store, StoreShape>() {
+  /** State for the life of the Layer. Share one between two fleets in a test to show a restart. */
+  static readonly memory: Layer.Layer<Store> = Layer.sync(Store, makeMemory)
+
+  /** An SQLite file (made, with its directory, when missing), in WAL mode, held by one host at a time. */
+  static sqlite(path: string, options: StoreOptions = {}): Layer.Layer<Store, StoreError> {
+    return Layer.scoped(
+      Store,
+      Effect.flatMap(
+        Effect.promise(() => import("./internal/sqliteStore.js")),
+        (sqlite) => sqlite.openSqlite(path, options)
+      )
+    )
+  }
+
+  /** A Postgres database (optionally one schema of it), held by one host at a time (an advisory lock). */
+  static postgres(
+    target: string | { readonly url: string; readonly schema?: string },
+    options: StoreOptions = {}
+  ): Layer.Layer<Store, StoreError> {
+    return Layer.scoped(
+      Store,
+      Effect.flatMap(
+        Effect.promise(() => import("./internal/postgresStore.js")),
+        (pg) => pg.openPostgres(typeof target === "string" ? { url: target } : target, options)
+      )
+    )
+  }
+
+  /** The store a config names. */
+  static layer(config: StoreConfig | undefined, options: StoreOptions = {}): Layer.Layer<Store, StoreError> {
+    if (config === undefined || config === "memory") return Store.memory
+    if ("sqlite" in config) return Store.sqlite(config.sqlite, options)
+    return Store.postgres(config.postgres, options)
+  }
+}
+
+/** The effect that opens a store, for tools that read it without a fleet (`flotta reports --store`). */
+export const open = (
+  config: StoreConfig,
+  options: StoreOptions = {}
+): Effect.Effect<StoreShape, StoreError, Scope.Scope> =>
+  Layer.build(Store.layer(config, options)).pipe(Effect.map((context) => Context.get(context, Store)))

@@ -1,0 +1,106 @@
+/**
+ * The stores: the shared suite against memory and SQLite, and what only a file can get wrong (a second
+ * host, a corrupt file, a newer schema).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Store from "../src/Store.js"
+import { storeSuite } from "./storeSuite.js"
+
+const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-store-")), "nested", "state.db")
+
+storeSuite({
+  kind: "memory",
+  durable: false,
+  make: () =>
+    Effect.sync(() => {
+      const layer = Store.Store.memory
+      return { fresh: layer, again: layer }
+    })
+})
+
+storeSuite({
+  kind: "sqlite",
+  durable: true,
+  make: () =>
+    Effect.sync(() => {
+      const file = tempFile()
+      return { fresh: Store.Store.sqlite(file), again: Store.Store.sqlite(file) }
+    })
+})
+
+const failure = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined
+
+describe("Store: an SQLite file", () => {
+  it.scoped("runs in WAL mode, and refuses a second holder by naming the first one's pid", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const store = yield* Store.open({ sqlite: file })
+      store.appendReport({ at: "x", agent: "a", kind: "k", data: {}, turnId: undefined })
+      assert.isTrue(yield* store.flush())
+      assert.isTrue(fs.existsSync(`${file}-wal`), "WAL mode keeps a -wal file beside the database")
+      const info = yield* store.info
+      assert.strictEqual(info.kind, "sqlite")
+      assert.strictEqual(info.schemaVersion, 1)
+      assert.isAbove(info.sizeBytes ?? 0, 0)
+      const second = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      assert.strictEqual(second?._tag, "StoreLocked")
+      assert.include(second?.message, `pid ${process.pid}`)
+      // A reader beside the holder takes no lock and sees what was committed.
+      const reader = yield* Store.open({ sqlite: file }, { readOnly: true })
+      assert.strictEqual((yield* reader.readReports({})).entries.length, 1)
+    }))
+
+  it.scoped("takes over the lock of a holder that died", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      fs.mkdirSync(path.dirname(file), { recursive: true })
+      // pid 2^22 + 1 is above Linux's pid limit: no process has it.
+      fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: 4_194_305, startTicks: "1", host: "gone", since: "x" }))
+      const store = yield* Store.open({ sqlite: file })
+      assert.strictEqual((yield* store.info).health.state, "ok")
+    }))
+
+  it.effect("a file that is not a database is refused, named, and left as it was", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      fs.mkdirSync(path.dirname(file), { recursive: true })
+      const garbage = Buffer.from("this is not a database, it is a note to self\n".repeat(100))
+      fs.writeFileSync(file, garbage)
+      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      assert.strictEqual(error?._tag, "StoreUnavailable")
+      assert.include(error?.message, file)
+      assert.include(error?.message, "not an SQLite database")
+      assert.include(error?.message, "Move the file aside")
+      assert.isTrue(fs.readFileSync(file).equals(garbage))
+      assert.isFalse(fs.existsSync(`${file}.lock`), "a refused store leaves no lock behind")
+    }))
+
+  it.effect("a store of a newer schema is refused, and nothing in it changes", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      yield* Effect.scoped(Store.open({ sqlite: file }).pipe(Effect.flatMap((s) => s.flush())))
+      const Database = (yield* Effect.promise(() => import("better-sqlite3"))).default
+      const db = new Database(file)
+      db.prepare("insert into flotta_migrations (migration_id, name) values (99, 'future')").run()
+      db.close()
+      const before = fs.readFileSync(file)
+      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      assert.strictEqual(error?._tag, "StoreSchemaTooNew")
+      assert.include(error?.message, "schema version 99")
+      assert.isTrue(fs.readFileSync(file).equals(before))
+    }))
+
+  it.effect("a directory in its place is a clear error", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      fs.mkdirSync(file, { recursive: true })
+      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      assert.strictEqual(error?._tag, "StoreUnavailable")
+      assert.include(error?.message, "is a directory")
+    }))
+})
