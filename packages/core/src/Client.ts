@@ -100,6 +100,10 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
   return {
+    /** What came back from the store when the fleet started (nothing, for a new or memory store). */
+    restored: () => run((f) => Effect.succeed(f.restored)),
+    /** The store's kind, place, size, schema version and health. */
+    store: () => run((f) => f.store),
     spawn: (name: string, spawnOptions?: AgentOptions) => run((f) => f.spawn(name, spawnOptions)),
     // A Promise's caller cannot interrupt it, so the wait needs no cancel-on-interrupt: `watch` is the lean one.
     ask: (name: string, text: string, askOptions?: Flotta.AskOptions) =>

@@ -1,0 +1,105 @@
+/**
+ * The Postgres store against a throwaway Postgres 15 server: the same suite as memory and SQLite, the advisory
+ * lock (one writer per store, per schema), and a store that refuses writes while running (its privileges
+ * revoked): it turns degraded, keeps what it was given, and commits it all once it may write again.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import pg from "pg"
+import * as Store from "../packages/core/src/Store.js"
+import { storeSuite } from "../packages/core/test/storeSuite.js"
+import { findPostgresBinaries, type Postgres, startPostgres } from "./support/postgres.js"
+
+const found = findPostgresBinaries()
+if ("missing" in found) throw new Error(`test/store-postgres.test.ts needs Postgres 15: ${found.missing}`)
+
+let server: Postgres
+let databases = 0
+beforeAll(async () => {
+  server = await startPostgres()
+}, 120_000)
+afterAll(() => server?.stop())
+
+const newDatabase = () => Effect.promise(() => server.createDatabase(`store_${++databases}`))
+
+const query = (url: string, sql: string) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      return (await client.query(sql)).rows
+    } finally {
+      await client.end()
+    }
+  })
+
+const failure = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined
+
+storeSuite({
+  kind: "postgres",
+  durable: true,
+  make: () =>
+    Effect.map(newDatabase(), (url) => ({ fresh: Store.Store.postgres(url), again: Store.Store.postgres(url) }))
+})
+
+describe("Store: Postgres", () => {
+  it.live("one writer per store: a second host is refused, naming the holder; schemas are separate stores", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* newDatabase()
+      const a = yield* Store.open({ postgres: { url, schema: "fleet_a" } })
+      const second = failure(yield* Effect.exit(Effect.scoped(Store.open({ postgres: { url, schema: "fleet_a" } }))))
+      assert.strictEqual(second?._tag, "StoreLocked")
+      assert.include(second?.message, `pid ${process.pid}`)
+      const b = yield* Store.open({ postgres: { url, schema: "fleet_b" } })
+      a.appendReport({ at: "x", agent: "a", kind: "k", data: { in: "a" }, turnId: undefined })
+      assert.isTrue(yield* a.flush())
+      assert.strictEqual((yield* b.readReports({})).entries.length, 0)
+      const counted = yield* query(url, "select count(*)::int as n from fleet_a.flotta_reports")
+      assert.strictEqual(counted[0]!["n"], 1)
+      const info = yield* a.info
+      assert.strictEqual(info.kind, "postgres")
+      assert.strictEqual(info.schemaVersion, 1)
+      assert.include(info.location, "schema fleet_a")
+    })))
+
+  it.live("a store that refuses writes while running turns degraded, keeps every write, and catches up", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* newDatabase()
+      yield* query(url, "create role flotta_writer login")
+      yield* query(url, "grant all on schema public to flotta_writer")
+      const writerUrl = url.replace("postgres@", "flotta_writer@")
+      const store = yield* Store.open({ postgres: writerUrl })
+      const health: Array<string> = []
+      store.onHealth((h) => health.push(h.state))
+      store.appendReport({ at: "x", agent: "a", kind: "before", data: {}, turnId: undefined })
+      assert.isTrue(yield* store.flush())
+      yield* query(url, "revoke insert, update on all tables in schema public from flotta_writer")
+      for (let i = 0; i < 100; i++) {
+        store.appendReport({ at: "x", agent: "a", kind: "during", data: { i }, turnId: undefined })
+      }
+      assert.isFalse(yield* store.flush(1_000), "nothing commits while the store refuses")
+      const degraded = yield* store.health
+      assert.strictEqual(degraded.state, "degraded")
+      assert.include(degraded.reason, "permission denied")
+      assert.strictEqual(degraded.pending, 100)
+      // Readers see every entry meanwhile, in order.
+      assert.strictEqual((yield* store.readReports({ limit: 1000 })).entries.length, 101)
+      yield* query(url, "grant insert, update on all tables in schema public to flotta_writer")
+      assert.isTrue(yield* store.flush(60_000))
+      assert.strictEqual((yield* store.health).state, "ok")
+      assert.deepStrictEqual(health, ["degraded", "ok"])
+      const rows = yield* query(url, "select count(*)::int as n from flotta_reports")
+      assert.strictEqual(rows[0]!["n"], 101)
+    })))
+
+  it.live("an unreachable server is a clear error naming the store", () =>
+    Effect.gen(function*() {
+      const error = failure(
+        yield* Effect.exit(Effect.scoped(Store.open({ postgres: "postgres://nobody:secret@127.0.0.1:1/none" })))
+      )
+      assert.strictEqual(error?._tag, "StoreUnavailable")
+      assert.include(error?.message, "postgres://nobody:***@127.0.0.1:1/none")
+      assert.notInclude(error?.message, "secret")
+    }))
+})
