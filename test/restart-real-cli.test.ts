@@ -11,6 +11,8 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
+import type { RestoreReport } from "../packages/core/src/Restore.js"
+import type { StoreInfo } from "../packages/core/src/Store.js"
 import { CLAUDE, isAlive, ROOT, useOfflineApi, waitUntil } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-restart")
@@ -20,7 +22,7 @@ interface Host {
   readonly child: ChildProcess
   readonly lines: Array<Record<string, unknown>>
   readonly stderr: Array<string>
-  readonly line: (key: string, ms: number) => Promise<any>
+  readonly line: <T>(key: string, ms: number) => Promise<T>
 }
 
 const startHost = (dir: string, phase: "teach" | "resume"): Host => {
@@ -39,7 +41,7 @@ const startHost = (dir: string, phase: "teach" | "resume"): Host => {
     }
   })
   child.stderr!.on("data", (d) => stderr.push(String(d)))
-  const line = async (key: string, ms: number) => {
+  const line = async <T>(key: string, ms: number): Promise<T> => {
     await waitUntil(
       () => lines.some((l) => key in l) || child.exitCode !== null,
       ms,
@@ -49,7 +51,7 @@ const startHost = (dir: string, phase: "teach" | "resume"): Host => {
     if (found === undefined) {
       throw new Error(`the ${phase} host exited without "${key}": ${stderr.join("").slice(-2000)}`)
     }
-    return found[key]
+    return found[key] as T
   }
   return { child, lines, stderr, line }
 }
@@ -74,9 +76,9 @@ describe("a restart of the host with the real claude CLI", () => {
       const dir = path.join(offline.root, signal.toLowerCase())
       fs.mkdirSync(dir, { recursive: true })
       const teach = startHost(dir, "teach")
-      const orphan = await teach.line("pid", 90_000) as number
+      const orphan = await teach.line<number>("pid", 90_000)
       assert.strictEqual(await teach.line("taught", 90_000), "OK, I will remember that.")
-      const cursor = await teach.line("cursor", 30_000) as number
+      const cursor = await teach.line<number>("cursor", 30_000)
       await teach.line("ready", 30_000)
       // The hanging turn is at the model, and the store has it as running: now the host goes.
       const marker = `HANG ${signal.toLowerCase()}`
@@ -96,24 +98,24 @@ describe("a restart of the host with the real claude CLI", () => {
       } else assert.isFalse(isAlive(orphan), "a graceful stop takes its children with it")
 
       const resume = startHost(dir, "resume")
-      const restored = await resume.line("restored", 120_000)
-      assert.deepStrictEqual(restored.restored.map((r: any) => [r.name, r.queued]), [["mem", 1]])
+      const restored = await resume.line<RestoreReport>("restored", 120_000)
+      assert.deepStrictEqual(restored.restored.map((r) => [r.name, r.queued]), [["mem", 1]])
       assert.deepStrictEqual(restored.interruptedTurns, [{ name: "mem", turnId: "t2" }])
       if (signal === "SIGKILL") {
         assert.deepStrictEqual(restored.orphansEnded, [{ name: "mem", pid: orphan }])
       }
       assert.isFalse(isAlive(orphan), "no orphan outlives the restart")
-      const info = await resume.line("info", 30_000)
+      const info = await resume.line<{ pid: number }>("info", 30_000)
       assert.notStrictEqual(info.pid, orphan)
       assert.strictEqual(await resume.line("recall", 120_000), "The fact is: the code is 42")
-      const inFlight = await resume.line("inFlight", 30_000)
+      const inFlight = await resume.line<{ _tag: string }>("inFlight", 30_000)
       assert.strictEqual(inFlight._tag, "HostRestarted")
       assert.deepStrictEqual(await resume.line("transcript", 30_000), [
         ["t1", "succeeded", null],
         ["t2", "failed", "HostRestarted"],
         ["t3", "succeeded", null]
       ])
-      const reports = await resume.line("reports", 30_000) as Array<[number, string, string | null]>
+      const reports = await resume.line<Array<[number, string, string | null]>>("reports", 30_000)
       const seqs = reports.map(([seq]) => seq)
       assert.deepStrictEqual(seqs, [...seqs].sort((a, b) => a - b), "one cursor, in order")
       const after = reports.filter(([seq]) => seq > cursor)
@@ -122,7 +124,7 @@ describe("a restart of the host with the real claude CLI", () => {
         ["restored", null],
         ["result", "t3"]
       ])
-      const store = await resume.line("store", 30_000)
+      const store = await resume.line<StoreInfo>("store", 30_000)
       assert.strictEqual(store.kind, "sqlite")
       assert.strictEqual(store.health.state, "ok")
       await resume.line("done", 60_000)
