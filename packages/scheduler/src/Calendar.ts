@@ -104,7 +104,7 @@ export const workingNow = (settings: Settings, s: State, now: number) =>
   s.mode === "working" && isWorkingAt(calendarOf(settings, s), now)
 
 /** A day with hours of its own, or made a working day by `workOn` (`dailyAt` routines fire only on these). */
-export const isWorkDay = (hours: Hours, s: State, day: number) =>
+export const isWorkDay = (hours: Hours, s: Pick<State, "workDays">, day: number) =>
   (hours[weekdayOf(day)]?.length ?? 0) > 0 || s.workDays.has(day)
 
 /** Whether a stop-for-today covers the instant. */
@@ -196,7 +196,10 @@ export const nextFire = (
   if ("dailyAt" in every) {
     for (let day = localDay(zone, now); day <= localDay(zone, now) + 14; day++) {
       const instant = dailyInstant(zone, every.dailyAt, day)
-      if (instant > now && instant >= railedUntil && isWorkDay(settings.hours, s, day) && !inStop(s, instant)) {
+      if (
+        instant > now && instant >= railedUntil && (r.lastSlot === null || instant > r.lastSlot) &&
+        isWorkDay(settings.hours, s, day) && !inStop(s, instant)
+      ) {
         return instant
       }
     }

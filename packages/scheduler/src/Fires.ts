@@ -72,7 +72,8 @@ export const routinesAtBoot = (
         spentDay: today,
         spentUsd,
         railed: routine.dailyBudgetUsd !== undefined && spentUsd >= routine.dailyBudgetUsd - EPSILON,
-        lastFire: null
+        lastFire: null,
+        lastSlot: null
       })
     }
     return states

@@ -52,7 +52,13 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
           }
         } else {
           const c = Calendar.dailyCrossing(zone, every.dailyAt, prev, now)
-          if (c !== undefined && Calendar.isWorkDay(shared.hours, s, c.day)) firesAt = c.instant
+          if (
+            c !== undefined && (r.lastSlot === null || c.instant > r.lastSlot) &&
+            Calendar.isWorkDay(shared.hours, s, c.day)
+          ) {
+            firesAt = c.instant
+            r = { ...r, lastSlot: c.instant }
+          }
         }
         if (firesAt !== undefined) {
           const skip = s.mode === "paused"

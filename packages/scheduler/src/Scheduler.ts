@@ -9,19 +9,27 @@
  * - `Fires` and `Actions`: a fire's life, and what each action does, within its budgets;
  * - `Overrides`: keep going, work on a day, stop for today, pause and resume.
  * Every wake, stop, fire, skip, override and rail is a span and an entry in the report log under `scheduler`.
+ *
+ * Its state outlives the host: after every change the mode, overrides and cadence cursors are saved to the
+ * `Store` (`internal/persist.ts`), and a boot resumes from them (a `resumed` entry says what came back). The
+ * day's spend and the findings come back from the report log.
  */
 import { Flotta } from "@flotta/core/Flotta"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { Rejected } from "@flotta/core/Spec"
-import { Clock, Effect, Layer, Option, Queue, Ref } from "effect"
+import { Store } from "@flotta/core/Store"
+import type { StoreShape } from "@flotta/core/Store"
+import { Clock, Effect, Either, Layer, Option, Queue, Ref } from "effect"
 import * as Actions from "./Actions.js"
 import { SchedulerNotEnabled } from "./Errors.js"
 import * as Fires from "./Fires.js"
 import * as Heartbeat from "./Heartbeat.js"
+import * as Persist from "./internal/persist.js"
 import { recorder } from "./internal/record.js"
 import type { Shared, State } from "./internal/state.js"
 import { status as statusOf } from "./internal/status.js"
 import * as Overrides from "./Overrides.js"
+import { overrideView } from "./Overrides.js"
 import type { Routine } from "./Routine.js"
 import type { ScheduleSettings } from "./SchedulerConfig.js"
 import { readFindings, ReportKinds } from "./Steering.js"
@@ -42,6 +50,8 @@ export interface SchedulerOptions {
 export interface SchedulerDeps {
   readonly fleet: Actions.FleetOps
   readonly reports: Pick<ReportLog, "post" | "reports">
+  /** Where the state is saved across restarts of the host; without one it lasts as long as the scheduler. */
+  readonly store?: Pick<StoreShape, "saveState" | "loadState">
 }
 
 export const fromFlotta = (fleet: Flotta): Actions.FleetOps => ({
@@ -54,7 +64,7 @@ export const fromFlotta = (fleet: Flotta): Actions.FleetOps => ({
 /** A running scheduler over the given fleet operations and report log, in the current scope. */
 export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
   Effect.gen(function*() {
-    const { fleet, reports } = deps
+    const { fleet, reports, store } = deps
     const { hours, start, tickMs, zone } = options.schedule
     const rejected = options.rejected ?? []
     const lock = yield* Effect.makeSemaphore(1)
@@ -62,17 +72,44 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     const record = recorder(reports)
 
     const bootAt = yield* Clock.currentTimeMillis
-    const routines = yield* Fires.routinesAtBoot(reports, zone, options.routines, bootAt)
+    const atBoot = yield* Fires.routinesAtBoot(reports, zone, options.routines, bootAt)
+    const settings: Persist.Settings = { zone, hours, start }
+    // A store that cannot give the state back (a row that is not JSON) is a fresh start, not a failed one.
+    const loaded = store === undefined
+      ? Either.right(Option.none())
+      : yield* store.loadState(Persist.STATE_KEY).pipe(
+        Effect.map(Either.right),
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed(Either.left(defect instanceof Error ? defect.message : String(defect)))
+        )
+      )
+    const resumed = Persist.restore({ loaded, settings, atBoot, bootAt })
+    const routines = resumed.routines
     const state = yield* Ref.make<State>({
-      mode: start,
-      overrides: [],
-      workDays: new Set(),
+      mode: resumed.mode,
+      overrides: resumed.overrides,
+      workDays: resumed.workDays,
       working: false,
+      // The boot cursor: cadences count from now, so the time the host was down is not working time.
       lastEval: bootAt,
       routines,
       adhoc: new Map()
     })
-    const shared: Shared = { zone, hours, tickMs, state, locked: lock.withPermits(1), record, poke }
+
+    // Saves what changed, standing at the current instant. Every change happens under the lock, and every
+    // locked section ends here, so the store always has the state as the last change left it.
+    let lastSaved: string | undefined
+    const save = store === undefined ? Effect.void : Effect.gen(function*() {
+      const value = Persist.encode(settings, yield* Ref.get(state), yield* Clock.currentTimeMillis)
+      const json = JSON.stringify(value)
+      if (json === lastSaved) return
+      yield* Effect.sync(() => store.saveState(Persist.STATE_KEY, value)).pipe(
+        Effect.tap(() => Effect.sync(() => (lastSaved = json))),
+        Effect.catchAllDefect((defect) => Effect.logWarning("the scheduler's state could not be saved", defect))
+      )
+    })
+    const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(Effect.ensuring(effect, save))
+    const shared: Shared = { zone, hours, tickMs, state, locked, record, poke }
 
     const actions = yield* Actions.make({
       fleet,
@@ -87,7 +124,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     const manual = Fires.manual(shared, fires, heartbeat.steer)
 
     yield* record(ReportKinds.started, {
-      mode: start,
+      mode: resumed.mode,
       timezone: describeZone(zone),
       localTime: formatLocal(zone, bootAt),
       routines: options.routines.map((r) => r.name),
@@ -98,16 +135,30 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
       railed: [...routines.values()].filter((r) => r.railed).map((r) => r.routine.name)
     })
     for (const r of rejected) yield* Effect.logWarning(`routine skipped: ${r.path}: ${r.message}`)
+    if (resumed.report !== undefined) yield* record(ReportKinds.resumed, resumed.report)
+    for (const problem of resumed.problems) yield* Effect.logWarning(`scheduler state: ${problem}`)
+    for (const o of resumed.expired) {
+      yield* record(ReportKinds.override, { action: o.kind, phase: "expired", ...overrideView(o) })
+    }
+    for (const { instant, routine } of resumed.missed) {
+      yield* record(ReportKinds.skip, {
+        routine,
+        reason: "the host was down",
+        trigger: "schedule",
+        localTime: formatLocal(zone, instant)
+      })
+    }
     // The boot cursor: cadences count from now, so nothing fires the instant the node starts.
     yield* shared.locked(heartbeat.evaluate(bootAt))
     yield* Effect.forkScoped(heartbeat.run)
     yield* Effect.addFinalizer(() =>
-      Clock.currentTimeMillis.pipe(
-        Effect.flatMap((now) =>
-          record(ReportKinds.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
-        ),
-        Effect.whenEffect(Ref.get(state).pipe(Effect.map((s) => s.working)))
-      )
+      Effect.gen(function*() {
+        // The worked time up to the close is saved (the heartbeat and the fires in flight stop after this).
+        yield* locked(Effect.void)
+        if (!(yield* Ref.get(state)).working) return
+        const now = yield* Clock.currentTimeMillis
+        yield* record(ReportKinds.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
+      })
     )
 
     return {
@@ -122,19 +173,20 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
 
 /**
  * The running scheduler: every steering operation and `findings()`. Built over the engine (`Flotta`,
- * `ReportLog`); `Scheduler.layer(config)` is `Layer.empty` when the config has no schedule, so no timer runs.
+ * `ReportLog`, and the `Store` its state is saved in); `Scheduler.layer(config)` is `Layer.empty` when the config has no schedule, so no timer runs.
  */
 export class Scheduler extends Effect.Service<Scheduler>()("@flotta/scheduler/Scheduler", {
   scoped: (options: SchedulerOptions) =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
       const reports = yield* ReportLog
-      return yield* make(options, { fleet: fromFlotta(fleet), reports })
+      const store = yield* Store
+      return yield* make(options, { fleet: fromFlotta(fleet), reports, store })
     })
 }) {
   /** The scheduler for a decoded `schedule` section, or nothing at all (`Layer.empty`) when there is none. */
-  static layer(options: SchedulerOptions): Layer.Layer<Scheduler, never, Flotta | ReportLog>
-  static layer(options: SchedulerOptions | undefined): Layer.Layer<never, never, Flotta | ReportLog>
+  static layer(options: SchedulerOptions): Layer.Layer<Scheduler, never, Flotta | ReportLog | Store>
+  static layer(options: SchedulerOptions | undefined): Layer.Layer<never, never, Flotta | ReportLog | Store>
   static layer(options: SchedulerOptions | undefined) {
     return options === undefined ? Layer.empty : Scheduler.Default(options)
   }

@@ -14,6 +14,8 @@ export const SCHEDULER_AGENT = "scheduler"
 /** The scheduler's report kinds (agent `scheduler`). */
 export const ReportKinds = {
   started: "started",
+  /** After a restart of the host: what of the saved state came back (see `internal/persist.ts`). */
+  resumed: "resumed",
   wake: "wake",
   stop: "stop",
   fire: "fire",

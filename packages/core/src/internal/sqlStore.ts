@@ -10,7 +10,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Deferred, Effect, Option } from "effect"
+import { Cause, Clock, Deferred, Effect, Option } from "effect"
 import type { Scope } from "effect"
 import { StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
 import type {
@@ -314,7 +314,7 @@ export const make = (
           continue
         }
         requeue(batch)
-        const reason = causeText(exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
+        const reason = causeText(Cause.squash(exit.cause))
         if (health.state !== "degraded") {
           yield* Effect.logError(`the store ${location} refused a write, keeping it to retry: ${reason}`)
         }

@@ -30,6 +30,11 @@ export interface RoutineState {
   readonly spentUsd: number
   readonly railed: boolean
   readonly lastFire: RoutineStatus["lastFire"]
+  /**
+   * `dailyAt`: the instant of the newest slot taken (fired, or skipped with a reason). A slot at or before it is
+   * never taken again: not after a restart of the host, nor when the clock steps back.
+   */
+  readonly lastSlot: number | null
 }
 
 export interface OverrideState {
