@@ -2,7 +2,7 @@
  * Run worktrees, gc and verify: the engine over the fake CLI script with real git repositories.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Context, Effect, Exit, Layer, Schedule } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -140,4 +140,30 @@ describe("verify", () => {
       const verdict = yield* fleet.awaitRun(name)
       assert.isTrue(verdict.kind === "verify" && verdict.passed)
     }).pipe(Effect.provide(fakeFleet())))
+})
+
+describe("an async run in a worktree when the host stops (fake CLI, real git, SQLite store)", () => {
+  it.scopedLive("ends as HostRestarted on the next start; its worktree is kept, listed and unlocked", () =>
+    Effect.gen(function*() {
+      const dir = yield* repo
+      const store = { sqlite: path.join(yield* tempDir, "state.db") }
+      // The first host: the run starts, its child hangs, and the host stops (gracefully: its scope closes).
+      yield* Effect.scoped(Effect.gen(function*() {
+        const fleet = Context.get(yield* Layer.build(fakeFleet({ store })), Flotta)
+        yield* fleet.runAsync({ name: "long", prompt: "hang", cwd: dir, worktree: true })
+        const listed = yield* fleet.worktrees(dir).pipe(
+          Effect.filterOrFail((ws) => ws.length === 1),
+          Effect.retry(Schedule.spaced("50 millis"))
+        )
+        assert.isTrue(listed[0]!.locked)
+      }))
+      const fleet = Context.get(yield* Layer.build(fakeFleet({ store })), Flotta)
+      const expected = path.join(dir, ".claude", "worktrees", "long")
+      assert.deepStrictEqual(fleet.restored.interruptedRuns, ["long"])
+      const error = errorOf(yield* Effect.exit(fleet.runResult("long")))
+      assert.strictEqual(error._tag, "HostRestarted")
+      assert.strictEqual(error._tag === "HostRestarted" ? error.worktree : null, expected)
+      const [kept] = yield* fleet.worktrees(dir)
+      assert.deepInclude(kept!, { path: expected, branch: "worktree-long", locked: false })
+    }))
 })
