@@ -151,11 +151,12 @@ describe("an async run in a worktree when the host stops (fake CLI, real git, SQ
       yield* Effect.scoped(Effect.gen(function*() {
         const fleet = Context.get(yield* Layer.build(fakeFleet({ store })), Flotta)
         yield* fleet.runAsync({ name: "long", prompt: "hang", cwd: dir, worktree: true })
-        const listed = yield* fleet.worktrees(dir).pipe(
-          Effect.filterOrFail((ws) => ws.length === 1),
+        // Running: its worktree is made and locked, and its agent is live.
+        yield* fleet.worktrees(dir).pipe(
+          Effect.filterOrFail((ws) => ws.length === 1 && ws[0]!.locked),
+          Effect.zipRight(fleet.status("long")),
           Effect.retry(Schedule.spaced("50 millis"))
         )
-        assert.isTrue(listed[0]!.locked)
       }))
       const fleet = Context.get(yield* Layer.build(fakeFleet({ store })), Flotta)
       const expected = path.join(dir, ".claude", "worktrees", "long")

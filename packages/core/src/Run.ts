@@ -259,9 +259,10 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         if (options.worktree !== undefined && options.worktree !== false) {
           const repo = yield* provide(Worktrees.repoRoot(cwd))
           const worktreeName = typeof options.worktree === "string" ? options.worktree : name
+          // Kept before it exists: a host that dies while git makes it still leaves the path behind.
+          onWorktree(Worktrees.pathOf(repo, worktreeName))
           worktree = yield* provide(Worktrees.create(repo, worktreeName))
           busyWorktrees.add(worktree.path)
-          onWorktree(worktree.path)
           runCwd = path.join(worktree.path, path.relative(repo, cwd))
         }
         const held = worktree

@@ -87,8 +87,11 @@ const excludeWorktreesDir = (repo: string) =>
   })
 
 /** A new worktree for a run, from HEAD, locked while the run goes on. */
+/** Where the worktree of a run named `name` goes. */
+export const pathOf = (repo: string, name: string) => path.join(repo, WORKTREES_DIR, name)
+
 export const create = (repo: string, name: string): Effect.Effect<Worktree, WorktreeFailed, Env> => {
-  const worktreePath = path.join(repo, WORKTREES_DIR, name)
+  const worktreePath = pathOf(repo, name)
   const branch = `worktree-${name}`
   return Effect.gen(function*() {
     yield* excludeWorktreesDir(repo)
