@@ -148,7 +148,14 @@ export interface StoreOptions {
 
 export const DEFAULT_RETAIN_DAYS = 30
 
-/** A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. */
+/** Finished turns a memory store keeps per agent, and finished runs in all: a long-lived fleet stays bounded. */
+export const MEMORY_TURNS_PER_AGENT = 1_000
+export const MEMORY_FINISHED_RUNS = 10_000
+
+/**
+ * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent's
+ * turns go, and past the bounds above the oldest finished turns and runs go first.
+ */
 export const makeMemory = (): StoreShape => {
   const entries: Array<ReportEntry> = []
   const agents = new Map<string, AgentRow>()
@@ -170,13 +177,31 @@ export const makeMemory = (): StoreShape => {
       return full
     },
     readReports: (query) => Effect.sync(() => readArray(entries, query)),
-    saveAgent: (row) => void agents.set(row.name, row),
+    saveAgent: (row) => {
+      agents.set(row.name, row)
+      if (row.status === "closed") turns.delete(row.name)
+    },
     saveTurn: (row) => {
       let byId = turns.get(row.agent)
       if (byId === undefined) turns.set(row.agent, byId = new Map())
       byId.set(row.record.turnId, row)
+      if (byId.size > MEMORY_TURNS_PER_AGENT) {
+        for (const [id, turn] of byId) {
+          if (byId.size <= MEMORY_TURNS_PER_AGENT) break
+          if (turn.record.finishedAt !== null) byId.delete(id)
+        }
+      }
     },
-    saveRun: (row) => void runs.set(row.name, row),
+    saveRun: (row) => {
+      runs.delete(row.name) // re-inserted last: the map's order is the order of the last write
+      runs.set(row.name, row)
+      if (runs.size > MEMORY_FINISHED_RUNS) {
+        for (const [name, run] of runs) {
+          if (runs.size <= MEMORY_FINISHED_RUNS) break
+          if (run.finishedAt !== null) runs.delete(name)
+        }
+      }
+    },
     // Kept as JSON, as a durable store would: a later change to the caller's object is not a write.
     saveState: (key, value) => void state.set(key, JSON.stringify(value)),
     agents: Effect.sync(() => [...agents.values()]),

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Store from "../src/Store.js"
-import { storeSuite } from "./storeSuite.js"
+import { agentRow, storeSuite, turnRow } from "./storeSuite.js"
 
 const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-store-")), "nested", "state.db")
 
@@ -102,5 +102,21 @@ describe("Store: an SQLite file", () => {
       const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
       assert.strictEqual(error?._tag, "StoreUnavailable")
       assert.include(error?.message, "is a directory")
+    }))
+})
+
+describe("Store: memory stays bounded", () => {
+  it.effect("keeps the newest finished turns per agent and drops a closed agent's", () =>
+    Effect.gen(function*() {
+      const store = Store.makeMemory()
+      const done = new Date(0).toISOString()
+      for (let n = 1; n <= Store.MEMORY_TURNS_PER_AGENT + 5; n++) store.saveTurn(turnRow("a", n, "succeeded", done))
+      store.saveTurn(turnRow("a", Store.MEMORY_TURNS_PER_AGENT + 6, "queued", null))
+      const kept = yield* store.turns("a")
+      assert.strictEqual(kept.length, Store.MEMORY_TURNS_PER_AGENT)
+      assert.strictEqual(kept[0]!.n, 7)
+      assert.strictEqual(kept.at(-1)!.record.status, "queued")
+      store.saveAgent(agentRow("a", { status: "closed" }))
+      assert.strictEqual((yield* store.turns("a")).length, 0)
     }))
 })
