@@ -30,6 +30,7 @@ describe("--help through a pipe", () => {
     "prompt",
     "result",
     "reports",
+    "transcript",
     "close"
   ]
 

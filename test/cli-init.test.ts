@@ -41,6 +41,10 @@ describe("flotta init", () => {
     assert.strictEqual(ran.code, 0, ran.stderr)
     const file = path.join(dir, "flotta.config.json")
     const text = fs.readFileSync(file, "utf8")
+    // The store is the default one; a project without a .gitignore is not given one.
+    assert.deepStrictEqual(load(file, text).store, { config: { sqlite: path.join(dir, ".flotta", "state.db") } })
+    assert.isFalse(fs.existsSync(path.join(dir, ".gitignore")))
+    assert.include(ran.stderr, "keep it out of version control")
 
     const doctor = await runFlotta(dir, ["doctor"])
     assert.include(doctor.stdout, `config: ${file}: 3 session(s), 2 run template(s)`)
@@ -74,7 +78,13 @@ describe("flotta init", () => {
   it("its commented-out scheduler is valid once uncommented, find-and-file firing the issue-filer", async () => {
     const project = path.join(dir, "uncommented")
     fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, ".gitignore"), "node_modules")
     assert.strictEqual((await runFlotta(project, ["init"])).code, 0)
+    // An existing .gitignore gets the store's files (only them: .flotta/config.json may be committed).
+    assert.strictEqual(
+      fs.readFileSync(path.join(project, ".gitignore"), "utf8"),
+      "node_modules\n# flotta's state (flotta serve, flotta repl)\n.flotta/state.db*\n"
+    )
     const file = path.join(project, "flotta.config.json")
     const text = uncommentScheduler(fs.readFileSync(file, "utf8"))
     fs.writeFileSync(file, text)

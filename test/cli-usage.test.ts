@@ -91,13 +91,21 @@ describe("bad command-line input", () => {
       [["result", "scout", "12"], "<turn>: \"12\" is not a turn id (t1, t2, ...) or latest"],
       [["reports", "--since", "-1"], "--since: \"-1\" is not a whole number (0 or more)"],
       [["reports", "--agent", "Bad"], `--agent: "Bad" is not a valid name (${NAME_RULE})`],
+      [["transcript"], "Missing argument <name>"],
+      [["transcript", "scout", "--last", "0"], "--last: \"0\" is not a whole number above 0"],
+      [["reports", "--store", "memory"], "--store: \"memory\" lives only inside its fleet: ask the serve instead"],
+      [
+        ["transcript", "scout", "--store", "https://db/x"],
+        "--store: \"https://db/x\" is not the path of an SQLite file or a postgres:// URL"
+      ],
       [
         ["list", "--url", "localhost:4099"],
         "--url: \"localhost:4099\" is not an http(s) URL such as http://127.0.0.1:4099/mcp"
       ],
       [
         ["lsit"],
-        "<command>: \"lsit\" is not one of ask, close, doctor, init, list, mcp, prompt, repl, reports, result, run, serve, status"
+        "<command>: \"lsit\" is not one of ask, close, doctor, init, list, mcp, prompt, repl, reports, result, run, " +
+        "serve, status, transcript"
       ]
     ])
   })

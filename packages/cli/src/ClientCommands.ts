@@ -1,17 +1,26 @@
 /**
  * Commands that drive a running `flotta serve` over its MCP endpoint: list, status, ask, prompt, result,
- * reports, close. The endpoint is `--url`, else the decoded config's `mcp` section (with its environment
- * variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST, applied), else 127.0.0.1:4099; the token is `--token`, else
- * the config's (FLOTTA_MCP_TOKEN overrides it).
+ * reports, transcript, close. The endpoint is `--url`, else the decoded config's `mcp` section (with its
+ * environment variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST, applied), else 127.0.0.1:4099; the token is
+ * `--token`, else the config's (FLOTTA_MCP_TOKEN overrides it).
+ *
+ * `reports` and `transcript` also read the store itself, read-only (no lock, so beside a running serve too):
+ * with `--store`, or when no serve answers and the config's store (the default `.flotta/state.db` included) is an
+ * SQLite file that exists.
  */
 import { Args, Command, Options } from "@effect/cli"
+import type { TurnRecord } from "@flotta/core/Agent"
+import type { ReportEntry, StoreHealth, StoreShape } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Effect, Option, Redacted, Schema } from "effect"
+import { Effect, Either, Option, Redacted, Schema } from "effect"
+import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
+import * as StoreAccess from "./StoreAccess.js"
+import * as Views from "./Views.js"
 
 /** No server answered at the endpoint. */
 export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("ServerUnreachable", {
@@ -55,41 +64,47 @@ type Connection = {
   readonly config: Option.Option<string>
 }
 
+/** The config as the client commands read it: the `mcp` section assumed, so its variables always apply. */
+const clientConfig = (flags: Pick<Connection, "config">) =>
+  ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
+
 /** The endpoint and token this command should use: the flags, else the config's `mcp` section and its variables. */
-const endpoint = (flags: Connection) =>
-  Effect.gen(function*() {
-    const config = yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
-    const mcp = config.mcp ?? {}
-    const host = mcp.host ?? McpConfig.DEFAULT_HOST
-    const port = mcp.port ?? McpConfig.DEFAULT_PORT
-    const url = Option.getOrElse(
-      flags.url,
-      () => `http://${host.includes(":") ? `[${host}]` : host}:${port}${McpConfig.PATH}`
-    )
-    const token = Option.orElse(
-      Option.map(flags.token, Redacted.value),
-      () => Option.map(Option.fromNullable(mcp.token), (t) => (typeof t === "string" ? t : Redacted.value(t)))
-    )
-    return { url, token }
-  })
+const endpointOf = (
+  flags: Pick<Connection, "url" | "token">,
+  config: ConfigFile.LoadedConfig
+) => {
+  const mcp = config.mcp ?? {}
+  const host = mcp.host ?? McpConfig.DEFAULT_HOST
+  const port = mcp.port ?? McpConfig.DEFAULT_PORT
+  const url = Option.getOrElse(
+    flags.url,
+    () => `http://${host.includes(":") ? `[${host}]` : host}:${port}${McpConfig.PATH}`
+  )
+  const token = Option.orElse(
+    Option.map(flags.token, Redacted.value),
+    () => Option.map(Option.fromNullable(mcp.token), (t) => (typeof t === "string" ? t : Redacted.value(t)))
+  )
+  return { url, token }
+}
 
 /** A connected client for the duration of the scope. */
 const connect = (flags: Connection) =>
-  Effect.gen(function*() {
-    const { token, url } = yield* endpoint(flags)
-    return yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => {
-          const client = new Client({ name: "flotta-cli", version: "0.1.0" })
-          const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
-          const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
-          return client.connect(transport).then(() => client)
-        },
-        catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
-      }),
-      (client) => Effect.promise(() => client.close().catch(() => undefined))
-    )
-  })
+  Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
+
+/** A client connected to `url` for the duration of the scope. */
+const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => {
+        const client = new Client({ name: "flotta-cli", version: "0.1.0" })
+        const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
+        const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
+        return client.connect(transport).then(() => client)
+      },
+      catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
+    }),
+    (client) => Effect.promise(() => client.close().catch(() => undefined))
+  )
 
 interface ToolResult {
   readonly isError?: boolean
@@ -114,17 +129,60 @@ const call = (client: Client, tool: string, args: Record<string, unknown>) =>
     })
   )
 
-/** Runs a command body with a client, printing JSON instead when `--json` is set. */
+/** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
+const STORE_KINDS = ["store_degraded", "store_recovered"] as const
+
+/**
+ * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only
+ * reader of the file cannot know: the writes that fail are the serve's). None when it is ok, or unknown.
+ */
+export const liveStoreHealth = (client: Client) =>
+  Effect.gen(function*() {
+    let cursor = 0
+    let latest: ReportEntry | undefined
+    while (true) {
+      const page = yield* call(client, "flotta_reports", { agent: "store", kinds: STORE_KINDS, cursor, limit: 10_000 })
+      const entries = page["entries"] as ReadonlyArray<ReportEntry>
+      latest = entries[entries.length - 1] ?? latest
+      cursor = page["next"] as number
+      if (entries.length < 10_000) break
+    }
+    return latest?.kind === "store_degraded" ? Option.some(latest.data as StoreHealth) : Option.none<StoreHealth>()
+  }).pipe(Effect.orElseSucceed(() => Option.none<StoreHealth>()))
+
+/**
+ * The store's health through the serve a config points at, if one answers (only a config with an `mcp`
+ * section serves over HTTP): for `doctor`. None when no serve answers.
+ */
+export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
+  config.mcp === undefined
+    ? Effect.succeed(Option.none<{ readonly url: string; readonly health: Option.Option<StoreHealth> }>())
+    : Effect.scoped(Effect.gen(function*() {
+      const endpoint = endpointOf({ url: Option.none(), token: Option.none() }, config)
+      const client = yield* connectTo(endpoint)
+      return Option.some({ url: endpoint.url, health: yield* liveStoreHealth(client) })
+    })).pipe(Effect.orElseSucceed(() => Option.none()))
+
+/**
+ * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
+ * store gets a line of its own after the answer.
+ */
 const withClient = <A extends Record<string, unknown>>(
   flags: Connection,
   body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
-  render: (value: A) => string
+  render: (value: A) => string,
+  options: { readonly storeHealth?: boolean } = {}
 ) =>
   Effect.scoped(
     Effect.gen(function*() {
       const client = yield* connect(flags)
       const value = yield* body(client)
-      yield* Output.stdout(flags.json ? JSON.stringify(value, null, 2) : render(value))
+      if (flags.json) return yield* Output.stdout(JSON.stringify(value, null, 2))
+      yield* Output.stdout(render(value))
+      if (options.storeHealth === true) {
+        const health = yield* liveStoreHealth(client)
+        if (Option.isSome(health)) yield* Output.stdout(`store: ${Views.describeHealth(health.value)}`)
+      }
     })
   )
 
@@ -150,8 +208,8 @@ const list = Command.make(
         `${a.name.padEnd(24)} ${a.status.padEnd(10)} ${String(a.model ?? "-").padEnd(12)} ` +
         `queued ${a.queued}  turns ${a.totals.turns}  $${a.totals.costUsd.toFixed(4)}`
       ).join("\n")
-    })
-).pipe(Command.withDescription("List the live agents of a running `flotta serve`"))
+    }, { storeHealth: true })
+).pipe(Command.withDescription("List the live agents of a running `flotta serve` (and the store, when degraded)"))
 
 const status = Command.make("status", { ...connection, name }, (flags) =>
   withClient(
@@ -159,8 +217,9 @@ const status = Command.make("status", { ...connection, name }, (flags) =>
     (client) => call(client, "flotta_status", { name: flags.name }),
     (v) =>
       `${v["name"]}: ${v["status"]}${v["current"] ? ` (turn ${v["current"]})` : ""}, ${v["queued"]} queued, ` +
-      `${v["turns"]} turns`
-  )).pipe(Command.withDescription("An agent's status"))
+      `${v["turns"]} turns`,
+    { storeHealth: true }
+  )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)"))
 
 /** Waits in bounded steps until the turn is done (each server-side wait is at most 50 s). */
 const waitUntilDone = (client: Client, agent: string, first: Record<string, unknown>) =>
@@ -219,23 +278,106 @@ const close = Command.make("close", { ...connection, name }, (flags) =>
     (v) => `closed ${v["name"]}`
   )).pipe(Command.withDescription("Close an agent"))
 
-interface Entry {
-  readonly seq: number
-  readonly at: string
-  readonly agent: string
-  readonly kind: string
-  readonly turnId?: string
-  readonly data: unknown
+// ------------------------------------------------------------------------------- the serve, or the store
+
+interface Transcript {
+  readonly name: string
+  readonly total: number
+  readonly turns: ReadonlyArray<TurnRecord>
 }
 
-const formatEntry = (e: Entry) =>
-  `${String(e.seq).padStart(6)} ${e.at} ${e.agent} ${e.kind}${e.turnId === undefined ? "" : ` ${e.turnId}`} ` +
-  JSON.stringify(e.data)
+/** Where `reports` and `transcript` read: a running serve, or the store itself. */
+interface Source {
+  readonly reports: (
+    query: { readonly cursor: number; readonly limit: number; readonly agent: Option.Option<string> }
+  ) => Effect.Effect<
+    { readonly entries: ReadonlyArray<ReportEntry>; readonly next: number },
+    ToolFailed | ServerUnreachable
+  >
+  readonly transcript: (
+    name: string,
+    last: number | undefined
+  ) => Effect.Effect<Transcript, ToolFailed | ServerUnreachable | StoreAccess.NotInStore>
+}
+
+const serverSource = (client: Client): Source => ({
+  reports: ({ agent, cursor, limit }) =>
+    Effect.map(
+      call(client, "flotta_reports", {
+        cursor,
+        limit,
+        ...Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+      }),
+      (page) => page as unknown as { readonly entries: ReadonlyArray<ReportEntry>; readonly next: number }
+    ),
+  transcript: (name, last) =>
+    Effect.map(
+      call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }),
+      (value) => value as unknown as Transcript
+    )
+})
+
+const storeSource = (store: StoreShape): Source => ({
+  reports: ({ agent, cursor, limit }) =>
+    store.readReports({
+      since: cursor,
+      limit,
+      ...Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+    }),
+  transcript: (name, last) => StoreAccess.transcript(store, name, last)
+})
+
+const storeFlag = Options.text("store").pipe(
+  Options.withPseudoName("path"),
+  Options.withDescription(
+    "Read this store directly (read-only; beside a running serve too) instead of asking a serve: an SQLite " +
+      "file such as .flotta/state.db, or a postgres:// URL. Without it, the store is read when no serve answers"
+  ),
+  Options.optional
+)
+
+/** The store `--store` names: an SQLite file (relative to here) or a Postgres URL; a memory store has no reader. */
+const storeTarget = (text: string) => {
+  if (text.trim() === "memory") {
+    return Effect.fail(Shared.badValue("--store", text, "lives only inside its fleet: ask the serve instead"))
+  }
+  return Either.match(ConfigFile.readStoreTarget(text, process.cwd()), {
+    onLeft: () =>
+      Effect.fail(Shared.badValue("--store", text, "is not the path of an SQLite file or a postgres:// URL")),
+    onRight: Effect.succeed
+  })
+}
+
+/**
+ * Runs `body` against `--store`, else a running serve, else (when none answers, no `--url` was given, and the
+ * config's store is an SQLite file that exists) that file, read-only, saying so on stderr.
+ */
+const withSource = <A, E, R>(
+  flags: Connection & { readonly store: Option.Option<string> },
+  body: (source: Source) => Effect.Effect<A, E, R>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    if (Option.isSome(flags.store)) {
+      const target = yield* storeTarget(flags.store.value)
+      return yield* body(storeSource(yield* StoreAccess.openReadOnly(target)))
+    }
+    const config = yield* clientConfig(flags)
+    const endpoint = endpointOf(flags, config)
+    const client = yield* Effect.either(connectTo(endpoint))
+    if (Either.isRight(client)) return yield* body(serverSource(client.right))
+    const stored = Composition.storeFor(config, true)
+    if (Option.isNone(flags.url) && stored !== "memory" && "sqlite" in stored && StoreAccess.exists(stored)) {
+      yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
+      return yield* body(storeSource(yield* StoreAccess.openReadOnly(stored)))
+    }
+    return yield* client.left
+  }))
 
 const reports = Command.make(
   "reports",
   {
     ...connection,
+    store: storeFlag,
     follow: Options.boolean("follow").pipe(
       Options.withAlias("f"),
       Options.withDescription("Keep printing new entries")
@@ -247,23 +389,45 @@ const reports = Command.make(
     )
   },
   (flags) =>
-    Effect.scoped(Effect.gen(function*() {
-      const client = yield* connect(flags)
-      let cursor = Option.getOrElse(flags.since, () => 0)
-      while (true) {
-        const page = yield* call(client, "flotta_reports", {
-          cursor,
-          limit: 500,
-          ...Option.match(flags.agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
-        })
-        const entries = page["entries"] as ReadonlyArray<Entry>
-        for (const entry of entries) yield* Output.stdout(flags.json ? JSON.stringify(entry) : formatEntry(entry))
-        cursor = page["next"] as number
-        if (entries.length === 500) continue
-        if (!flags.follow) return
-        yield* Effect.sleep("1 second")
-      }
-    }))
-).pipe(Command.withDescription("Print the report log (--follow keeps printing)"))
+    withSource(flags, (source) =>
+      Effect.gen(function*() {
+        let cursor = Option.getOrElse(flags.since, () => 0)
+        while (true) {
+          const page = yield* source.reports({ cursor, limit: 500, agent: flags.agent })
+          for (const entry of page.entries) {
+            yield* Output.stdout(flags.json ? JSON.stringify(entry) : Views.formatEntry(entry))
+          }
+          cursor = page.next
+          if (page.entries.length === 500) continue
+          if (!flags.follow) return
+          yield* Effect.sleep("1 second")
+        }
+      }))
+).pipe(
+  Command.withDescription("Print the report log (--follow keeps printing), from a running serve or the store itself")
+)
 
-export const commands = [list, status, ask, prompt, result, reports, close] as const
+const transcript = Command.make(
+  "transcript",
+  {
+    ...connection,
+    store: storeFlag,
+    name,
+    last: Flags.positiveInteger("last").pipe(Options.withDescription("Only the last N turns"), Options.optional)
+  },
+  (flags) =>
+    withSource(flags, (source) =>
+      Effect.gen(function*() {
+        const value = yield* source.transcript(flags.name, Option.getOrUndefined(flags.last))
+        yield* Output.stdout(
+          flags.json ? JSON.stringify(value, null, 2) : Views.renderTranscript(value.name, value.turns, value.total)
+        )
+      }))
+).pipe(
+  Command.withDescription(
+    "Print an agent's turns, oldest first: prompt, tool calls, permission decisions, reply or error, cost and " +
+      "time (--json: the records), from a running serve or the store itself"
+  )
+)
+
+export const commands = [list, status, ask, prompt, result, reports, transcript, close] as const

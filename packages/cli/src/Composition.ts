@@ -4,29 +4,66 @@
  * and the command wants them; an absent one is `Layer.empty`. With `--simulate`, the children are the real
  * claude CLI pointed at the built-in scripted model on 127.0.0.1 (no account, no spend, nothing of ~/.claude
  * touched). The platform (`NodeContext`) is provided here, at the edge.
+ *
+ * Where state lives: `serve` and `repl` (`durable`) use the config's `store`, else `.flotta/state.db` in the
+ * project directory; `run` and `mcp` keep theirs in memory, whatever the config says: a one-shot run, and a
+ * stdio server each client starts for itself, must never contend with a running serve for its store (one host
+ * holds a store at a time).
  */
 import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import * as Flotta from "@flotta/core/Flotta"
+import type { StoreConfig, StoreOptions } from "@flotta/core/Store"
 import * as McpServer from "@flotta/mcp/McpServer"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import { Effect, Layer } from "effect"
+import * as path from "node:path"
+import { DEFAULT_STORE_FILE } from "./ConfigFile.js"
 import type { LoadedConfig } from "./ConfigFile.js"
 import * as Output from "./Output.js"
 import * as Simulator from "./Simulator.js"
 
-/** The child environment of a simulated fleet; the simulator lives as long as the surrounding scope. */
-export const simulatedEnv = Effect.gen(function*() {
-  const simulator = yield* Simulator.start()
-  const fs = yield* FileSystem.FileSystem
-  const root = yield* fs.makeTempDirectoryScoped({ prefix: "flotta-simulate-" })
-  yield* Output.stderr(`flotta: simulating: claude talks to a scripted model at ${simulator.url} (no account, no cost)`)
-  return yield* Simulator.offlineEnv(simulator.url, root)
-})
+/**
+ * The child environment of a simulated fleet; the simulator lives as long as the surrounding scope. The CLI's
+ * own state (its sessions' conversations) is kept under `root` when given, so that a restarted fleet can resume
+ * them; else in a temporary directory that goes with the scope.
+ */
+export const simulatedEnv = (root?: string) =>
+  Effect.gen(function*() {
+    const simulator = yield* Simulator.start()
+    const fs = yield* FileSystem.FileSystem
+    if (root !== undefined) yield* fs.makeDirectory(root, { recursive: true })
+    const dir = root ?? (yield* fs.makeTempDirectoryScoped({ prefix: "flotta-simulate-" }))
+    yield* Output.stderr(
+      `flotta: simulating: claude talks to a scripted model at ${simulator.url} (no account, no cost)`
+    )
+    return yield* Simulator.offlineEnv(simulator.url, dir)
+  })
+
+/**
+ * Where a simulated fleet keeps the CLI's state: beside an SQLite store (`state.db.simulate/`, which the
+ * `.gitignore` line `flotta init` writes covers too), so that the sessions the store brings back can resume.
+ */
+export const simulationRoot = (store: StoreConfig): string | undefined =>
+  store !== "memory" && "sqlite" in store ? `${store.sqlite}.simulate` : undefined
+
+/** The store a command uses: the config's, else `.flotta/state.db` in the project; memory unless `durable`. */
+export const storeFor = (config: LoadedConfig, durable: boolean): StoreConfig =>
+  durable ? (config.store?.config ?? { sqlite: path.join(config.dir, DEFAULT_STORE_FILE) }) : "memory"
+
+/** The store's options: its retention, from the config. */
+export const storeOptions = (config: LoadedConfig): StoreOptions =>
+  config.store?.retainDays === undefined ? {} : { retainDays: config.store.retainDays }
 
 /** The engine's options for a config, with the children's extra environment. */
-export const fleetOptions = (config: LoadedConfig, env: Record<string, string>): Flotta.FleetOptions => ({
+export const fleetOptions = (
+  config: LoadedConfig,
+  env: Record<string, string>,
+  durable = false
+): Flotta.FleetOptions => ({
   env,
+  store: storeFor(config, durable),
+  storeOptions: storeOptions(config),
   ...(config.fleet.claudePath === undefined ? {} : { claudePath: config.fleet.claudePath }),
   ...(config.fleet.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.fleet.maxConcurrentStarts })
 })
@@ -37,6 +74,8 @@ export interface Features {
   readonly mcp?: boolean
   /** Run the config's scheduler (when it has a `schedule`). */
   readonly schedule?: boolean
+  /** Keep state in the config's store, else the default file (serve, repl); otherwise in memory. */
+  readonly durable?: boolean
 }
 
 /** What a composition switched on, for the command to report. */
@@ -48,9 +87,10 @@ export const enabled = (config: LoadedConfig, features: Features) => ({
 /** The engine, with the MCP server and the scheduler on top when the config has them and `features` asks. */
 export const layer = (config: LoadedConfig, features: Features) =>
   Layer.unwrapScoped(Effect.gen(function*() {
-    const env = features.simulate ? yield* simulatedEnv : {}
+    const durable = features.durable === true
+    const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
     const on = enabled(config, features)
-    const engine = Flotta.layer(fleetOptions(config, env))
+    const engine = Flotta.layer(fleetOptions(config, env, durable))
     return Layer.mergeAll(
       McpServer.layer(on.mcp ? config.mcp : undefined),
       Scheduler.layer(on.schedule ? config.schedule : undefined)

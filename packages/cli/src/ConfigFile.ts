@@ -3,13 +3,14 @@
  * `flotta.config.ts` (default export, `defineConfig({...})` for type checking) in the project directory.
  *
  * It is decoded once, by one Schema (`FileSchema`), into one section per layer: `fleet` for `Flotta.layer`,
- * `mcp` for `McpServer.layer`, `schedule` for `Scheduler.layer` (an absent section is `undefined`, and its
- * layer is then `Layer.empty`). The environment overrides the file through one mapping (`ENVIRONMENT`).
+ * `store` for the engine's `Store`, `mcp` for `McpServer.layer`, `schedule` for `Scheduler.layer` (an absent
+ * section is `undefined`, and its layer is then `Layer.empty`; an absent `store` is the command's default). The environment overrides the file through one mapping (`ENVIRONMENT`).
  * Errors name the file (or the variable), the path of the bad field and what was expected. A bad top-level
  * field stops the command; a bad agent or routine entry is reported and skipped, and the rest boots.
  */
 import { FileSystem } from "@effect/platform"
 import * as Spec from "@flotta/core/Spec"
+import type { StoreConfig } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Config, Effect, Either, Option, ParseResult, Schema } from "effect"
@@ -42,7 +43,21 @@ export interface FlottaConfig {
   readonly schedule?: Readonly<Record<string, unknown>>
   /** Recurring work for the scheduler. */
   readonly routines?: ReadonlyArray<Readonly<Record<string, unknown>>>
+  /**
+   * Where `serve` and `repl` keep the fleet's state (default `{ "sqlite": ".flotta/state.db" }`): `"memory"`,
+   * an SQLite file (relative to the project directory), or a Postgres database; `retainDays` (default 30).
+   */
+  readonly store?: StoreFileValue
 }
+
+/** The config's `store` value, as written. */
+export type StoreFileValue =
+  | "memory"
+  | { readonly sqlite: string; readonly retainDays?: number }
+  | {
+    readonly postgres: string | { readonly url: string; readonly schema?: string }
+    readonly retainDays?: number
+  }
 
 /** Type-checks a `flotta.config.ts`. */
 export const defineConfig = (config: FlottaConfig): FlottaConfig => config
@@ -64,7 +79,9 @@ export const FileSchema = Schema.Struct({
   agents: exact(Schema.Array(Schema.Unknown)),
   mcp: exact(McpConfig.FileSection),
   schedule: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  routines: exact(Schema.Array(Schema.Unknown))
+  routines: exact(Schema.Array(Schema.Unknown)),
+  // Checked by `readStore`, which names the bad field within it (a union's own message would not).
+  store: exact(Schema.Unknown)
 })
 
 const decodeFile = Schema.decodeUnknownEither(FileSchema, { errors: "first", onExcessProperty: "error" })
@@ -76,11 +93,24 @@ export interface FleetSection {
   readonly fleet: Spec.Fleet
 }
 
+/** The store section: where state lives (an SQLite path made absolute), and how long it is kept. */
+export interface StoreSection {
+  readonly config: StoreConfig
+  readonly retainDays?: number
+}
+
 /** A decoded config: one section per layer; `undefined` when the file does not have it. */
 export interface LoadedConfig {
   /** The file read, or null when there is none (an empty config). */
   readonly file: string | null
+  /**
+   * The project directory: the config file's (the one holding `.flotta/` for `.flotta/config.json`), else the
+   * directory the command looked in. Relative store paths and the default store are under it.
+   */
+  readonly dir: string
   readonly fleet: FleetSection
+  /** The config's `store`, or undefined: then `serve` and `repl` use `.flotta/state.db` under `dir`. */
+  readonly store: StoreSection | undefined
   readonly mcp: McpConfig.McpConfigInput | undefined
   readonly schedule: SchedulerConfig.SchedulerConfig | undefined
 }
@@ -90,7 +120,8 @@ export interface Override {
   readonly variable: string
   /** The field: top level, or `[section, key]` (applied only when the file has that section). */
   readonly path: readonly [string] | readonly [string, string]
-  readonly type: "integer" | "string"
+  /** `store`: `memory`, an SQLite file (ending .db, .sqlite or .sqlite3) or a postgres:// URL (`readStoreTarget`). */
+  readonly type: "integer" | "string" | "store"
   readonly meaning: string
 }
 
@@ -119,8 +150,49 @@ export const ENVIRONMENT: ReadonlyArray<Override> = [
     path: ["mcp", "token"],
     type: "string",
     meaning: "bearer token the MCP server requires, and client commands send"
+  },
+  {
+    variable: "FLOTTA_STORE",
+    path: ["store"],
+    type: "store",
+    meaning: "where serve and repl keep state: memory, an SQLite file (.db) or a postgres:// URL"
   }
 ]
+
+/** The default store of `serve` and `repl`, under the project directory. */
+export const DEFAULT_STORE_FILE = path.join(".flotta", "state.db")
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i
+const SQLITE_FILE = /\.(?:db|sqlite3?)$/i
+
+/**
+ * A store named in one string (FLOTTA_STORE, `--store`): `memory`, a postgres:// (or postgresql://) URL, or an
+ * SQLite file, made absolute against `base`. With `requireSuffix`, the file must end in .db, .sqlite or .sqlite3,
+ * so that a mistyped word never becomes a new database.
+ */
+export const readStoreTarget = (
+  text: string,
+  base: string,
+  options: { readonly requireSuffix?: boolean } = {}
+): Either.Either<StoreConfig, string> => {
+  const value = text.trim()
+  if (value === "memory") return Either.right("memory")
+  if (POSTGRES_URL.test(value)) {
+    return URL.canParse(value)
+      ? Either.right({ postgres: value })
+      : Either.left(`expected a postgres://user:password@host:port/database URL, got ${JSON.stringify(text)}`)
+  }
+  if (
+    value.length === 0 || /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || (options.requireSuffix && !SQLITE_FILE.test(value))
+  ) {
+    return Either.left(
+      `expected memory, an SQLite file (ending .db, .sqlite or .sqlite3) or a postgres:// URL, got ${
+        JSON.stringify(text)
+      }`
+    )
+  }
+  return Either.right({ sqlite: path.resolve(base, value) })
+}
 
 /**
  * The file with the environment's overrides applied. A section-level override applies only to a section the
@@ -138,7 +210,22 @@ export const applyEnvironment = (file: string, raw: Record<string, unknown>, ass
       )
       if (Option.isNone(value)) continue
       let parsed: unknown = value.value
-      if (override.type === "integer") {
+      if (override.type === "store") {
+        const target = readStoreTarget(value.value, process.cwd(), { requireSuffix: true })
+        if (Either.isLeft(target)) {
+          return yield* new ConfigFileError({
+            file: `the environment (${file})`,
+            path: override.variable,
+            reason: target.left
+          })
+        }
+        // The file's retention stays: the variable says where state lives, not how long it is kept.
+        const previous = out[override.path[0]]
+        const retainDays = typeof previous === "object" && previous !== null && "retainDays" in previous
+          ? (previous as { readonly retainDays: unknown }).retainDays
+          : undefined
+        parsed = target.right === "memory" || retainDays === undefined ? target.right : { ...target.right, retainDays }
+      } else if (override.type === "integer") {
         parsed = /^\s*-?\d+\s*$/.test(value.value) ? Number(value.value) : Number.NaN
         if (Number.isNaN(parsed)) {
           return yield* new ConfigFileError({
@@ -242,8 +329,106 @@ const formatPath = (issuePath: ReadonlyArray<PropertyKey>) =>
     ""
   )
 
-/** Decodes a config object (after the environment's overrides) into its sections; `file` names it in errors. */
-export const decode = (file: string, raw: unknown): Either.Either<LoadedConfig, ConfigFileError> => {
+interface FieldError {
+  readonly path: string
+  readonly reason: string
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const shown = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value))
+
+const STORE_FORMS = "expected \"memory\", { \"sqlite\": \"path\" } or { \"postgres\": \"postgres://...\" }"
+
+/** A Postgres schema name: an unquoted SQL identifier. */
+const PG_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+const readPostgresUrl = (at: string, value: unknown): Either.Either<string, FieldError> =>
+  typeof value === "string" && POSTGRES_URL.test(value) && URL.canParse(value)
+    ? Either.right(value)
+    : Either.left({
+      path: at,
+      reason: `expected a postgres://user:password@host:port/database URL, got ${shown(value)}`
+    })
+
+/**
+ * The config's `store` value, checked field by field (each error names its field: `store.retainDays`); an
+ * SQLite path is made absolute against `base`, the project directory.
+ */
+export const readStore = (value: unknown, base: string): Either.Either<StoreSection, FieldError> => {
+  if (value === "memory") return Either.right({ config: "memory" })
+  if (!isRecord(value)) return Either.left({ path: "store", reason: `${STORE_FORMS}, got ${shown(value)}` })
+  for (const key of Object.keys(value)) {
+    if (key !== "sqlite" && key !== "postgres" && key !== "retainDays") {
+      return Either.left({
+        path: `store.${key}`,
+        reason: "is unexpected (store takes sqlite or postgres, and retainDays)"
+      })
+    }
+  }
+  const { postgres, retainDays, sqlite } = value
+  if ((sqlite === undefined) === (postgres === undefined)) {
+    return Either.left({
+      path: "store",
+      reason: sqlite === undefined ? `${STORE_FORMS}, got ${shown(value)}` : "give one of sqlite or postgres, not both"
+    })
+  }
+  if (retainDays !== undefined && !(typeof retainDays === "number" && Number.isInteger(retainDays) && retainDays > 0)) {
+    return Either.left({
+      path: "store.retainDays",
+      reason: `expected a whole number of days above 0, got ${shown(retainDays)}`
+    })
+  }
+  const kept = retainDays === undefined ? {} : { retainDays: retainDays as number }
+  if (sqlite !== undefined) {
+    if (typeof sqlite !== "string" || sqlite.trim().length === 0) {
+      return Either.left({ path: "store.sqlite", reason: `expected the path of an SQLite file, got ${shown(sqlite)}` })
+    }
+    return Either.right({ config: { sqlite: path.resolve(base, sqlite) }, ...kept })
+  }
+  if (typeof postgres === "string") {
+    return Either.map(readPostgresUrl("store.postgres", postgres), (url) => ({ config: { postgres: url }, ...kept }))
+  }
+  if (!isRecord(postgres)) {
+    return Either.left({
+      path: "store.postgres",
+      reason: `expected a postgres:// URL or { "url": ..., "schema": ... }, got ${shown(postgres)}`
+    })
+  }
+  for (const key of Object.keys(postgres)) {
+    if (key !== "url" && key !== "schema") {
+      return Either.left({ path: `store.postgres.${key}`, reason: "is unexpected (postgres takes url and schema)" })
+    }
+  }
+  const schema = postgres["schema"]
+  if (schema !== undefined && !(typeof schema === "string" && PG_IDENTIFIER.test(schema))) {
+    return Either.left({
+      path: "store.postgres.schema",
+      reason: `expected a schema name (letters, digits and _, not starting with a digit), got ${shown(schema)}`
+    })
+  }
+  return Either.map(readPostgresUrl("store.postgres.url", postgres["url"]), (url) => ({
+    config: { postgres: schema === undefined ? { url } : { url, schema: schema as string } },
+    ...kept
+  }))
+}
+
+/** The project directory of a config file: its directory, or the one holding `.flotta/` for `.flotta/config.json`. */
+export const projectDir = (file: string): string => {
+  const dir = path.dirname(path.resolve(file))
+  return path.basename(dir) === ".flotta" ? path.dirname(dir) : dir
+}
+
+/**
+ * Decodes a config object (after the environment's overrides) into its sections; `file` names it in errors, and
+ * `dir` is the project directory (relative store paths are under it; default: the file's).
+ */
+export const decode = (
+  file: string,
+  raw: unknown,
+  dir: string = projectDir(file)
+): Either.Either<LoadedConfig, ConfigFileError> => {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return Either.left(new ConfigFileError({ file, path: "", reason: "expected an object at the top level" }))
   }
@@ -255,28 +440,37 @@ export const decode = (file: string, raw: unknown): Either.Either<LoadedConfig, 
     )
   }
   const config = decoded.right
+  const store = config.store === undefined ? Either.right(undefined) : readStore(config.store, dir)
+  if (Either.isLeft(store)) {
+    return Either.left(new ConfigFileError({ file, path: store.left.path, reason: store.left.reason }))
+  }
   const schedule = SchedulerConfig.read({ schedule: config.schedule, routines: config.routines })
   if (Either.isLeft(schedule)) {
     return Either.left(new ConfigFileError({ file, path: schedule.left.path, reason: schedule.left.reason }))
   }
   return Either.right({
     file,
+    dir,
     fleet: {
       ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
       ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts }),
       fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
     },
+    store: store.right,
     mcp: McpConfig.fromFile(config.mcp),
     schedule: Option.getOrUndefined(schedule.right)
   })
 }
 
-export const empty: LoadedConfig = {
+/** No config: nothing declared, every section absent; `dir` is the project directory. */
+export const empty = (dir: string): LoadedConfig => ({
   file: null,
+  dir,
   fleet: { fleet: { sessions: [], templates: [], rejected: [] } },
+  store: undefined,
   mcp: undefined,
   schedule: undefined
-}
+})
 
 /**
  * Finds, reads and decodes the config, with the environment's overrides; no file is an empty config.
@@ -286,9 +480,10 @@ export const load = (dir: string, explicit?: string, options: { readonly assume?
   Effect.gen(function*() {
     const file = yield* locate(dir, explicit)
     const raw = file === null ? {} : yield* readRaw(file)
+    const base = file === null ? path.resolve(dir) : projectDir(file)
     const isObject = typeof raw === "object" && raw !== null && !Array.isArray(raw)
-    if (!isObject) return yield* decode(file ?? "config", raw)
+    if (!isObject) return yield* decode(file ?? "config", raw, base)
     const overridden = yield* applyEnvironment(file ?? "no config file", raw as Record<string, unknown>, options.assume)
-    const loaded = yield* decode(file ?? "the environment", overridden)
+    const loaded = yield* decode(file ?? "the environment", overridden, base)
     return { ...loaded, file }
   })

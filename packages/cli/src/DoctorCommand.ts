@@ -1,17 +1,24 @@
 /**
  * `flotta doctor`: is this machine ready? The claude binary in use and its version against the tested one,
- * whether credentials are present, and whether the config is valid. Exits non-zero when something blocks work.
+ * whether credentials are present, whether the config is valid, and the store `serve` would use: its kind,
+ * place, size, schema version and health (read-only, so beside a running serve too; and as that serve sees it,
+ * when one answers). Exits non-zero when something blocks work.
  */
 import { Command } from "@effect/cli"
 import { Command as Process, FileSystem } from "@effect/platform"
 import * as ClaudeCli from "@flotta/core/ClaudeCli"
 import { SpawnFailed } from "@flotta/core/Errors"
+import type { StoreError } from "@flotta/core/Errors"
 import { Config, Effect, Either, Option } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as ClientCommands from "./ClientCommands.js"
+import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
+import * as StoreAccess from "./StoreAccess.js"
+import * as Views from "./Views.js"
 
 const env = (name: string) =>
   Config.option(Config.nonEmptyString(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
@@ -36,12 +43,29 @@ const credentials = Effect.gen(function*() {
   return Option.none<string>()
 })
 
+/** The store's line: what it is, or that the first serve will make it. */
+export const storeLine = (
+  inspected: StoreAccess.Inspection,
+  say: { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> }
+) => {
+  switch (inspected._tag) {
+    case "Memory":
+      return say.ok("store: memory (serve and repl keep no state across restarts)")
+    case "NotCreated":
+      return say.ok(`store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` makes it)`)
+    case "Found":
+      return (inspected.info.health.state === "ok" ? say.ok : say.warn)(
+        `store: ${Views.describeStoreWithHealth(inspected.info)}`
+      )
+  }
+}
+
 export const command = Command.make("doctor", { config: Shared.config }, (flags) =>
   Effect.gen(function*() {
     const ok = (text: string) => Output.stdout(`  ok    ${text}`)
     const warn = (text: string) => Output.stdout(`  warn  ${text}`)
     const bad = (text: string) => Output.stdout(`  FAIL  ${text}`)
-    let failure: ConfigFile.ConfigFileError | SpawnFailed | undefined
+    let failure: ConfigFile.ConfigFileError | SpawnFailed | StoreError | undefined
     yield* Output.stdout(`flotta doctor (node ${process.version}, ${os.platform()} ${os.arch()})`)
 
     const loaded = yield* Effect.either(ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config)))
@@ -86,5 +110,23 @@ export const command = Command.make("doctor", { config: Shared.config }, (flags)
     const baseUrl = yield* env("ANTHROPIC_BASE_URL")
     if (Option.isSome(baseUrl)) yield* ok(`endpoint: ANTHROPIC_BASE_URL=${baseUrl.value}`)
 
+    if (Either.isRight(loaded)) {
+      const inspected = yield* Effect.either(StoreAccess.inspect(Composition.storeFor(loaded.right, true)))
+      if (Either.isLeft(inspected)) {
+        yield* bad(`store: ${inspected.left.message}`)
+        failure ??= inspected.left
+      } else {
+        yield* storeLine(inspected.right, { ok, warn })
+      }
+      const live = yield* ClientCommands.serveStoreHealth(loaded.right)
+      if (Option.isSome(live)) {
+        const { health, url } = live.value
+        yield* Option.match(health, {
+          onNone: () => ok(`store: in use by the serve at ${url}, ok`),
+          onSome: (h) => warn(`store: in use by the serve at ${url}, ${Views.describeHealth(h)}`)
+        })
+      }
+    }
+
     if (failure !== undefined) return yield* Effect.fail(failure)
-  })).pipe(Command.withDescription("Check the claude binary, its version, credentials and the config"))
+  })).pipe(Command.withDescription("Check the claude binary, its version, credentials, the config and the store"))

@@ -27,8 +27,21 @@ export const EXIT_CODES = [
   { code: 11, tags: ["NotAGitRepo", "WorktreeFailed", "BranchNotFound"], meaning: "a git worktree problem" },
   {
     code: 12,
-    tags: ["AgentNotFound", "AgentAlreadyExists", "NoResult", "TurnPending", "RunNotFound", "ServerUnreachable"],
+    tags: [
+      "AgentNotFound",
+      "AgentAlreadyExists",
+      "NoResult",
+      "TurnPending",
+      "RunNotFound",
+      "ServerUnreachable",
+      "NotInStore"
+    ],
     meaning: "the fleet (or a running `flotta serve`) could not do what was asked"
+  },
+  {
+    code: 13,
+    tags: ["StoreLocked", "StoreUnavailable", "StoreSchemaTooNew"],
+    meaning: "the store cannot be used: another fleet holds it, or it is unreadable, corrupt or of a newer flotta"
   },
   { code: 130, tags: ["Interrupted"], meaning: "stopped by a signal (Ctrl-C)" }
 ] as const

@@ -1,7 +1,10 @@
 /**
  * `flotta init`: writes a commented starter config (JSON with comments) into the current directory: the
  * original flotta's dev fleet (read-only scout, librarian and reviewer sessions; the issue-runner and
- * issue-filer run templates), the MCP server, and a commented-out scheduler with a find-and-file routine.
+ * issue-filer run templates), the store (`.flotta/state.db`), the MCP server, and a commented-out scheduler
+ * with a find-and-file routine. When the project has a `.gitignore`, the store's files are added to it (a new
+ * `.gitignore` is not made: that is the project's own choice); only the store's files, not all of `.flotta/`,
+ * which may hold the config (`.flotta/config.json`).
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
@@ -52,6 +55,11 @@ export const STARTER =
     }
   ],
 
+  // Where \`flotta serve\` and \`flotta repl\` keep the fleet's state, so that a restart brings every agent back:
+  // an SQLite file (relative to this directory), "memory", or { "postgres": "postgres://..." } for a shared one.
+  // "retainDays" (default 30) prunes old report entries and finished turns.
+  "store": { "sqlite": ".flotta/state.db" },
+
   // The fleet over MCP at http://127.0.0.1:4099/mcp (loopback only; set "token" before any other host).
   "mcp": { "port": 4099 }
 
@@ -68,6 +76,21 @@ export const STARTER =
 }
 `
 
+/** The line that keeps the store's files (the database, its WAL and lock files) out of version control. */
+export const GITIGNORE_LINE = ".flotta/state.db*"
+
+/** Whether a .gitignore's text already ignores the default store (the line, or all of `.flotta`). */
+export const ignoresStore = (text: string): boolean =>
+  text.split(/\r?\n/).map((line) => line.trim()).some((line) =>
+    [GITIGNORE_LINE, `/${GITIGNORE_LINE}`, ".flotta", ".flotta/", "/.flotta", "/.flotta/"].includes(line)
+  )
+
+/** The .gitignore text with the store's line added (after a newline, if the text lacks a final one). */
+export const withStoreIgnored = (text: string): string =>
+  `${text}${
+    text.length === 0 || text.endsWith("\n") ? "" : "\n"
+  }# flotta's state (flotta serve, flotta repl)\n${GITIGNORE_LINE}\n`
+
 export const command = Command.make(
   "init",
   {
@@ -82,5 +105,17 @@ export const command = Command.make(
       }
       yield* fs.writeFileString(file, STARTER)
       yield* Output.stderr(`flotta: wrote ${file}`)
+      const gitignore = path.join(process.cwd(), ".gitignore")
+      if (yield* fs.exists(gitignore)) {
+        const text = yield* fs.readFileString(gitignore)
+        if (!ignoresStore(text)) {
+          yield* fs.writeFileString(gitignore, withStoreIgnored(text))
+          yield* Output.stderr(`flotta: added ${GITIGNORE_LINE} to ${gitignore} (the fleet's state lives there)`)
+        }
+      } else {
+        yield* Output.stderr(
+          `flotta: the fleet's state will live in ${path.join(".flotta", "state.db")}: keep it out of version control`
+        )
+      }
     })
 ).pipe(Command.withDescription("Write a commented starter config (flotta.config.json) here"))

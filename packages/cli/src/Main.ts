@@ -83,7 +83,8 @@ const report = (exit: Exit.Exit<unknown, unknown>) => {
       const { _tag = "Error", message = String(error) } = error as { readonly _tag?: string; readonly message?: string }
       // A server's refusal already starts with the fleet's own tag; a usage error names its flag, as
       // @effect/cli's own do (`--max-turns: "abc" is not a whole number above 0`).
-      return _tag === "ToolFailed" || _tag === "UsageError" ? message : `${_tag}: ${message}`
+      const hint = _tag === "StoreLocked" ? " (the config's \"store\", or FLOTTA_STORE)" : ""
+      return _tag === "ToolFailed" || _tag === "UsageError" ? message : `${_tag}: ${message}${hint}`
     }
   })
   return Output.stderr(`flotta: ${text}`)

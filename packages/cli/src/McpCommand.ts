@@ -3,6 +3,8 @@
  * (`claude mcp add flotta -- npx flotta mcp`). stdout carries nothing but protocol; logs go to stderr. The
  * config's run templates are available; its sessions are not started, and neither the HTTP server nor the
  * scheduler runs (each client session starts its own `flotta mcp`: only serve and repl run a fleet for long).
+ * Its state is in memory, whatever the config's `store`: two clients (or a client and a running serve) must not
+ * contend for one store, which one host holds at a time.
  */
 import { Command } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"

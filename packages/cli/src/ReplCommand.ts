@@ -2,7 +2,8 @@
  * `flotta repl`: a Node REPL with a live fleet in scope as `fleet` (the Promise facade: `fleet.spawn(...)`,
  * `await fleet.ask(...)`, top-level await) and the config's sessions already up, with the config's MCP server
  * and scheduler (`fleet.scheduler`) unless `--no-mcp` / `--no-schedule`. Leaving the REPL (`.exit`, Ctrl-D,
- * end of input) shuts the fleet down.
+ * end of input) shuts the fleet down. State lives where `serve` keeps it (the config's store, else
+ * `.flotta/state.db`), so the two take turns with one project's fleet: one at a time holds its store.
  */
 import { Command, Options } from "@effect/cli"
 import { fromLayer } from "@flotta/core/Client"
@@ -14,6 +15,7 @@ import * as repl from "node:repl"
 import * as Composition from "./Composition.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
+import * as ServeCommand from "./ServeCommand.js"
 import * as Shared from "./SharedOptions.js"
 
 const noMcp = Options.boolean("no-mcp").pipe(
@@ -30,27 +32,29 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const features = { simulate: flags.simulate, mcp: !flags.noMcp, schedule: !flags.noSchedule }
+      const features = { simulate: flags.simulate, mcp: !flags.noMcp, schedule: !flags.noSchedule, durable: true }
       const on = Composition.enabled(config, features)
       const fleet = fromLayer(Composition.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
       // Built here, so that a layer that cannot start (a port in use, say) fails the command with its own error.
       const booted = yield* Effect.flatten(Effect.promise(() =>
         fleet.runtime.runPromiseExit(Effect.gen(function*() {
-          const report = yield* (yield* Flotta).bootFleet(config.fleet.fleet)
+          const report = yield* ServeCommand.boot(config)
+          const restored = (yield* Flotta).restored.restored.map((r) => r.name)
           const mcp = yield* Effect.serviceOption(McpServer.McpServer)
-          return { report, mcp: Option.map(mcp, (server) => server.url) }
+          const state = yield* ServeCommand.stateLines("flotta repl")
+          return { live: [...restored, ...report.started], mcp: Option.map(mcp, (server) => server.url), state }
         }))
       ))
-      for (const failed of booted.report.failed) {
-        yield* Output.stderr(`flotta: ${failed.name} did not start: ${failed.error.message}`)
-      }
       yield* Output.stderr(
-        `flotta repl: \`fleet\` is live` +
-          (booted.report.started.length > 0 ? ` with ${booted.report.started.join(", ")}` : "") +
+        [
+          ...booted.state,
+          `flotta repl: \`fleet\` is live` +
+          (booted.live.length > 0 ? ` with ${booted.live.join(", ")}` : "") +
           Option.match(booted.mcp, { onNone: () => "", onSome: (url) => `; MCP at ${url}` }) +
           (on.schedule ? "; fleet.scheduler is on" : "") +
           `. Try: await fleet.spawn("scout"); await fleet.ask("scout", "hello"). Leave with .exit`
+        ].join("\n")
       )
       yield* Effect.async<void>((resume) => {
         const server = repl.start({ prompt: "flotta> ", input: process.stdin, output: process.stdout })

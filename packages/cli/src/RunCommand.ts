@@ -1,6 +1,7 @@
 /**
  * `flotta run "prompt"`: one task in, the answer on stdout (the structured output as JSON when a schema is
- * given), a cost and duration footer on stderr, and an exit code that says how it ended.
+ * given), a cost and duration footer on stderr, and an exit code that says how it ended. A one-shot run keeps
+ * its state in memory: it never takes (or waits for) the store a running serve holds.
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"

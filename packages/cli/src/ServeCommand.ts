@@ -1,6 +1,8 @@
 /**
  * `flotta serve`: boots the declared fleet, with the MCP server and the scheduler when the config has them,
- * logs to stderr, and runs until a signal (SIGINT, SIGTERM) closes every agent and the port.
+ * logs to stderr, and runs until a signal (SIGINT, SIGTERM) closes every agent and the port. State lives in the
+ * config's store, else `.flotta/state.db` in the project: what was live when the last serve stopped comes back
+ * first, and serve says where state lives and what came back once it is ready.
  */
 import { Command } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"
@@ -12,16 +14,34 @@ import type * as ConfigFile from "./ConfigFile.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
+import * as Views from "./Views.js"
 
-/** Starts the config's sessions (run entries become templates) and says what did not come up. */
+/**
+ * Starts the config's sessions (run entries become templates) and says what did not come up. A session the store
+ * brought back is live already, with its conversation: it is not started again.
+ */
 export const boot = (config: ConfigFile.LoadedConfig) =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
-    const booted = yield* fleet.bootFleet(config.fleet.fleet)
+    const back = new Set(fleet.restored.restored.map((r) => r.name))
+    const { fleet: declared } = config.fleet
+    const booted = yield* fleet.bootFleet({ ...declared, sessions: declared.sessions.filter((s) => !back.has(s.name)) })
     for (const failed of booted.failed) {
       yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
     }
     return booted
+  })
+
+/** Where state lives and what came back from it, as lines for stderr (`flotta serve: state in ...`). */
+export const stateLines = (prefix: string) =>
+  Effect.gen(function*() {
+    const fleet = yield* Flotta
+    const info = yield* fleet.store
+    return [
+      `${prefix}: state in ${Views.describeStore(info)}` +
+      (info.health.state === "ok" ? "" : `; the store is ${Views.describeHealth(info.health)}`),
+      ...Views.describeRestore(fleet.restored).map((line) => `${prefix}: ${line}`)
+    ]
   })
 
 export const command = Command.make(
@@ -31,16 +51,20 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const features = { simulate: flags.simulate, mcp: true, schedule: true }
+      const features = { simulate: flags.simulate, mcp: true, schedule: true, durable: true }
       const on = Composition.enabled(config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+        const live = [...(yield* Flotta).restored.restored.map((r) => r.name), ...booted.started]
+        // One write, so that whoever waits for the first line gets the rest with it.
         yield* Output.stderr(
-          `flotta serve: ${booted.started.length} agent(s) up${
-            booted.started.length > 0 ? ` (${booted.started.join(", ")})` : ""
-          }; MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
-            `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`
+          [
+            `flotta serve: ${live.length} agent(s) up${live.length > 0 ? ` (${live.join(", ")})` : ""}; ` +
+            `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
+            `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`,
+            ...(yield* stateLines("flotta serve"))
+          ].join("\n")
         )
         return yield* Effect.never
       })

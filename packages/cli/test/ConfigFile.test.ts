@@ -95,3 +95,117 @@ describe("the environment's mapping", () => {
       assert.match(range.message, /mcp\.port/)
     }))
 })
+
+describe("the store", () => {
+  const base = path.join(os.tmpdir(), "project")
+  const decodeStore = (store: unknown) => ConfigFile.decode(path.join(base, "flotta.config.json"), { store })
+  const decoded = (store: unknown) => {
+    const result = decodeStore(store)
+    if (Either.isLeft(result)) return assert.fail(result.left.message)
+    return result.right.store
+  }
+  const refused = (store: unknown) => {
+    const result = decodeStore(store)
+    if (Either.isRight(result)) return assert.fail(`${JSON.stringify(store)} was accepted`)
+    return result.left
+  }
+
+  it("takes memory, an SQLite file (relative to the project) or a Postgres database, with retainDays", () => {
+    assert.isUndefined(Either.getOrThrow(ConfigFile.decode("f.json", {})).store)
+    assert.deepStrictEqual(decoded("memory"), { config: "memory" })
+    assert.deepStrictEqual(decoded({ sqlite: ".flotta/state.db" }), {
+      config: { sqlite: path.join(base, ".flotta", "state.db") }
+    })
+    assert.deepStrictEqual(decoded({ sqlite: "/var/lib/flotta.db", retainDays: 7 }), {
+      config: { sqlite: "/var/lib/flotta.db" },
+      retainDays: 7
+    })
+    assert.deepStrictEqual(decoded({ postgres: "postgres://u:p@db:5432/fleet" }), {
+      config: { postgres: "postgres://u:p@db:5432/fleet" }
+    })
+    assert.deepStrictEqual(
+      decoded({ postgres: { url: "postgresql://db/fleet", schema: "team_a" }, retainDays: 90 }),
+      { config: { postgres: { url: "postgresql://db/fleet", schema: "team_a" } }, retainDays: 90 }
+    )
+  })
+
+  it("a bad value is refused, naming the field within store and what was expected", () => {
+    const cases: ReadonlyArray<readonly [unknown, RegExp]> = [
+      [
+        "disk",
+        /store: expected "memory", \{ "sqlite": "path" \} or \{ "postgres": "postgres:\/\/\.\.\." \}, got "disk"/
+      ],
+      [3, /store: expected "memory".*got 3/],
+      [{}, /store: expected "memory".*got \{\}/],
+      [{ sqlite: "" }, /store\.sqlite: expected the path of an SQLite file, got ""/],
+      [{ sqlite: 7 }, /store\.sqlite: expected the path of an SQLite file, got 7/],
+      [{ sqlite: "a.db", postgres: "postgres://db/x" }, /store: give one of sqlite or postgres, not both/],
+      [{ sqlite: "a.db", retainDays: 0 }, /store\.retainDays: expected a whole number of days above 0, got 0/],
+      [{ sqlite: "a.db", retainDays: "30" }, /store\.retainDays: .*got "30"/],
+      [{ sqlite: "a.db", retain: 3 }, /store\.retain: is unexpected/],
+      [{ postgres: "mysql://db/x" }, /store\.postgres: expected a postgres:\/\/.* URL, got "mysql:\/\/db\/x"/],
+      [
+        { postgres: 5 },
+        /store\.postgres: expected a postgres:\/\/ URL or \{ "url": \.\.\., "schema": \.\.\. \}, got 5/
+      ],
+      [{ postgres: { schema: "a" } }, /store\.postgres\.url: expected a postgres:\/\/.* URL, got nothing/],
+      [{ postgres: { url: "postgres://db/x", schema: "1-bad" } }, /store\.postgres\.schema: expected a schema name/],
+      [{ postgres: { url: "postgres://db/x", user: "me" } }, /store\.postgres\.user: is unexpected/]
+    ]
+    for (const [store, expected] of cases) {
+      const error = refused(store)
+      assert.strictEqual(error._tag, "ConfigFileError")
+      assert.match(error.message, expected, JSON.stringify(store))
+      assert.include(error.message, "flotta.config.json: store", JSON.stringify(store))
+    }
+  })
+
+  it.scoped("relative paths are under the project directory: the one holding .flotta/ for .flotta/config.json", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({})
+      fs.mkdirSync(path.join(dir, ".flotta"))
+      fs.rmSync(path.join(dir, "flotta.config.json"))
+      fs.writeFileSync(path.join(dir, ".flotta", "config.json"), JSON.stringify({ store: { sqlite: "state.db" } }))
+      const config = yield* load(dir)
+      assert.strictEqual(config.dir, dir)
+      assert.deepStrictEqual(config.store, { config: { sqlite: path.join(dir, "state.db") } })
+      assert.strictEqual(ConfigFile.projectDir(path.join(dir, "flotta.config.json")), dir)
+      // No config file: the directory looked in.
+      const bare = yield* ConfigFile.load(path.join(dir, ".flotta")).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map())),
+        Effect.provide(NodeContext.layer)
+      )
+      assert.strictEqual(bare.dir, path.join(dir, ".flotta"))
+    }))
+
+  it.scoped("FLOTTA_STORE overrides it: memory, an SQLite file (from here), or a postgres:// URL", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({ store: { sqlite: "file.db", retainDays: 5 } })
+      assert.deepStrictEqual((yield* load(dir, { FLOTTA_STORE: "memory" })).store, { config: "memory" })
+      assert.deepStrictEqual((yield* load(dir, { FLOTTA_STORE: "other.sqlite" })).store, {
+        config: { sqlite: path.resolve("other.sqlite") },
+        retainDays: 5
+      })
+      assert.deepStrictEqual((yield* load(dir, { FLOTTA_STORE: "/abs/state.db" })).store, {
+        config: { sqlite: "/abs/state.db" },
+        retainDays: 5
+      })
+      assert.deepStrictEqual((yield* load(dir, { FLOTTA_STORE: "postgres://u:p@db/fleet" })).store, {
+        config: { postgres: "postgres://u:p@db/fleet" },
+        retainDays: 5
+      })
+      const bare = yield* project({})
+      assert.deepStrictEqual((yield* load(bare, { FLOTTA_STORE: "/abs/state.db" })).store, {
+        config: { sqlite: "/abs/state.db" }
+      })
+      for (const value of ["memroy", "state", "https://db/x"]) {
+        const bad = yield* Effect.flip(load(dir, { FLOTTA_STORE: value }))
+        assert.strictEqual(bad._tag, "ConfigFileError")
+        assert.match(
+          bad.message,
+          /FLOTTA_STORE: expected memory, an SQLite file \(ending \.db, \.sqlite or \.sqlite3\) or a postgres:\/\/ URL/
+        )
+      }
+      assert.isTrue(ConfigFile.ENVIRONMENT.some((o) => o.variable === "FLOTTA_STORE" && o.path[0] === "store"))
+    }))
+})

@@ -1,0 +1,64 @@
+/**
+ * Reading a store straight from its file or database, beside a running fleet or without one: read-only, so no
+ * lock is taken and nothing is written (`flotta reports --store`, `flotta transcript --store`, `flotta doctor`).
+ */
+import type { TurnRecord } from "@flotta/core/Agent"
+import type { StoreError } from "@flotta/core/Errors"
+import * as Store from "@flotta/core/Store"
+import { Effect, Schema } from "effect"
+import type { Scope } from "effect"
+import * as fs from "node:fs"
+
+/** The store has no agent of that name (it never had one, or retention removed it). */
+export class NotInStore extends Schema.TaggedError<NotInStore>()("NotInStore", {
+  name: Schema.String,
+  location: Schema.String,
+  known: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    const known = this.known.length === 0 ? "it holds no agents" : `it holds: ${this.known.join(", ")}`
+    return `no agent named "${this.name}" in the store ${this.location} (${known})`
+  }
+}
+
+/** Opens a store read-only for the scope. */
+export const openReadOnly = (config: Store.StoreConfig): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope> =>
+  Store.open(config, { readOnly: true })
+
+/** Whether a store is there to read: memory never is (it lives in its host), an SQLite file once it exists. */
+export const exists = (config: Store.StoreConfig): boolean =>
+  config === "memory" ? false : "sqlite" in config ? fs.existsSync(config.sqlite) : true
+
+/** What `doctor` finds: a store's info, or that its file is not made yet (the first serve makes it). */
+export type Inspection =
+  | { readonly _tag: "Found"; readonly info: Store.StoreInfo }
+  | { readonly _tag: "NotCreated"; readonly location: string }
+  | { readonly _tag: "Memory" }
+
+export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, StoreError> => {
+  if (config === "memory") return Effect.succeed({ _tag: "Memory" })
+  if ("sqlite" in config && !fs.existsSync(config.sqlite)) {
+    return Effect.succeed({ _tag: "NotCreated", location: config.sqlite })
+  }
+  return Effect.scoped(
+    Effect.flatMap(
+      openReadOnly(config),
+      (store) => Effect.map(store.info, (info) => ({ _tag: "Found", info } as const))
+    )
+  )
+}
+
+/** An agent's transcript from the store: its turns' records, oldest first (`last` keeps the newest ones). */
+export const transcript = (store: Store.StoreShape, name: string, last?: number) =>
+  Effect.gen(function*() {
+    const rows = yield* store.turns(name)
+    if (rows.length === 0) {
+      const agents = yield* store.agents
+      if (!agents.some((a) => a.name === name)) {
+        const info = yield* store.info
+        return yield* new NotInStore({ name, location: info.location, known: agents.map((a) => a.name).sort() })
+      }
+    }
+    const turns: ReadonlyArray<TurnRecord> = rows.map((row) => row.record)
+    return { name, total: turns.length, turns: last === undefined ? turns : turns.slice(-last) }
+  })

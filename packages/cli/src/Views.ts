@@ -1,0 +1,144 @@
+/**
+ * How the command shows the fleet's records to a person: the store (where state lives, its size and health),
+ * what came back from it at start, report entries and transcripts. Pure functions of the data, so the text is
+ * the same whether it came from a running serve or straight from the store.
+ */
+import type { TurnRecord } from "@flotta/core/Agent"
+import type { RestoreReport } from "@flotta/core/Restore"
+import type { ReportEntry, StoreHealth, StoreInfo } from "@flotta/core/Store"
+
+/** A reason on one line: a child's stderr tail comes with line breaks. */
+const oneLine = (text: string) => text.trim().split(/\s*\n\s*/).join(" ")
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
+
+/** 0 B, 512 B, 4.0 kB, 12.3 MB, 1.2 GB. */
+export const formatBytes = (bytes: number): string => {
+  if (bytes < 1000) return `${bytes} B`
+  const units = ["kB", "MB", "GB", "TB"]
+  let value = bytes / 1000
+  let unit = 0
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000
+    unit++
+  }
+  return `${value.toFixed(1)} ${units[unit]}`
+}
+
+/** `ok`, or `degraded since <at>: <reason> (N writes waiting, M report entries lost)`. */
+export const describeHealth = (health: StoreHealth): string => {
+  if (health.state === "ok") return "ok"
+  const counts = [
+    ...(health.pending > 0 ? [`${plural(health.pending, "write")} waiting`] : []),
+    ...(health.lost > 0 ? [`${plural(health.lost, "report entry", "report entries")} lost`] : [])
+  ]
+  return `degraded${health.since === null ? "" : ` since ${health.since}`}: ${health.reason ?? "writes are failing"}` +
+    (counts.length === 0 ? "" : ` (${counts.join(", ")})`)
+}
+
+/** `sqlite /p/.flotta/state.db (schema v1, 48.0 kB)`, or `memory (gone when the fleet stops)`. */
+export const describeStore = (info: StoreInfo): string => {
+  if (info.kind === "memory") return "memory (gone when the fleet stops)"
+  const facts = [`schema v${info.schemaVersion}`, ...(info.sizeBytes === null ? [] : [formatBytes(info.sizeBytes)])]
+  return `${info.kind} ${info.location} (${facts.join(", ")})`
+}
+
+/** The store and its health in one line: `sqlite /p/state.db (schema v1, 48.0 kB), ok`. */
+export const describeStoreWithHealth = (info: StoreInfo): string =>
+  `${describeStore(info)}, ${describeHealth(info.health)}`
+
+/** What came back from the store at start, as lines; none for a new store or one with nothing live in it. */
+export const describeRestore = (report: RestoreReport): ReadonlyArray<string> => {
+  const lines: Array<string> = []
+  if (report.orphansEnded.length > 0) {
+    lines.push(
+      `ended ${plural(report.orphansEnded.length, "claude process", "claude processes")} the previous host left ` +
+        `running (${report.orphansEnded.map((o) => `${o.name} pid ${o.pid}`).join(", ")})`
+    )
+  }
+  if (report.restored.length > 0 || report.closed.length > 0) {
+    const restored = report.restored.map((r) =>
+      r.queued === 0 ? r.name : `${r.name} with ${plural(r.queued, "queued turn")}`
+    )
+    const parts = [
+      `restored ${plural(report.restored.length, "agent")}` +
+      (restored.length === 0 ? "" : ` (${restored.join(", ")})`)
+    ]
+    if (report.closed.length > 0) {
+      parts.push(
+        `${report.closed.length} closed: ${report.closed.map((c) => `${c.name} (${oneLine(c.reason)})`).join(", ")}`
+      )
+    }
+    lines.push(parts.join(", "))
+  }
+  if (report.interruptedTurns.length > 0) {
+    lines.push(
+      `${plural(report.interruptedTurns.length, "turn was", "turns were")} in flight when the host stopped, ended ` +
+        `as HostRestarted and not sent again (${
+          report.interruptedTurns.map((t) => `${t.name} ${t.turnId}`).join(", ")
+        })`
+    )
+  }
+  if (report.interruptedRuns.length > 0) {
+    lines.push(
+      `${plural(report.interruptedRuns.length, "run was", "runs were")} interrupted by the restart, worktrees kept ` +
+        `(${report.interruptedRuns.join(", ")})`
+    )
+  }
+  return lines
+}
+
+/** One report entry per line: `   seq at agent kind [turnId] data`. */
+export const formatEntry = (e: ReportEntry): string =>
+  `${String(e.seq).padStart(6)} ${e.at} ${e.agent} ${e.kind}${e.turnId === undefined ? "" : ` ${e.turnId}`} ` +
+  JSON.stringify(e.data)
+
+const LABEL = 12
+
+/** `  label:      text`, continuation lines aligned under the text. */
+const field = (label: string, text: string) => {
+  const pad = " ".repeat(LABEL + 2)
+  return `  ${`${label}:`.padEnd(LABEL)}${text.split("\n").join(`\n${pad}`)}`
+}
+
+const compact = (value: unknown, max = 240) => {
+  const text = JSON.stringify(value) ?? "undefined"
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text
+}
+
+const heading = (record: TurnRecord) => {
+  const facts: Array<string> = [record.status]
+  if (record.status === "succeeded" || record.status === "failed") {
+    facts.push(
+      `$${record.costUsd.toFixed(4)}`,
+      `${(record.durationMs / 1000).toFixed(1)}s`,
+      plural(record.modelCalls, "model call")
+    )
+  }
+  const at = record.startedAt ?? record.enqueuedAt
+  facts.push(record.status === "queued" ? `queued at ${record.enqueuedAt}` : `started ${at}`)
+  return `${record.turnId}  ${facts.join(" · ")}`
+}
+
+/** One turn as a person reads it: prompt, tool calls, permission decisions, reply or error, and what it cost. */
+export const renderTurn = (record: TurnRecord): string => {
+  const lines = [heading(record), field("prompt", record.prompt)]
+  for (const call of record.toolCalls) lines.push(field("tool", `${call.name} ${compact(call.input)}`))
+  for (const decision of record.permissions) {
+    const changed = decision.updatedInput === undefined ? "" : ` (input changed to ${compact(decision.updatedInput)})`
+    const why = decision.message === undefined || decision.message.length === 0 ? "" : `: ${decision.message}`
+    lines.push(
+      field("permission", `${decision.decision} ${decision.tool} ${compact(decision.input, 120)}${changed}${why}`)
+    )
+  }
+  if (record.reply !== null) lines.push(field("reply", record.reply))
+  if (record.error !== null) lines.push(field("error", `${record.error._tag}: ${record.error.message}`))
+  return lines.join("\n")
+}
+
+/** An agent's transcript, oldest turn first, a blank line between turns. */
+export const renderTranscript = (name: string, records: ReadonlyArray<TurnRecord>, total = records.length): string => {
+  if (records.length === 0) return `${name}: no turns yet`
+  const shown = records.length < total ? ` (the last ${records.length} of ${total})` : ""
+  return [`${name}: ${plural(total, "turn")}${shown}`, ...records.map(renderTurn)].join("\n\n")
+}

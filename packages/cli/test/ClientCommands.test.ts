@@ -1,0 +1,57 @@
+/**
+ * The store's health as a running serve sees it, read from its report log over MCP (a client stand-in answers
+ * `flotta_reports`; no socket, no process).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { Client } from "@modelcontextprotocol/client"
+import { Effect, Option } from "effect"
+import * as ClientCommands from "../src/ClientCommands.js"
+
+/** A client whose `flotta_reports` pages through `entries`, `limit` at a time, recording what it was asked. */
+const fakeClient = (entries: ReadonlyArray<{ kind: string; data: unknown }>, asked: Array<unknown> = []) =>
+  ({
+    callTool: ({ arguments: args }: { arguments: { cursor: number; limit: number } }) => {
+      asked.push(args)
+      const page = entries.slice(args.cursor, args.cursor + args.limit).map((e, i) => ({
+        seq: args.cursor + i + 1,
+        at: "2026-01-01T00:00:00.000Z",
+        agent: "store",
+        ...e
+      }))
+      return Promise.resolve({ content: [], structuredContent: { entries: page, next: args.cursor + page.length } })
+    }
+  }) as unknown as Client
+
+const degraded = {
+  state: "degraded",
+  reason: "SQLITE_READONLY: attempt to write a readonly database",
+  since: "2026-01-01T00:00:00.000Z",
+  pending: 3,
+  lost: 0
+} as const
+
+describe("the store's health from a running serve", () => {
+  it.effect("degraded when its latest health entry says so; asks only for the store's own entries", () =>
+    Effect.gen(function*() {
+      const asked: Array<unknown> = []
+      const health = yield* ClientCommands.liveStoreHealth(
+        fakeClient([{ kind: "store_degraded", data: degraded }], asked)
+      )
+      assert.deepStrictEqual(health, Option.some(degraded))
+      assert.deepStrictEqual(asked[0], {
+        agent: "store",
+        kinds: ["store_degraded", "store_recovered"],
+        cursor: 0,
+        limit: 10_000
+      })
+    }))
+
+  it.effect("ok (none) once it recovered, with no entries, or when the serve cannot say", () =>
+    Effect.gen(function*() {
+      const recovered = [{ kind: "store_degraded", data: degraded }, { kind: "store_recovered", data: {} }]
+      assert.isTrue(Option.isNone(yield* ClientCommands.liveStoreHealth(fakeClient(recovered))))
+      assert.isTrue(Option.isNone(yield* ClientCommands.liveStoreHealth(fakeClient([]))))
+      const broken = { callTool: () => Promise.reject(new Error("gone")) } as unknown as Client
+      assert.isTrue(Option.isNone(yield* ClientCommands.liveStoreHealth(broken)))
+    }))
+})

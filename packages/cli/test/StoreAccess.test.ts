@@ -1,0 +1,167 @@
+/**
+ * Where each command keeps state, and the store read straight from its file (read-only, beside a holder):
+ * what `doctor` shows of it and the transcript `flotta transcript --store` prints. No process starts.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { AgentRow, StoreShape, TurnRow } from "@flotta/core/Store"
+import * as Store from "@flotta/core/Store"
+import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Composition from "../src/Composition.js"
+import * as ConfigFile from "../src/ConfigFile.js"
+import * as DoctorCommand from "../src/DoctorCommand.js"
+import * as InitCommand from "../src/InitCommand.js"
+import * as StoreAccess from "../src/StoreAccess.js"
+
+const tempDir = () =>
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "flotta-cli-store-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+const agentRow = (name: string): AgentRow => ({
+  name,
+  lifecycle: "session",
+  options: { cwd: "/tmp", permission: "read_only", timeoutMs: 1000 },
+  sessionId: `session-${name}`,
+  resumable: true,
+  status: "idle",
+  restarts: 0,
+  startedAt: new Date(0).toISOString(),
+  closedReason: null,
+  notRestorable: null,
+  process: null
+})
+
+const turnRow = (agent: string, n: number): TurnRow => ({
+  agent,
+  n,
+  timeoutMs: 1000,
+  record: {
+    turnId: `t${n}`,
+    prompt: `prompt ${n}`,
+    status: "succeeded",
+    reply: `reply ${n}`,
+    error: null,
+    toolCalls: [{ id: "tu1", name: "Read", input: { file_path: "a.md" } }],
+    permissions: [{ tool: "Read", input: { file_path: "a.md" }, decision: "allow" }],
+    costUsd: 0.01,
+    durationMs: 5,
+    modelCalls: 1,
+    enqueuedAt: new Date(0).toISOString(),
+    startedAt: new Date(0).toISOString(),
+    finishedAt: new Date(5).toISOString()
+  }
+})
+
+/** Writes an agent with three turns into a fresh store, and closes it (as a stopped serve would leave it). */
+const written = (file: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store: StoreShape = yield* Store.open({ sqlite: file })
+    store.saveAgent(agentRow("scout"))
+    for (const n of [1, 2, 3]) store.saveTurn(turnRow("scout", n))
+    store.appendReport({ at: new Date(0).toISOString(), agent: "scout", kind: "spawned", data: {}, turnId: undefined })
+    assert.isTrue(yield* store.flush())
+  }))
+
+describe("where each command keeps state", () => {
+  const config = Either.getOrThrow(ConfigFile.decode("/p/flotta.config.json", {}))
+  const withStore = Either.getOrThrow(
+    ConfigFile.decode("/p/flotta.config.json", { store: { sqlite: "data/fleet.db", retainDays: 3 } })
+  )
+
+  it("serve and repl: the config's store, else .flotta/state.db in the project; run and mcp: memory", () => {
+    assert.deepStrictEqual(Composition.storeFor(config, true), { sqlite: "/p/.flotta/state.db" })
+    assert.deepStrictEqual(Composition.storeFor(withStore, true), { sqlite: "/p/data/fleet.db" })
+    assert.strictEqual(Composition.storeFor(config, false), "memory")
+    assert.strictEqual(Composition.storeFor(withStore, false), "memory")
+    assert.deepStrictEqual(Composition.fleetOptions(withStore, {}, true).storeOptions, { retainDays: 3 })
+    assert.strictEqual(Composition.fleetOptions(withStore, {}).store, "memory")
+  })
+
+  it("a simulated fleet keeps the CLI's sessions beside an SQLite store, so that they can resume", () => {
+    assert.strictEqual(Composition.simulationRoot({ sqlite: "/p/.flotta/state.db" }), "/p/.flotta/state.db.simulate")
+    assert.isUndefined(Composition.simulationRoot("memory"))
+    assert.isUndefined(Composition.simulationRoot({ postgres: "postgres://db/x" }))
+  })
+})
+
+describe("the store, read-only", () => {
+  it.scoped("doctor: not created yet, memory, or kind, place, size, schema version and health", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const file = path.join(dir, ".flotta", "state.db")
+      const lines: Array<string> = []
+      const say = {
+        ok: (text: string) => Effect.sync(() => void lines.push(`ok ${text}`)),
+        warn: (text: string) => Effect.sync(() => void lines.push(`warn ${text}`))
+      }
+      yield* DoctorCommand.storeLine(yield* StoreAccess.inspect({ sqlite: file }), say)
+      assert.isFalse(fs.existsSync(file), "inspecting a missing store does not make it")
+      yield* DoctorCommand.storeLine(yield* StoreAccess.inspect("memory"), say)
+      yield* written(file)
+      yield* DoctorCommand.storeLine(yield* StoreAccess.inspect({ sqlite: file }), say)
+      assert.strictEqual(lines[0], `ok store: sqlite ${file}: not created yet (the first \`flotta serve\` makes it)`)
+      assert.strictEqual(lines[1], "ok store: memory (serve and repl keep no state across restarts)")
+      assert.match(lines[2]!, new RegExp(`^ok store: sqlite ${file} \\(schema v1, [\\d.]+ kB\\), ok$`))
+    }))
+
+  it.scoped("reads beside a holder (no lock), and refuses a file that is not a store, naming it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const file = path.join(dir, "state.db")
+      yield* written(file)
+      const holder = yield* Store.open({ sqlite: file })
+      const inspected = yield* StoreAccess.inspect({ sqlite: file })
+      assert.strictEqual(inspected._tag, "Found")
+      const reader = yield* StoreAccess.openReadOnly({ sqlite: file })
+      assert.strictEqual((yield* reader.readReports({})).entries.length, 1)
+      assert.strictEqual((yield* holder.info).kind, "sqlite")
+
+      const corrupt = path.join(dir, "corrupt.db")
+      fs.writeFileSync(corrupt, "this is not a database, not at all")
+      const refused = yield* Effect.flip(StoreAccess.inspect({ sqlite: corrupt }))
+      assert.strictEqual(refused._tag, "StoreUnavailable")
+      assert.include(refused.message, corrupt)
+    }))
+
+  it.scoped("a transcript: the records oldest first, the last N; an unknown name says what the store holds", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const file = path.join(dir, "state.db")
+      yield* written(file)
+      const store = yield* StoreAccess.openReadOnly({ sqlite: file })
+      const all = yield* StoreAccess.transcript(store, "scout")
+      assert.strictEqual(all.total, 3)
+      assert.deepStrictEqual(all.turns.map((t) => t.turnId), ["t1", "t2", "t3"])
+      assert.deepStrictEqual(all.turns[0]!.toolCalls.map((c) => c.name), ["Read"])
+      assert.deepStrictEqual(all.turns[0]!.permissions.map((p) => p.decision), ["allow"])
+      const last = yield* StoreAccess.transcript(store, "scout", 2)
+      assert.deepStrictEqual([last.total, last.turns.map((t) => t.turnId)], [3, ["t2", "t3"]])
+      const missing = yield* Effect.flip(StoreAccess.transcript(store, "ghost"))
+      assert.strictEqual(missing._tag, "NotInStore")
+      assert.strictEqual(missing.message, `no agent named "ghost" in the store ${file} (it holds: scout)`)
+    }))
+})
+
+describe("flotta init and .gitignore", () => {
+  it("adds the store's files to an existing .gitignore, once", () => {
+    assert.strictEqual(
+      InitCommand.withStoreIgnored("node_modules"),
+      "node_modules\n# flotta's state (flotta serve, flotta repl)\n.flotta/state.db*\n"
+    )
+    assert.isTrue(InitCommand.ignoresStore(InitCommand.withStoreIgnored("node_modules\n")))
+    assert.isTrue(InitCommand.ignoresStore("dist\n/.flotta/\n"))
+    assert.isFalse(InitCommand.ignoresStore("dist\n.flotta/config.json\n"))
+  })
+
+  it("the starter config names the default store", () => {
+    const decoded = ConfigFile.decode(
+      "/p/flotta.config.json",
+      JSON.parse(ConfigFile.stripComments(InitCommand.STARTER))
+    )
+    assert.deepStrictEqual(Either.getOrThrow(decoded).store, { config: { sqlite: "/p/.flotta/state.db" } })
+  })
+})

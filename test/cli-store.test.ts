@@ -1,0 +1,189 @@
+/**
+ * The fleet's state on disk, as a user meets it: `flotta serve` with no `store` in its config keeps state in
+ * `.flotta/state.db`; one serve per store (a second is refused at once, naming the holder's pid); `doctor` shows
+ * the store; after a stop, `flotta transcript` and `flotta reports` read it straight from the file; a restart
+ * brings the agents back; a corrupt file is refused at start, untouched. The compiled binary as a child
+ * process, the real claude CLI against the built-in simulator.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { FLOTTA, runFlotta } from "./support/cli.js"
+import { freePort, waitUntil } from "./support/realCli.js"
+
+let dir: string
+beforeAll(() => {
+  dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-store-")))
+})
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A long-running command with its output collected as it comes. */
+const start = (args: ReadonlyArray<string>, cwd: string) => {
+  const child = spawn(process.execPath, [FLOTTA, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] })
+  const out = { stdout: "", stderr: "", exit: null as number | null, exited: false }
+  child.stdout!.on("data", (d) => (out.stdout += d))
+  child.stderr!.on("data", (d) => (out.stderr += d))
+  child.on("exit", (code) => {
+    out.exit = code
+    out.exited = true
+  })
+  return { child, out }
+}
+
+const stop = async (child: ChildProcess, out: { exited: boolean }) => {
+  if (!out.exited) child.kill("SIGKILL")
+  await waitUntil(() => out.exited, 10_000, "the command to exit")
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** The kinds of report lines (`seq at agent kind ...`). */
+const kinds = (stdout: string) => stdout.trim().split("\n").map((line) => line.trim().split(/\s+/)[3])
+
+describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
+  it(
+    "one serve per store; doctor, transcript and reports read it; a restart brings the agents back",
+    { timeout: 420_000 },
+    async () => {
+      const project = path.join(dir, "durable")
+      fs.mkdirSync(project)
+      const port = await freePort()
+      const url = `http://127.0.0.1:${port}/mcp`
+      fs.writeFileSync(
+        path.join(project, "flotta.config.json"),
+        JSON.stringify({ agents: [{ name: "scout" }], mcp: { port } })
+      )
+      const db = path.join(project, ".flotta", "state.db")
+      const first = start(["serve", "--simulate"], project)
+      let again: ReturnType<typeof start> | undefined
+      try {
+        await waitUntil(() => first.out.stderr.includes("flotta serve: state in"), 120_000, "serve to start")
+        assert.isTrue(fs.existsSync(db), first.out.stderr)
+        assert.include(first.out.stderr, `flotta serve: state in sqlite ${db} (schema v`)
+        assert.notInclude(first.out.stderr, "restored")
+
+        // One host per store: a second serve is refused at once, in one line naming the holder.
+        const startedAt = Date.now()
+        const second = await runFlotta(project, ["serve"])
+        assert.strictEqual(second.code, 13, second.stderr)
+        assert.isBelow(Date.now() - startedAt, 60_000)
+        assert.match(
+          second.stderr,
+          new RegExp(
+            `^flotta: StoreLocked: the store ${escape(db)} is in use by pid ${first.child.pid} .*FLOTTA_STORE\\)\\n$`
+          )
+        )
+        assert.notInclude(second.stderr, "    at ", "no stack trace")
+
+        // An agent spawned over MCP, asked something that takes a tool call; the config's session learns a fact.
+        const client = new Client({ name: "cli-store-test", version: "0.0.0" })
+        await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+        try {
+          const spawned = await client.callTool({ name: "flotta_spawn", arguments: { name: "scribe" } })
+          assert.notStrictEqual(spawned.isError, true, JSON.stringify(spawned.content))
+        } finally {
+          await client.close()
+        }
+        const asked = await runFlotta(project, ["ask", "scribe", "READ flotta.config.json"])
+        assert.strictEqual(asked.code, 0, asked.stderr)
+        assert.match(asked.stdout, /^TOOL_RESULT Read:/)
+        const taught = await runFlotta(project, ["ask", "scout", "REMEMBER the tide turns at noon"])
+        assert.strictEqual(taught.code, 0, taught.stderr)
+
+        // doctor, beside the running serve: the file read-only, and the store as the serve sees it.
+        const doctor = await runFlotta(project, ["doctor"])
+        assert.match(
+          doctor.stdout,
+          new RegExp(`ok {4}store: sqlite ${escape(db)} \\(schema v\\d+, [\\d.]+ [kMG]?B\\), ok\\n`)
+        )
+        assert.include(doctor.stdout, `ok    store: in use by the serve at ${url}, ok`)
+
+        first.child.kill("SIGTERM")
+        await waitUntil(() => first.out.exited, 60_000, "serve to stop on SIGTERM")
+        assert.strictEqual(first.out.exit, 0, first.out.stderr)
+        assert.isFalse(fs.existsSync(`${db}.lock`), "the lock goes with its holder")
+
+        // The transcript and the report log, from the file.
+        const transcript = await runFlotta(project, ["transcript", "scribe", "--store", ".flotta/state.db"])
+        assert.strictEqual(transcript.code, 0, transcript.stderr)
+        assert.match(
+          transcript.stdout,
+          /^scribe: 1 turn\n\nt1 {2}succeeded · \$\d+\.\d{4} · [\d.]+s · 2 model calls · /
+        )
+        assert.include(transcript.stdout, "  prompt:     READ flotta.config.json\n")
+        assert.include(transcript.stdout, "  tool:       Read {\"file_path\":\"flotta.config.json\"}\n")
+        assert.include(transcript.stdout, "  reply:      TOOL_RESULT Read:")
+        const records = await runFlotta(project, ["transcript", "scribe", "--store", db, "--json"])
+        assert.strictEqual(records.code, 0, records.stderr)
+        const parsed = JSON.parse(records.stdout) as {
+          name: string
+          total: number
+          turns: Array<{ prompt: string; status: string; toolCalls: Array<{ name: string }> }>
+        }
+        assert.deepStrictEqual([parsed.name, parsed.total], ["scribe", 1])
+        assert.deepStrictEqual(parsed.turns.map((t) => [t.prompt, t.status]), [[
+          "READ flotta.config.json",
+          "succeeded"
+        ]])
+        assert.deepStrictEqual(parsed.turns[0]!.toolCalls.map((c) => c.name), ["Read"])
+
+        const reports = await runFlotta(project, ["reports", "--store", ".flotta/state.db", "--agent", "scribe"])
+        assert.strictEqual(reports.code, 0, reports.stderr)
+        assert.deepStrictEqual(kinds(reports.stdout).slice(0, 3), ["spawned", "turn_started", "result"])
+
+        // No serve answers: the config's store is read, and stderr says so.
+        const fallback = await runFlotta(project, ["transcript", "scout"])
+        assert.strictEqual(fallback.code, 0, fallback.stderr)
+        assert.include(fallback.stderr, `no serve answered at ${url}; reading the store ${db}`)
+        assert.include(fallback.stdout, "  prompt:     REMEMBER the tide turns at noon\n")
+        const unknown = await runFlotta(project, ["transcript", "ghost", "--store", db])
+        assert.strictEqual(unknown.code, 12)
+        assert.include(unknown.stderr, `no agent named "ghost" in the store ${db} (it holds: `)
+
+        // A restart brings both agents back under their names, with their conversations.
+        again = start(["serve", "--simulate"], project)
+        const running = again
+        await waitUntil(() => running.out.stderr.includes("flotta serve: state in"), 120_000, "serve to start again")
+        assert.match(running.out.stderr, /flotta serve: 2 agent\(s\) up \((scout, scribe|scribe, scout)\)/)
+        assert.match(running.out.stderr, /flotta serve: restored 2 agents \((scout, scribe|scribe, scout)\)/)
+        const recalled = await runFlotta(project, ["ask", "scout", "RECALL"])
+        assert.strictEqual(recalled.code, 0, recalled.stderr)
+        assert.strictEqual(recalled.stdout, "The fact is: the tide turns at noon\n")
+        running.child.kill("SIGTERM")
+        await waitUntil(() => running.out.exited, 60_000, "the second serve to stop")
+        assert.strictEqual(running.out.exit, 0, running.out.stderr)
+      } finally {
+        await stop(first.child, first.out)
+        if (again !== undefined) await stop(again.child, again.out)
+      }
+    }
+  )
+
+  it("refuses a corrupt store at start, in one line naming the file and what to do, and leaves it as it was", {
+    timeout: 180_000
+  }, async () => {
+    const project = path.join(dir, "corrupt")
+    fs.mkdirSync(path.join(project, ".flotta"), { recursive: true })
+    fs.writeFileSync(path.join(project, "flotta.config.json"), "{}")
+    const db = path.join(project, ".flotta", "state.db")
+    const garbage = "this was never an SQLite database, whatever its name says"
+    fs.writeFileSync(db, garbage)
+    const served = await runFlotta(project, ["serve"])
+    assert.strictEqual(served.code, 13, served.stderr)
+    assert.match(
+      served.stderr,
+      new RegExp(
+        `^flotta: StoreUnavailable: the store ${escape(db)} cannot be used: .*\\. Move the file aside[^\\n]*\\n$`
+      )
+    )
+    assert.strictEqual(fs.readFileSync(db, "utf8"), garbage)
+    const doctor = await runFlotta(project, ["doctor"])
+    assert.strictEqual(doctor.code, 13)
+    assert.match(doctor.stdout, new RegExp(`FAIL {2}store: the store ${escape(db)} cannot be used`))
+  })
+})
