@@ -478,6 +478,8 @@ export const make = (
     }
 
     // --- what the store brings back ------------------------------------------------------------------------
+    // A name used before numbers its turns on: the store keeps the earlier agent's turns under the same ids.
+    if (restored === undefined) state.turnCounter = yield* deps.store.lastTurn(name)
     for (const row of restored?.turns ?? []) {
       const turn = Turn.make({
         id: row.record.turnId,

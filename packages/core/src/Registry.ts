@@ -116,7 +116,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
         if (wait) yield* stopChild
         else yield* Effect.forkIn(stopChild, agentsScope)
         if (entries.get(name) === entry) entries.delete(name)
-        if (!wasClosed) yield* reports.post(name, "closed", { reason })
+        // A fleet that stops leaves its agents to the next start over the same store: they are stopped, not closed.
+        if (!wasClosed) yield* reports.post(name, journal.on ? "closed" : "stopped", { reason })
         yield* updateGauge
       })
 

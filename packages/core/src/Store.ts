@@ -125,6 +125,8 @@ export interface StoreShape {
   readonly agents: Effect.Effect<ReadonlyArray<AgentRow>>
   /** An agent's turns, oldest first. */
   readonly turns: (agent: string) => Effect.Effect<ReadonlyArray<TurnRow>>
+  /** The highest turn number an agent of this name has had (0 for none): a new one numbers on from it. */
+  readonly lastTurn: (agent: string) => Effect.Effect<number>
   readonly runs: Effect.Effect<ReadonlyArray<RunRow>>
   readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>>
   /** Waits until every write made so far is committed (or `timeout` passes: then false). */
@@ -162,6 +164,7 @@ export const makeMemory = (): StoreShape => {
   const turns = new Map<string, Map<string, TurnRow>>()
   const runs = new Map<string, RunRow>()
   const state = new Map<string, string>()
+  const lastTurns = new Map<string, number>()
   const health: StoreHealth = { state: "ok", reason: null, since: null, pending: 0, lost: 0 }
   return {
     info: Effect.sync(() => ({ kind: "memory", location: "memory", schemaVersion: 0, sizeBytes: null, health })),
@@ -185,6 +188,7 @@ export const makeMemory = (): StoreShape => {
       let byId = turns.get(row.agent)
       if (byId === undefined) turns.set(row.agent, byId = new Map())
       byId.set(row.record.turnId, row)
+      if (row.n > (lastTurns.get(row.agent) ?? 0)) lastTurns.set(row.agent, row.n)
       if (byId.size > MEMORY_TURNS_PER_AGENT) {
         for (const [id, turn] of byId) {
           if (byId.size <= MEMORY_TURNS_PER_AGENT) break
@@ -206,6 +210,7 @@ export const makeMemory = (): StoreShape => {
     saveState: (key, value) => void state.set(key, JSON.stringify(value)),
     agents: Effect.sync(() => [...agents.values()]),
     turns: (agent) => Effect.sync(() => [...(turns.get(agent)?.values() ?? [])].sort((a, b) => a.n - b.n)),
+    lastTurn: (agent) => Effect.sync(() => lastTurns.get(agent) ?? 0),
     runs: Effect.sync(() => [...runs.values()]),
     loadState: (key) => Effect.sync(() => Option.map(Option.fromNullable(state.get(key)), (s) => JSON.parse(s))),
     flush: () => Effect.succeed(true),

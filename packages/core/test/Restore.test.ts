@@ -77,6 +77,9 @@ describe("a restart of the host over a durable store", () => {
           assert.strictEqual(yield* fleet.prompt("a", "next"), "t4")
           const after = yield* fleet.reports({ since: before, limit: 1000 })
           assert.isAbove(after.entries[0]!.seq, before)
+          // The first host's stop left the agent stopped (to come back), not closed.
+          const stops = (yield* fleet.reports({ agent: "a", kinds: ["stopped", "closed"], limit: 100 })).entries
+          assert.deepStrictEqual(stops.map((e) => e.kind), ["stopped"])
           const kinds = after.entries.filter((e) => e.agent === "a").map((e) => e.kind)
           assert.includeMembers(kinds, ["error", "spawned", "restored", "result"])
           assert.strictEqual(
@@ -120,6 +123,9 @@ describe("a restart of the host over a durable store", () => {
           assert.include(JSON.stringify(closedEntries.at(-1)?.data), "could not be restored")
           const errors = (yield* fleet.reports({ agent: "lost", kinds: ["error"], limit: 100 })).entries
           assert.deepStrictEqual(errors.map((e) => e.turnId), ["t2", "t3"])
+          // The name spawned again numbers its turns on: the closed agent's transcript stays as it was.
+          yield* fleet.spawn("lost")
+          assert.strictEqual(yield* fleet.prompt("lost", "fresh"), "t4")
         })
       )
     }))

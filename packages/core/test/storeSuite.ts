@@ -143,6 +143,8 @@ export const storeSuite = (fixture: StoreFixture) =>
               ["t2", "queued"]
             ])
             assert.strictEqual((yield* store.turns("b")).length, 1)
+            assert.strictEqual(yield* store.lastTurn("a"), 2)
+            assert.strictEqual(yield* store.lastTurn("nobody"), 0)
             assert.deepStrictEqual((yield* store.runs).map((r) => [r.name, r.worktree]), [["r", "/w"]])
             assert.deepStrictEqual(yield* store.loadState("scheduler"), Option.some({ mode: "paused", list: [1, 2] }))
             assert.isTrue(Option.isNone(yield* store.loadState("nothing")))

@@ -423,6 +423,16 @@ export const make = (
         Effect.orDie
       )
 
+    const lastTurn = (agent: string) =>
+      Effect.suspend(() => {
+        let buffered = 0
+        for (const batch of inFlight === undefined ? [pending] : [inFlight, pending]) {
+          for (const row of batch.turns.values()) if (row.agent === agent && row.n > buffered) buffered = row.n
+        }
+        return sql<{ readonly n: number | string | null }>`select max(n) as n from flotta_turns where agent = ${agent}`
+          .pipe(Effect.map((rows) => Math.max(buffered, Number(rows[0]?.n ?? 0))), Effect.orDie)
+      })
+
     const runs = sql<{ readonly row: string }>`select row from flotta_runs`.pipe(
       Effect.map((rows) => overlay(rows.map((r) => JSON.parse(r.row) as RunRow), (r) => r.name, "runs")),
       Effect.orDie
@@ -521,6 +531,7 @@ export const make = (
       },
       agents,
       turns,
+      lastTurn,
       runs,
       loadState,
       flush,
