@@ -40,7 +40,10 @@ storeSuite({
   kind: "postgres",
   durable: true,
   make: () =>
-    Effect.map(newDatabase(), (url) => ({ fresh: Store.Store.postgres(url), again: Store.Store.postgres(url) }))
+    Effect.map(newDatabase(), (url) => ({
+      fresh: Store.Store.postgres(url, { retainDays: 0 }),
+      again: Store.Store.postgres(url, { retainDays: 0 })
+    }))
 })
 
 describe("Store: Postgres", () => {

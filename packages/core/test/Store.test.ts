@@ -3,7 +3,7 @@
  * host, a corrupt file, a newer schema).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -28,7 +28,8 @@ storeSuite({
   make: () =>
     Effect.sync(() => {
       const file = tempFile()
-      return { fresh: Store.Store.sqlite(file), again: Store.Store.sqlite(file) }
+      // No retention at open: the suite prunes by hand (the default is tested below).
+      return { fresh: Store.Store.sqlite(file, { retainDays: 0 }), again: Store.Store.sqlite(file, { retainDays: 0 }) }
     })
 })
 
@@ -118,5 +119,42 @@ describe("Store: memory stays bounded", () => {
       assert.strictEqual(kept.at(-1)!.record.status, "queued")
       store.saveAgent(agentRow("a", { status: "closed" }))
       assert.strictEqual((yield* store.turns("a")).length, 0)
+    }))
+})
+
+describe("Store: retention by default", () => {
+  it.scoped("a store opened with the default prunes what is older than 30 days, and keeps the rest", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const day = 86_400_000
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Store.open({ sqlite: file }, { retainDays: 0 })
+        store.appendReport({
+          at: new Date(10 * day).toISOString(),
+          agent: "a",
+          kind: "old",
+          data: {},
+          turnId: undefined
+        })
+        store.appendReport({
+          at: new Date(90 * day).toISOString(),
+          agent: "a",
+          kind: "new",
+          data: {},
+          turnId: undefined
+        })
+        store.saveTurn(turnRow("a", 1, "succeeded", new Date(10 * day).toISOString()))
+        yield* store.flush()
+      }))
+      yield* TestClock.setTime(100 * day)
+      const store = yield* Store.open({ sqlite: file })
+      // The pruning runs beside this fiber as the store opens: yield to it between reads.
+      const kinds = yield* Effect.yieldNow().pipe(
+        Effect.zipRight(store.readReports({})),
+        Effect.map((page) => page.entries.map((e) => e.kind)),
+        Effect.repeat({ until: (k) => k.length === 1, times: 100 })
+      )
+      assert.deepStrictEqual(kinds, ["new"])
+      assert.deepStrictEqual(yield* store.turns("a"), [])
     }))
 })

@@ -13,6 +13,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Cause, Clock, Deferred, Effect, Option } from "effect"
 import type { Scope } from "effect"
 import { StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
+import { DEFAULT_RETAIN_DAYS } from "../Store.js"
 import type {
   AgentRow,
   PruneReport,
@@ -468,8 +469,8 @@ export const make = (
         Effect.orElseSucceed((): PruneReport => ({ reports: 0, turns: 0, agents: 0, runs: 0 }))
       )
 
-    const retainDays = options.retainDays
-    if (options.readOnly !== true && retainDays !== undefined && retainDays > 0) {
+    const retainDays = options.retainDays ?? DEFAULT_RETAIN_DAYS
+    if (options.readOnly !== true && retainDays > 0) {
       yield* prune(retainDays).pipe(
         Effect.zipRight(Effect.sleep("1 hour")),
         Effect.forever,
