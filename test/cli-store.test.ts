@@ -7,11 +7,10 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { FLOTTA, runFlotta } from "./support/cli.js"
+import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
 import { freePort, waitUntil } from "./support/realCli.js"
 
 let dir: string
@@ -22,23 +21,8 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-/** A long-running command with its output collected as it comes. */
-const start = (args: ReadonlyArray<string>, cwd: string) => {
-  const child = spawn(process.execPath, [FLOTTA, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] })
-  const out = { stdout: "", stderr: "", exit: null as number | null, exited: false }
-  child.stdout!.on("data", (d) => (out.stdout += d))
-  child.stderr!.on("data", (d) => (out.stderr += d))
-  child.on("exit", (code) => {
-    out.exit = code
-    out.exited = true
-  })
-  return { child, out }
-}
-
-const stop = async (child: ChildProcess, out: { exited: boolean }) => {
-  if (!out.exited) child.kill("SIGKILL")
-  await waitUntil(() => out.exited, 10_000, "the command to exit")
-}
+const start = (args: ReadonlyArray<string>, cwd: string) => startFlotta(args, cwd, "ignore")
+const stop = stopFlotta
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 

@@ -1,5 +1,5 @@
 /** Runs the compiled `flotta` command as a user would. */
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..")
@@ -48,4 +48,27 @@ export const runFlottaAll = async (
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, argvs.length) }, worker))
   return results
+}
+
+/** A long-running `flotta ...args` (serve, repl) with its output collected as it comes. */
+export const startFlotta = (args: ReadonlyArray<string>, cwd: string, stdin: "pipe" | "ignore" = "pipe") => {
+  const child = spawn(process.execPath, [FLOTTA, ...args], { cwd, stdio: [stdin, "pipe", "pipe"] })
+  const out = { stdout: "", stderr: "", exit: null as number | null, exited: false }
+  child.stdout!.on("data", (d) => (out.stdout += d))
+  child.stderr!.on("data", (d) => (out.stderr += d))
+  child.on("exit", (code) => {
+    out.exit = code
+    out.exited = true
+  })
+  return { child, out }
+}
+
+/** Kills a started command if it is still running, and waits (at most 10 s) until it has exited. */
+export const stopFlotta = async (child: ChildProcess, out: { readonly exited: boolean }) => {
+  if (!out.exited) child.kill("SIGKILL")
+  const end = Date.now() + 10_000
+  while (!out.exited) {
+    if (Date.now() > end) throw new Error("timed out waiting for the command to exit")
+    await new Promise((r) => setTimeout(r, 50))
+  }
 }

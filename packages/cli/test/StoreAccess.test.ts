@@ -3,7 +3,7 @@
  * what `doctor` shows of it and the transcript `flotta transcript --store` prints. No process starts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { AgentRow, StoreShape, TurnRow } from "@flotta/core/Store"
+import type { StoreShape, TurnRow } from "@flotta/core/Store"
 import * as Store from "@flotta/core/Store"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
@@ -14,26 +14,14 @@ import * as ConfigFile from "../src/ConfigFile.js"
 import * as DoctorCommand from "../src/DoctorCommand.js"
 import * as InitCommand from "../src/InitCommand.js"
 import * as StoreAccess from "../src/StoreAccess.js"
+// The same rows the core store suite writes.
+import { agentRow } from "../../core/test/storeSuite.js"
 
 const tempDir = () =>
   Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "flotta-cli-store-"))),
     (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
   )
-
-const agentRow = (name: string): AgentRow => ({
-  name,
-  lifecycle: "session",
-  options: { cwd: "/tmp", permission: "read_only", timeoutMs: 1000 },
-  sessionId: `session-${name}`,
-  resumable: true,
-  status: "idle",
-  restarts: 0,
-  startedAt: new Date(0).toISOString(),
-  closedReason: null,
-  notRestorable: null,
-  process: null
-})
 
 const turnRow = (agent: string, n: number): TurnRow => ({
   agent,
