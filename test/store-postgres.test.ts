@@ -96,6 +96,29 @@ describe("Store: Postgres", () => {
       assert.strictEqual(rows[0]!["n"], 101)
     })))
 
+  it.live("while it refuses, waiting report entries are bounded: the oldest go and are counted, keyed rows stay", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* newDatabase()
+      yield* query(url, "create role flotta_bounded login")
+      yield* query(url, "grant all on schema public to flotta_bounded")
+      const store = yield* Store.open({ postgres: url.replace("postgres@", "flotta_bounded@") }, {
+        maxPendingReports: 10
+      })
+      yield* query(url, "revoke insert, update on all tables in schema public from flotta_bounded")
+      for (let i = 1; i <= 25; i++) {
+        store.appendReport({ at: "x", agent: "a", kind: "k", data: { i }, turnId: undefined })
+      }
+      store.saveState("kept", { v: 1 })
+      assert.isFalse(yield* store.flush(1_000))
+      const health = yield* store.health
+      assert.strictEqual(health.lost, 15)
+      yield* query(url, "grant insert, update on all tables in schema public to flotta_bounded")
+      assert.isTrue(yield* store.flush(60_000))
+      const rows = yield* query(url, "select seq from flotta_reports order by seq")
+      assert.deepStrictEqual(rows.map((r) => Number(r["seq"])), [16, 17, 18, 19, 20, 21, 22, 23, 24, 25])
+      assert.deepStrictEqual(yield* query(url, "select value from flotta_state"), [{ value: "{\"v\":1}" }])
+    })))
+
   it.live("an unreachable server is a clear error naming the store", () =>
     Effect.gen(function*() {
       const error = failure(

@@ -144,6 +144,11 @@ export type StoreConfig =
 export interface StoreOptions {
   /** Read what is there without taking the store (no lock, no writes): for tools beside a running fleet. */
   readonly readOnly?: boolean
+  /**
+   * Report entries kept waiting while the store refuses writes (default 200,000); past it the oldest are
+   * dropped and counted in `health.lost`. Agents, turns, runs and state are kept by key and never dropped.
+   */
+  readonly maxPendingReports?: number
   /** Days of report entries and finished turns to keep (default 30). */
   readonly retainDays?: number
 }

@@ -6,7 +6,8 @@
  * transaction, and goes again. When a commit fails (a full disk, a read-only file, a lost connection) the
  * batch goes back in front of what came meanwhile, the store reports itself `degraded`, and the fiber retries
  * with a backoff. Keyed rows (agents, turns, runs, state) coalesce, so only report entries can grow while the
- * store refuses; past `MAX_PENDING_REPORTS` the oldest waiting entries are dropped and counted as `lost`.
+ * store refuses; past `maxPendingReports` (default 200,000) the oldest waiting entries are dropped and counted as
+ * `lost`.
  */
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -171,6 +172,7 @@ export const make = (
 ): Effect.Effect<StoreShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { location } = dialect
+    const maxPending = Math.max(1, options.maxPendingReports ?? MAX_PENDING_REPORTS)
     const lastSeq = yield* sql<{ readonly seq: number | string | null }>`select max(seq) as seq from flotta_reports`
       .pipe(Effect.map((rows) => Number(rows[0]?.seq ?? 0)), Effect.orDie)
     let nextSeq = lastSeq + 1
@@ -261,7 +263,7 @@ export const make = (
         for (const [k, v] of batch[key] as Map<string, unknown>) into.set(k, v)
         for (const [k, v] of pending[key] as Map<string, unknown>) into.set(k, v)
       }
-      const over = merged.reports.length - MAX_PENDING_REPORTS
+      const over = merged.reports.length - maxPending
       if (over > 0) {
         merged.reports = merged.reports.slice(over)
         health.lost += over
@@ -506,9 +508,11 @@ export const make = (
           ? { seq, at: entry.at, agent: entry.agent, kind: entry.kind, data: entry.data }
           : { seq, at: entry.at, agent: entry.agent, kind: entry.kind, turnId: entry.turnId, data: entry.data }
         pending.reports.push(full)
-        if (pending.reports.length > MAX_PENDING_REPORTS) {
-          pending.reports.shift()
-          health.lost++
+        if (pending.reports.length > maxPending) {
+          // Only while the store refuses writes: the oldest tenth goes at once, not one shift per append.
+          const drop = Math.ceil(maxPending / 10)
+          pending.reports.splice(0, drop)
+          health.lost += drop
         }
         wrote()
         return full
