@@ -5,7 +5,7 @@
  * on. After kill -9 the dead host's child is still waiting on its turn (a CLI with nothing to write does not
  * notice that its pipes are gone): the new host ends it before anything resumes.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterEach, assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -24,6 +24,16 @@ interface Host {
   readonly stderr: Array<string>
   readonly line: <T>(key: string, ms: number) => Promise<T>
 }
+
+/** Hosts still running when a test ends (it failed midway): killed with their children, so none lingers. */
+const running = new Set<{ readonly host: Host; readonly child?: number }>()
+afterEach(() => {
+  for (const { child, host } of running) {
+    host.child.kill("SIGKILL")
+    if (child !== undefined && isAlive(child)) process.kill(child, "SIGKILL")
+  }
+  running.clear()
+})
 
 const startHost = (dir: string, phase: "teach" | "resume"): Host => {
   const child = spawn(process.execPath, [HOST, CLAUDE, dir, path.join(dir, "state.db"), phase], {
@@ -53,7 +63,15 @@ const startHost = (dir: string, phase: "teach" | "resume"): Host => {
     }
     return found[key] as T
   }
-  return { child, lines, stderr, line }
+  const host = { child, lines, stderr, line }
+  const entry = { host }
+  running.add(entry)
+  // Its agent's child, once known, goes with it.
+  void line<number>("pid", 600_000).then((pid) => {
+    running.delete(entry)
+    running.add({ host, child: pid })
+  }, () => undefined)
+  return host
 }
 
 const turnStatus = (db: string, turnId: string) => {
@@ -129,6 +147,7 @@ describe("a restart of the host with the real claude CLI", () => {
       assert.strictEqual(store.health.state, "ok")
       await resume.line("done", 60_000)
       await waitUntil(() => resume.child.exitCode !== null, 30_000, "the resumed host to exit")
+      running.clear() // all ended as they should: nothing for afterEach to kill
     }, 420_000)
   }
 })
