@@ -25,14 +25,13 @@ interface Host {
   readonly line: <T>(key: string, ms: number) => Promise<T>
 }
 
-/** Hosts still running when a test ends (it failed midway): killed with their children, so none lingers. */
-const running = new Set<{ readonly host: Host; readonly child?: number }>()
+/** What a test started: killed after it, so a test that fails midway leaves no host and no child behind. */
+const started = { hosts: new Set<ChildProcess>(), children: new Set<number>() }
 afterEach(() => {
-  for (const { child, host } of running) {
-    host.child.kill("SIGKILL")
-    if (child !== undefined && isAlive(child)) process.kill(child, "SIGKILL")
-  }
-  running.clear()
+  for (const host of started.hosts) host.kill("SIGKILL")
+  for (const pid of started.children) if (isAlive(pid)) process.kill(pid, "SIGKILL")
+  started.hosts.clear()
+  started.children.clear()
 })
 
 const startHost = (dir: string, phase: "teach" | "resume"): Host => {
@@ -63,15 +62,8 @@ const startHost = (dir: string, phase: "teach" | "resume"): Host => {
     }
     return found[key] as T
   }
-  const host = { child, lines, stderr, line }
-  const entry = { host }
-  running.add(entry)
-  // Its agent's child, once known, goes with it.
-  void line<number>("pid", 600_000).then((pid) => {
-    running.delete(entry)
-    running.add({ host, child: pid })
-  }, () => undefined)
-  return host
+  started.hosts.add(child)
+  return { child, lines, stderr, line }
 }
 
 const turnStatus = (db: string, turnId: string) => {
@@ -95,6 +87,7 @@ describe("a restart of the host with the real claude CLI", () => {
       fs.mkdirSync(dir, { recursive: true })
       const teach = startHost(dir, "teach")
       const orphan = await teach.line<number>("pid", 90_000)
+      started.children.add(orphan)
       assert.strictEqual(await teach.line("taught", 90_000), "OK, I will remember that.")
       const cursor = await teach.line<number>("cursor", 30_000)
       await teach.line("ready", 30_000)
@@ -147,7 +140,8 @@ describe("a restart of the host with the real claude CLI", () => {
       assert.strictEqual(store.health.state, "ok")
       await resume.line("done", 60_000)
       await waitUntil(() => resume.child.exitCode !== null, 30_000, "the resumed host to exit")
-      running.clear() // all ended as they should: nothing for afterEach to kill
+      // Everything ended as it should: nothing for afterEach to kill (the old pid may belong to another process).
+      started.children.clear()
     }, 420_000)
   }
 })

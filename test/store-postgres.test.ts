@@ -4,9 +4,10 @@
  * revoked): it turns degraded, keeps what it was given, and commits it all once it may write again.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Schedule } from "effect"
 import pg from "pg"
 import * as Store from "../packages/core/src/Store.js"
+import type { StoreShape } from "../packages/core/src/Store.js"
 import { storeSuite } from "../packages/core/test/storeSuite.js"
 import { findPostgresBinaries, type Postgres, startPostgres } from "./support/postgres.js"
 
@@ -32,6 +33,14 @@ const query = (url: string, sql: string) =>
       await client.end()
     }
   })
+
+/** Waits (60 s at most) until the store has tried a write and been refused. */
+const untilDegraded = (store: StoreShape) =>
+  store.health.pipe(
+    Effect.filterOrFail((h) => h.state === "degraded"),
+    Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 1200 }),
+    Effect.orDie
+  )
 
 const failure = (exit: Exit.Exit<unknown, unknown>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined
@@ -81,7 +90,9 @@ describe("Store: Postgres", () => {
       for (let i = 0; i < 100; i++) {
         store.appendReport({ at: "x", agent: "a", kind: "during", data: { i }, turnId: undefined })
       }
-      assert.isFalse(yield* store.flush(1_000), "nothing commits while the store refuses")
+      yield* untilDegraded(store)
+      const nothingYet = yield* query(url, "select count(*)::int as n from flotta_reports")
+      assert.strictEqual(nothingYet[0]!["n"], 1, "nothing commits while the store refuses")
       const degraded = yield* store.health
       assert.strictEqual(degraded.state, "degraded")
       assert.include(degraded.reason, "permission denied")
@@ -109,7 +120,7 @@ describe("Store: Postgres", () => {
         store.appendReport({ at: "x", agent: "a", kind: "k", data: { i }, turnId: undefined })
       }
       store.saveState("kept", { v: 1 })
-      assert.isFalse(yield* store.flush(1_000))
+      yield* untilDegraded(store)
       const health = yield* store.health
       assert.strictEqual(health.lost, 15)
       yield* query(url, "grant insert, update on all tables in schema public to flotta_bounded")

@@ -236,6 +236,22 @@ export interface AgentContext {
   ) => void
 }
 
+/** The options that are plain data, stored and restored as they are. */
+const PLAIN_OPTIONS = [
+  "model",
+  "systemPrompt",
+  "appendSystemPrompt",
+  "env",
+  "role",
+  "extraArgs",
+  "expectStructuredOutput"
+] as const
+type PlainOptions = Pick<AgentOptions, typeof PLAIN_OPTIONS[number]>
+
+/** The plain options that are set (an absent one stays absent, as `exactOptionalPropertyTypes` wants). */
+const plainOptions = (from: PlainOptions): PlainOptions =>
+  Object.fromEntries(PLAIN_OPTIONS.flatMap((key) => (from[key] === undefined ? [] : [[key, from[key]]])))
+
 /** The options an agent can be restarted with, and why it cannot be when it cannot. */
 export const storedOptions = (
   options: AgentOptions,
@@ -243,40 +259,20 @@ export const storedOptions = (
   cwd: string,
   timeoutMs: number
 ): { readonly stored: StoredOptions; readonly notRestorable: string | null } => ({
-  stored: {
-    cwd,
-    permission: typeof policy === "function" ? "function" : policy,
-    timeoutMs,
-    ...(options.model === undefined ? {} : { model: options.model }),
-    ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-    ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
-    ...(options.env === undefined ? {} : { env: options.env }),
-    ...(options.role === undefined ? {} : { role: options.role }),
-    ...(options.extraArgs === undefined ? {} : { extraArgs: options.extraArgs }),
-    ...(options.expectStructuredOutput === undefined ? {} : { expectStructuredOutput: options.expectStructuredOutput })
-  },
+  stored: { ...plainOptions(options), cwd, permission: typeof policy === "function" ? "function" : policy, timeoutMs },
   notRestorable: typeof policy === "function"
     ? "its permission was given as a function, which cannot be stored: spawn it again"
     : null
 })
 
 /** The agent options a stored row describes. */
-export const optionsOf = (row: AgentRow): AgentOptions => {
-  const o = row.options
-  return {
-    cwd: o.cwd,
-    permission: o.permission as Permission.Policy,
-    timeout: Duration.millis(o.timeoutMs),
-    lifecycle: row.lifecycle,
-    ...(o.model === undefined ? {} : { model: o.model }),
-    ...(o.systemPrompt === undefined ? {} : { systemPrompt: o.systemPrompt }),
-    ...(o.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: o.appendSystemPrompt }),
-    ...(o.env === undefined ? {} : { env: o.env }),
-    ...(o.role === undefined ? {} : { role: o.role }),
-    ...(o.extraArgs === undefined ? {} : { extraArgs: o.extraArgs }),
-    ...(o.expectStructuredOutput === undefined ? {} : { expectStructuredOutput: o.expectStructuredOutput })
-  }
-}
+export const optionsOf = (row: AgentRow): AgentOptions => ({
+  ...plainOptions(row.options),
+  cwd: row.options.cwd,
+  permission: row.options.permission as Permission.Policy,
+  timeout: Duration.millis(row.options.timeoutMs),
+  lifecycle: row.lifecycle
+})
 
 const encodeError = Schema.encodeSync(TurnErrorSchema)
 const decodeError = Schema.decodeUnknownOption(TurnErrorSchema)

@@ -423,10 +423,6 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       return name
     })
 
-    /** A finished async run's outcome, from the store. */
-    const stored = (name: string) =>
-      Effect.map(store.runs, (rows) => Option.fromNullable(rows.find((row) => row.name === name)))
-
     /** An async run's (or verify's) outcome: the result, TurnPending while it runs, or its typed failure. */
     const runResult = (name: string) =>
       Effect.gen(function*() {
@@ -436,7 +432,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           if (Option.isNone(done)) return yield* new TurnPending({ name, turnId: name, status: "running" })
           return yield* done.value
         }
-        const row = yield* stored(name)
+        const row = yield* store.run(name)
         if (Option.isNone(row)) return yield* new RunNotFound({ name })
         if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
         return yield* outcomeOf(row.value)
@@ -448,7 +444,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         const outcome = outcomes.get(name)
         if (outcome !== undefined) return Deferred.await(outcome)
         return Effect.flatMap(
-          stored(name),
+          store.run(name),
           (row): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> =>
             Option.isNone(row) || row.value.status === "running" ? new RunNotFound({ name }) : outcomeOf(row.value)
         )

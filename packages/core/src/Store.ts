@@ -128,6 +128,7 @@ export interface StoreShape {
   /** The highest turn number an agent of this name has had (0 for none): a new one numbers on from it. */
   readonly lastTurn: (agent: string) => Effect.Effect<number>
   readonly runs: Effect.Effect<ReadonlyArray<RunRow>>
+  readonly run: (name: string) => Effect.Effect<Option.Option<RunRow>>
   readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>>
   /** Waits until every write made so far is committed (or `timeout` passes: then false). */
   readonly flush: (timeoutMs?: number) => Effect.Effect<boolean>
@@ -217,6 +218,7 @@ export const makeMemory = (): StoreShape => {
     turns: (agent) => Effect.sync(() => [...(turns.get(agent)?.values() ?? [])].sort((a, b) => a.n - b.n)),
     lastTurn: (agent) => Effect.sync(() => lastTurns.get(agent) ?? 0),
     runs: Effect.sync(() => [...runs.values()]),
+    run: (name) => Effect.sync(() => Option.fromNullable(runs.get(name))),
     loadState: (key) => Effect.sync(() => Option.map(Option.fromNullable(state.get(key)), (s) => JSON.parse(s))),
     flush: () => Effect.succeed(true),
     // The memory log keeps its entries (`seq` is an index); the rest is pruned like a durable store's.
@@ -253,7 +255,7 @@ export const makeMemory = (): StoreShape => {
   }
 }
 
-/** A cursor read over entries in `seq` order, where entry i has `seq` i + 1 + `offset`. */
+/** A cursor read over entries in `seq` order, where entry i has `seq` i + 1. */
 export const readArray = (entries: ReadonlyArray<ReportEntry>, query: ReportQuery): ReportPage => {
   const { agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 } = query
   if (last !== undefined) {

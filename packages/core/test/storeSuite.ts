@@ -146,6 +146,8 @@ export const storeSuite = (fixture: StoreFixture) =>
             assert.strictEqual(yield* store.lastTurn("a"), 2)
             assert.strictEqual(yield* store.lastTurn("nobody"), 0)
             assert.deepStrictEqual((yield* store.runs).map((r) => [r.name, r.worktree]), [["r", "/w"]])
+            assert.deepStrictEqual(Option.map(yield* store.run("r"), (r) => r.worktree), Option.some("/w"))
+            assert.isTrue(Option.isNone(yield* store.run("nope")))
             assert.deepStrictEqual(yield* store.loadState("scheduler"), Option.some({ mode: "paused", list: [1, 2] }))
             assert.isTrue(Option.isNone(yield* store.loadState("nothing")))
           })

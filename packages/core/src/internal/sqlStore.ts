@@ -441,6 +441,16 @@ export const make = (
       Effect.orDie
     )
 
+    const run = (name: string) =>
+      Effect.suspend(() => {
+        const buffered = pending.runs.get(name) ?? inFlight?.runs.get(name)
+        if (buffered !== undefined) return Effect.succeed(Option.some(buffered))
+        return sql<{ readonly row: string }>`select row from flotta_runs where name = ${name}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => JSON.parse(r.row) as RunRow)),
+          Effect.orDie
+        )
+      })
+
     const loadState = (key: string) =>
       Effect.suspend(() => {
         const buffered = pending.state.get(key) ?? inFlight?.state.get(key)
@@ -538,6 +548,7 @@ export const make = (
       turns,
       lastTurn,
       runs,
+      run,
       loadState,
       flush,
       prune
