@@ -31,11 +31,20 @@ describe("--help through a pipe", () => {
     "result",
     "reports",
     "transcript",
-    "close"
+    "close",
+    "unpark",
+    "schedule",
+    ...["status", "keep-going", "work-today", "work-on", "pause", "resume", "stop-for-today", "run", "scan"].map(
+      (sub) => `schedule ${sub}`
+    ),
+    "findings",
+    "approvals",
+    "approve",
+    "deny"
   ]
 
   it("is plain text with a real description under every option and argument", { timeout: 300_000 }, async () => {
-    const argvs = [["--help"], ...COMMANDS.map((command) => [command, "--help"])]
+    const argvs = [["--help"], ...COMMANDS.map((command) => [...command.split(" "), "--help"])]
     const results = await runFlottaAll(dir, argvs)
     results.forEach((ran, i) => {
       const line = `flotta ${argvs[i]!.join(" ")}`
@@ -45,8 +54,8 @@ describe("--help through a pipe", () => {
     })
     assert.match(results[0]!.stdout, /^flotta\n\nflotta \d+\.\d+\.\d+/)
     const run = results[1]!.stdout
-    assert.include(run, "[--permission read_only | full]", "the usage line lists the choices")
-    assert.match(run, /\n--permission read_only \| full\n\n {2}One of /, "and so does the option's help")
+    assert.include(run, "[--permission read_only | full | ask]", "the usage line lists the choices")
+    assert.match(run, /\n--permission read_only \| full \| ask\n\n {2}One of /, "and so does the option's help")
     assert.match(run, /\n<prompt>\n\n {2}The task: what the agent should do\n/)
   })
 })

@@ -54,7 +54,7 @@ describe("--help on a terminal", () => {
     assert.notInclude(coloured, "A user-defined piece of text.")
     const plain = await onTerminal("run --help", { NO_COLOR: "1" })
     assert.notInclude(plain, "\u001b[")
-    assert.include(plain, "--permission read_only | full")
+    assert.include(plain, "--permission read_only | full | ask")
     assert.notInclude(plain, "A user-defined piece of text.")
   })
 })

@@ -103,9 +103,19 @@ describe("bad command-line input", () => {
         "--url: \"localhost:4099\" is not an http(s) URL such as http://127.0.0.1:4099/mcp"
       ],
       [
+        ["schedule", "keep-going", "abc"],
+        "<minutes>: \"abc\" is not a whole number of minutes from 1 to 1440"
+      ],
+      [["schedule", "work-on", "next friday"], "<date>: \"next friday\" is not a date YYYY-MM-DD"],
+      [
+        ["schedule", "work-today", "9am", "5pm"],
+        "<from>: \"9am\" is not a local time of day HH:MM, such as 09:00 or 17:30"
+      ],
+      [["findings", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
+      [
         ["lsit"],
-        "<command>: \"lsit\" is not one of ask, close, doctor, init, list, mcp, prompt, repl, reports, result, run, " +
-        "serve, status, transcript"
+        "<command>: \"lsit\" is not one of ask, close, doctor, findings, init, list, mcp, prompt, repl, reports, " +
+        "result, run, schedule, serve, status, transcript"
       ]
     ])
   })

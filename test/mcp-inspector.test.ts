@@ -10,6 +10,7 @@ import { execFile } from "node:child_process"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as McpServer from "../packages/mcp/src/McpServer.js"
+import * as Tools from "../packages/mcp/src/Tools.js"
 import { fakeFleet, tempDir } from "./support/mcp.js"
 
 const INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -56,7 +57,7 @@ describe("the MCP Inspector CLI against the server", () => {
       const listed = yield* inspector(home, url, ["--method", "tools/list", "--strict"])
       assert.strictEqual(listed.code, 0, listed.stderr)
       const tools = (listed.json?.result?.tools ?? []) as Array<{ name: string }>
-      assert.strictEqual(tools.length, 18)
+      assert.strictEqual(tools.length, Tools.tools.length)
 
       const spawned = yield* inspector(home, url, [
         "--method",

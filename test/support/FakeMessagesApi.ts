@@ -40,8 +40,13 @@ export async function startFakeMessagesApi(options?: FakeMessagesApiOptions): Pr
 }
 
 // The environment of CLAUDE-CLI.md section 0: the CLI talks only to `api`, and all its state lives under `root`.
-export function offlineEnv(api: { readonly url: string }, root: string): Record<string, string> {
-  const { dirs, env } = Simulator.offlineLayout(api.url, root)
+// `login: "subscription"` makes the CLI read the usage limiter's headers (tests of parking need it).
+export function offlineEnv(
+  api: { readonly url: string },
+  root: string,
+  login: Simulator.Login = "api-key"
+): Record<string, string> {
+  const { dirs, env } = Simulator.offlineLayout(api.url, root, login)
   for (const dir of dirs) fs.mkdirSync(dir, { recursive: true })
   return env
 }

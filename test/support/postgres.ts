@@ -8,9 +8,9 @@
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { freePort } from "./ports.js"
 
 export interface Postgres {
   /** `postgres://postgres@127.0.0.1:<port>/postgres`, the superuser on the default database. */
@@ -26,19 +26,6 @@ const TOOLS = ["initdb", "pg_ctl", "postgres", "createdb"] as const
 const PREFERRED = "/usr/lib/postgresql/15/bin"
 const RUN_AS = "postgres"
 const START_SECONDS = 60
-
-/**
- * A free TCP port on 127.0.0.1. The same as `freePort` in ./realCli.ts, kept here so this helper does not load
- * realCli's imports (the fake Messages API and the core package's sources).
- */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-    server.on("error", reject)
-  })
 
 const isRoot = () => process.getuid?.() === 0
 

@@ -4,7 +4,6 @@
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./FakeMessagesApi.js"
@@ -24,13 +23,19 @@ export interface OfflineApi {
   readonly workdir: (name: string) => string
 }
 
-/** Starts the fake API before the file's tests and stops it after; read the fields inside tests. */
-export const useOfflineApi = (prefix: string): OfflineApi => {
+/**
+ * Starts the fake API before the file's tests and stops it after; read the fields inside tests. The CLI logs in
+ * with an API key, or with `login: "subscription"` as a subscriber (the only login that sees usage limits).
+ */
+export const useOfflineApi = (
+  prefix: string,
+  options: { readonly login?: "api-key" | "subscription" } = {}
+): OfflineApi => {
   const state = {} as { api: FakeMessagesApi; root: string; env: Record<string, string> }
   beforeAll(async () => {
     state.api = await startFakeMessagesApi()
     state.root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`)))
-    state.env = offlineEnv(state.api, state.root)
+    state.env = offlineEnv(state.api, state.root, options.login)
   })
   afterAll(async () => {
     await state.api?.close()
@@ -55,13 +60,7 @@ export const useOfflineApi = (prefix: string): OfflineApi => {
 }
 
 /** A free TCP port on 127.0.0.1. */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "./ports.js"
 
 /** Polls a condition (real time) until it holds, or fails naming what it waited for. */
 export const waitUntil = async (check: () => boolean, ms: number, what: string) => {

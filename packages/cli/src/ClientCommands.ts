@@ -43,7 +43,7 @@ export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
   }
 }
 
-const connection = {
+export const connection = {
   url: Flags.url("url").pipe(
     Options.withDescription("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)"),
     Options.optional
@@ -57,7 +57,7 @@ const connection = {
   config: Shared.config
 }
 
-type Connection = {
+export type Connection = {
   readonly url: Option.Option<string>
   readonly token: Option.Option<Redacted.Redacted<string>>
   readonly json: boolean
@@ -113,7 +113,7 @@ interface ToolResult {
 }
 
 /** Calls one tool; a typed failure becomes ToolFailed (its exit code is the failure's own). */
-const call = (client: Client, tool: string, args: Record<string, unknown>) =>
+export const call = (client: Client, tool: string, args: Record<string, unknown>) =>
   Effect.tryPromise({
     try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }) as Promise<ToolResult>,
     catch: (e) => new ServerUnreachable({ url: "the server", reason: e instanceof Error ? e.message : String(e) })
@@ -167,7 +167,7 @@ export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
  * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
  * store gets a line of its own after the answer.
  */
-const withClient = <A extends Record<string, unknown>>(
+export const withClient = <A extends Record<string, unknown>>(
   flags: Connection,
   body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
   render: (value: A) => string,
@@ -189,6 +189,7 @@ const withClient = <A extends Record<string, unknown>>(
 interface AgentRow {
   readonly name: string
   readonly status: string
+  readonly parkedUntil?: string | null
   readonly model: string | null
   readonly queued: number
   readonly totals: { readonly turns: number; readonly costUsd: number }
@@ -204,8 +205,11 @@ const list = Command.make(
     withClient(flags, (client) => call(client, "flotta_list", {}), (value) => {
       const agents = (value["agents"] ?? []) as ReadonlyArray<AgentRow>
       if (agents.length === 0) return "no agents"
-      return agents.map((a) =>
-        `${a.name.padEnd(24)} ${a.status.padEnd(10)} ${String(a.model ?? "-").padEnd(12)} ` +
+      // The status column is as wide as its longest entry (`waiting_approval`, `parked until …`).
+      const statuses = agents.map((a) => Views.describeStatus(a))
+      const width = Math.max(10, ...statuses.map((status) => status.length))
+      return agents.map((a, i) =>
+        `${a.name.padEnd(24)} ${statuses[i]!.padEnd(width)} ${String(a.model ?? "-").padEnd(12)} ` +
         `queued ${a.queued}  turns ${a.totals.turns}  $${a.totals.costUsd.toFixed(4)}`
       ).join("\n")
     }, { storeHealth: true })
@@ -216,7 +220,8 @@ const status = Command.make("status", { ...connection, name }, (flags) =>
     flags,
     (client) => call(client, "flotta_status", { name: flags.name }),
     (v) =>
-      `${v["name"]}: ${v["status"]}${v["current"] ? ` (turn ${v["current"]})` : ""}, ${v["queued"]} queued, ` +
+      `${v["name"]}: ${Views.describeStatus(v as { status: string; parkedUntil?: string | null })}` +
+      `${v["current"] ? ` (turn ${v["current"]})` : ""}, ${v["queued"]} queued, ` +
       `${v["turns"]} turns`,
     { storeHealth: true }
   )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)"))
@@ -270,6 +275,34 @@ const result = Command.make(
       (v) => replyText(v)
     )
 ).pipe(Command.withDescription("Print a finished turn's reply (TurnPending while it runs)"))
+
+const unpark = Command.make(
+  "unpark",
+  {
+    ...connection,
+    name: Flags.nameArgument("name", "Only this agent (the rest of its credentials' group stays parked); default: all")
+      .pipe(Args.optional)
+  },
+  (flags) =>
+    withClient(
+      flags,
+      (client) =>
+        call(client, "flotta_unpark", Option.match(flags.name, { onNone: () => ({}), onSome: (agent) => ({ agent }) })),
+      (v) => {
+        const unparked = (v["unparked"] ?? []) as ReadonlyArray<string>
+        const still = Views.describeParking((v["parking"] ?? []) as Parameters<typeof Views.describeParking>[0])
+        return [
+          unparked.length === 0 ? "nothing to unpark: no agent was parked" : `unparked ${unparked.join(", ")}`,
+          ...still.map((line) => `still ${line}`)
+        ].join("\n")
+      }
+    )
+).pipe(
+  Command.withDescription(
+    "Resume agents parked at a usage limit now, instead of at the reset (staggered); a parked turn resumes with a " +
+      "short continuation"
+  )
+)
 
 const close = Command.make("close", { ...connection, name }, (flags) =>
   withClient(
@@ -430,4 +463,4 @@ const transcript = Command.make(
   )
 )
 
-export const commands = [list, status, ask, prompt, result, reports, transcript, close] as const
+export const commands = [list, status, ask, prompt, result, reports, transcript, close, unpark] as const

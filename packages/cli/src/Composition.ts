@@ -37,7 +37,8 @@ export const simulatedEnv = (root?: string) =>
     yield* Output.stderr(
       `flotta: simulating: claude talks to a scripted model at ${simulator.url} (no account, no cost)`
     )
-    return yield* Simulator.offlineEnv(simulator.url, dir)
+    // A subscription-style login: the CLI then reads the usage limiter's headers, so `LIMIT <s> <text>` parks.
+    return yield* Simulator.offlineEnv(simulator.url, dir, "subscription")
   })
 
 /**
@@ -65,7 +66,8 @@ export const fleetOptions = (
   store: storeFor(config, durable),
   storeOptions: storeOptions(config),
   ...(config.fleet.claudePath === undefined ? {} : { claudePath: config.fleet.claudePath }),
-  ...(config.fleet.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.fleet.maxConcurrentStarts })
+  ...(config.fleet.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.fleet.maxConcurrentStarts }),
+  ...(config.fleet.approvalTimeout === undefined ? {} : { approvalTimeout: config.fleet.approvalTimeout })
 })
 
 export interface Features {
@@ -91,8 +93,10 @@ export const layer = (config: LoadedConfig, features: Features) =>
     const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
     const on = enabled(config, features)
     const engine = Flotta.layer(fleetOptions(config, env, durable))
-    return Layer.mergeAll(
-      McpServer.layer(on.mcp ? config.mcp : undefined),
-      Scheduler.layer(on.schedule ? config.schedule : undefined)
-    ).pipe(Layer.provideMerge(engine))
+    // The MCP server is built over the scheduler: its tools run on the context it captures when it starts, so
+    // that is where the steering tools find the scheduler (or, when it is off, answer SchedulerNotEnabled).
+    return McpServer.layer(on.mcp ? config.mcp : undefined).pipe(
+      Layer.provideMerge(Scheduler.layer(on.schedule ? config.schedule : undefined)),
+      Layer.provideMerge(engine)
+    )
   })).pipe(Layer.provide(NodeContext.layer))

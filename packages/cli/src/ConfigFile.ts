@@ -33,6 +33,8 @@ export interface FlottaConfig {
   readonly claudePath?: string
   /** Children starting at once (default: twice the cores). */
   readonly maxConcurrentStarts?: number
+  /** How long a tool call in an agent's `ask` list waits for a human, in milliseconds (default 15 minutes). */
+  readonly approvalTimeout?: number
   /** Merged under every agent entry; the entry's own fields win. */
   readonly fleetDefaults?: Partial<Omit<Spec.SpecInput, "name">>
   /** `session` entries start with `serve` and `repl`; `run` entries are templates. */
@@ -75,6 +77,7 @@ export const FileSchema = Schema.Struct({
   $schema: exact(Schema.String),
   claudePath: exact(Schema.String.pipe(Schema.minLength(1))),
   maxConcurrentStarts: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  approvalTimeout: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
   fleetDefaults: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   agents: exact(Schema.Array(Schema.Unknown)),
   mcp: exact(McpConfig.FileSection),
@@ -90,6 +93,8 @@ const decodeFile = Schema.decodeUnknownEither(FileSchema, { errors: "first", onE
 export interface FleetSection {
   readonly claudePath?: string
   readonly maxConcurrentStarts?: number
+  /** Milliseconds a tool call waits for a human's approval. */
+  readonly approvalTimeout?: number
   readonly fleet: Spec.Fleet
 }
 
@@ -454,6 +459,7 @@ export const decode = (
     fleet: {
       ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
       ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts }),
+      ...(config.approvalTimeout === undefined ? {} : { approvalTimeout: config.approvalTimeout }),
       fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
     },
     store: store.right,

@@ -7,7 +7,11 @@ import { Effect } from "effect"
 export const EXIT_CODES = [
   { code: 0, tags: [], meaning: "success" },
   { code: 1, tags: [], meaning: "an unexpected internal error (a bug: please report it)" },
-  { code: 2, tags: ["UsageError", "ValidationError", "InvalidName", "InvalidSpec"], meaning: "bad command-line input" },
+  {
+    code: 2,
+    tags: ["UsageError", "ValidationError", "InvalidName", "InvalidSpec", "InvalidSchedule"],
+    meaning: "bad command-line input"
+  },
   {
     code: 3,
     tags: ["ConfigError", "ConfigFileError"],
@@ -34,7 +38,13 @@ export const EXIT_CODES = [
       "TurnPending",
       "RunNotFound",
       "ServerUnreachable",
-      "NotInStore"
+      "NotInStore",
+      "SchedulerNotEnabled",
+      "RoutineNotFound",
+      "RoutineBusy",
+      "RoutineRailed",
+      "ApprovalNotFound",
+      "ApprovalExpired"
     ],
     meaning: "the fleet (or a running `flotta serve`) could not do what was asked"
   },

@@ -7,6 +7,7 @@ import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, HashMap, Option } from "effect"
 import { createRequire } from "node:module"
+import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as ClientCommands from "./ClientCommands.js"
 import * as ConfigFile from "./ConfigFile.js"
 import * as DoctorCommand from "./DoctorCommand.js"
@@ -17,6 +18,7 @@ import * as McpCommand from "./McpCommand.js"
 import * as Output from "./Output.js"
 import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
+import * as ScheduleCommands from "./ScheduleCommands.js"
 import * as ServeCommand from "./ServeCommand.js"
 import { invalid } from "./SharedOptions.js"
 
@@ -44,7 +46,9 @@ const flotta = Command.make("flotta").pipe(
     ReplCommand.command,
     InitCommand.command,
     DoctorCommand.command,
-    ...ClientCommands.commands
+    ...ClientCommands.commands,
+    ...ScheduleCommands.commands,
+    ...ApprovalCommands.commands
   ])
 )
 

@@ -2,7 +2,8 @@
  * `flotta mcp`: the fleet's MCP tools over stdio, for a client that starts its servers itself
  * (`claude mcp add flotta -- npx flotta mcp`). stdout carries nothing but protocol; logs go to stderr. The
  * config's run templates are available; its sessions are not started, and neither the HTTP server nor the
- * scheduler runs (each client session starts its own `flotta mcp`: only serve and repl run a fleet for long).
+ * scheduler runs (each client session starts its own `flotta mcp`: only serve and repl run a fleet for long), so
+ * its steering tools answer SchedulerNotEnabled.
  * Its state is in memory, whatever the config's `store`: two clients (or a client and a running serve) must not
  * contend for one store, which one host holds at a time.
  */

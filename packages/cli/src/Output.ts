@@ -17,6 +17,9 @@ export const stderrRaw = (text: string) => Effect.sync(() => void process.stderr
 /** Progress and colour only for a person at a terminal, never for a pipe or a file. */
 export const stderrIsTTY = () => process.stderr.isTTY === true
 
+/** Whether a person can answer a question on stdin (a terminal, not a pipe, a file or nothing). */
+export const stdinIsTTY = () => process.stdin.isTTY === true
+
 const ANSI = /\u001b\[[0-9;]*m/g
 
 /**

@@ -7,9 +7,11 @@ import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
 import type { Policy } from "@flotta/core/Permission"
+import { READ_ONLY_TOOLS } from "@flotta/core/Permission"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import { Effect, Option } from "effect"
 import * as path from "node:path"
+import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as Composition from "./Composition.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -30,13 +32,24 @@ const options = {
     Options.withDescription(`The run's name (and its worktree's): ${Flags.NAME_RULE}`),
     Options.optional
   ),
-  permission: Flags.choice("permission", ["read_only", "full"]).pipe(
-    Options.withDescription("One of read_only (Read, Glob, Grep) or full (every tool); --allow lists tools instead"),
+  permission: Flags.choice("permission", ["read_only", "full", "ask"]).pipe(
+    Options.withDescription(
+      "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and you are asked about " +
+        "every other one); --allow lists tools instead"
+    ),
     Options.optional
   ),
   allow: Options.text("allow").pipe(
     Options.withPseudoName("tools"),
     Options.withDescription("Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit"),
+    Options.repeated
+  ),
+  ask: Options.text("ask").pipe(
+    Options.withPseudoName("tools"),
+    Options.withDescription(
+      "Ask you at this terminal before each use of these tools (repeat, or comma-separated): --ask Write --ask " +
+        "Bash. The others are --allow's, else the read-only ones"
+    ),
     Options.repeated
   ),
   worktree: Options.boolean("worktree").pipe(
@@ -102,17 +115,57 @@ const readSchema = (text: string, cwd: string) =>
     return parsed as Record<string, unknown>
   })
 
-const permissionOf = (permission: Option.Option<"read_only" | "full">, allow: ReadonlyArray<string>) =>
+/** The tools a repeated, comma-separated flag names. */
+const toolsOf = (flag: string, given: ReadonlyArray<string>) => {
+  const empty = given.find((a) => a.split(",").every((t) => t.trim().length === 0))
+  if (empty !== undefined) return Effect.fail(Shared.badValue(flag, empty, "names no tool"))
+  return Effect.succeed(given.flatMap((a) => a.split(",")).map((t) => t.trim()).filter((t) => t.length > 0))
+}
+
+/**
+ * The run's permission from `--permission`, `--allow` and `--ask`. The `--ask` tools wait for the person at the
+ * terminal; the others are `--allow`'s, else the read-only ones.
+ */
+export const permissionOf = (
+  permission: Option.Option<"read_only" | "full" | "ask">,
+  allow: ReadonlyArray<string>,
+  ask: ReadonlyArray<string> = []
+) =>
   Effect.gen(function*() {
-    const tools = allow.flatMap((a) => a.split(",")).map((t) => t.trim()).filter((t) => t.length > 0)
-    const empty = allow.find((a) => a.split(",").every((t) => t.trim().length === 0))
-    if (empty !== undefined) return yield* Shared.badValue("--allow", empty, "names no tool")
+    const tools = yield* toolsOf("--allow", allow)
+    const asked = yield* toolsOf("--ask", ask)
     if (tools.length > 0 && Option.isSome(permission)) {
       return yield* invalid("--allow", "give either --permission or --allow, not both")
     }
+    if (asked.length > 0 && Option.isSome(permission) && permission.value !== "read_only") {
+      return yield* invalid(
+        "--ask",
+        permission.value === "full"
+          ? "--permission full allows every tool without asking: give --ask with --allow (or alone), not with it"
+          : "--permission ask asks about every tool that is not read-only already: give one or the other"
+      )
+    }
+    const both = asked.filter((tool) => tools.includes(tool))
+    if (both.length > 0) return yield* invalid("--ask", `${both.join(", ")} cannot be both allowed and asked about`)
+    if (asked.length > 0) return { allow: tools.length > 0 ? tools : READ_ONLY_TOOLS, ask: asked } as Policy
     if (tools.length > 0) return { allow: tools } as Policy
     return Option.getOrElse(permission, () => "read_only" as const) as Policy
   })
+
+/** Whether a permission leaves some tool calls to a person. */
+export const asksHuman = (permission: Policy) =>
+  permission === "ask" || (typeof permission === "object" && (permission.ask?.length ?? 0) > 0)
+
+/**
+ * A one-shot run has no server to decide its approvals through, so the person deciding is the one at this
+ * terminal; with no terminal to ask on, nobody could, and every asked call would only time out.
+ */
+const needsTerminal = (flag: "--ask" | "--permission") =>
+  invalid(
+    flag,
+    "a tool under ask waits for your answer at this terminal, and stdin is not one: run it from a terminal, or " +
+      "start the fleet with `flotta serve` and decide with `flotta approvals` and `flotta approve`"
+  )
 
 const footer = (result: RunResult) => {
   const parts = [
@@ -137,7 +190,9 @@ export const command = Command.make(
     Effect.gen(function*() {
       const cwd = path.resolve(Option.getOrElse(flags.cwd, () => "."))
       const config = yield* Shared.loadConfig(flags.config)
-      const permission = yield* permissionOf(flags.permission, flags.allow)
+      const permission = yield* permissionOf(flags.permission, flags.allow, flags.ask)
+      const asks = asksHuman(permission)
+      if (asks && !Output.stdinIsTTY()) return yield* needsTerminal(permission === "ask" ? "--permission" : "--ask")
       const jsonSchema = Option.isSome(flags.jsonSchema) ? yield* readSchema(flags.jsonSchema.value, cwd) : undefined
       const timeout = Option.getOrUndefined(flags.timeout)
       if (flags.cleanup && !flags.worktree) {
@@ -164,10 +219,15 @@ export const command = Command.make(
         ...Option.match(flags.maxBudgetUsd, { onNone: () => ({}), onSome: (maxBudgetUsd) => ({ maxBudgetUsd }) }),
         ...(timeout === undefined ? {} : { timeout })
       }
-      const result = yield* Effect.flatMap(Flotta, (fleet) => fleet.run(runOptions)).pipe(
-        Effect.ensuring(spinner.stop),
-        Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
-      )
+      const result = yield* Effect.flatMap(Flotta, (fleet) =>
+        Effect.zipRight(
+          asks ? ApprovalCommands.answerAtTerminal(fleet, spinner.hold) : Effect.void,
+          fleet.run(runOptions)
+        )).pipe(
+          Effect.scoped,
+          Effect.ensuring(spinner.stop),
+          Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
+        )
       yield* Output.stdout(
         jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
       )
@@ -177,6 +237,8 @@ export const command = Command.make(
   Command.withDescription(
     "Run one task with a single-shot agent and print the answer.\n\n" +
       "The reply goes to stdout (the structured output as JSON with --json-schema); a cost and duration\n" +
-      "footer goes to stderr. Exit codes:\n" + describeExitCodes()
+      "footer goes to stderr. With --ask (or --permission ask), each of those tool calls is put to you on\n" +
+      "stderr first (allow it, deny it, or allow it always); that needs stdin to be a terminal. Exit codes:\n" +
+      describeExitCodes()
   )
 )

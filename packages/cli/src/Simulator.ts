@@ -110,11 +110,11 @@ export const start = (options: Options = {}) =>
 
     const readBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.text, parseBody)
 
-    const errorResponse = (status: number, message: string, type?: string) =>
+    const errorResponse = (status: number, message: string, type?: string, headers: Record<string, string> = {}) =>
       Effect.map(Ref.get(counter), (n) =>
         HttpServerResponse.unsafeJson(errorJson(status, message, type), {
           status,
-          headers: { "request-id": `req_fake_${n}` }
+          headers: { ...headers, "request-id": `req_fake_${n}` }
         }))
 
     const messages = Effect.gen(function*() {
@@ -125,9 +125,18 @@ export const start = (options: Options = {}) =>
         return yield* errorResponse(400, "fake: body is not a JSON object")
       }
       const n = yield* Ref.updateAndGet(counter, (n) => n + 1)
-      const { decision, prompt, rule } = decide(body, { usage, toolId: `${TOOL_ID_PREFIX}${n}` })
+      const now = yield* Clock.currentTimeMillis
+      const { decision, prompt, rule } = decide(body, { usage, toolId: `${TOOL_ID_PREFIX}${n}`, now })
       yield* record(request, body, rule, prompt)
-      if (decision._tag === "error") return yield* errorResponse(decision.status, `fake error ${decision.status}`)
+      if (decision._tag === "error") {
+        return yield* errorResponse(
+          decision.status,
+          decision.message ?? `fake error ${decision.status}`,
+          undefined,
+          decision.headers
+        )
+      }
+      const extraHeaders = decision._tag === "message" ? decision.headers ?? {} : {}
 
       const id = `msg_fake_${n}`
       const model = typeof body.model === "string" ? body.model : "claude-fake"
@@ -135,14 +144,14 @@ export const start = (options: Options = {}) =>
       if (body.stream === true) {
         return HttpServerResponse.stream(sseEvents(id, model, decision, usage), {
           contentType: "text/event-stream",
-          headers: { "cache-control": "no-cache", connection: "keep-alive", "request-id": requestId }
+          headers: { ...extraHeaders, "cache-control": "no-cache", connection: "keep-alive", "request-id": requestId }
         })
       }
       if (decision._tag === "hang") return yield* Effect.never // no answer until the client gives up
       if (decision.slowMs !== undefined) yield* Effect.sleep(Duration.millis(decision.slowMs))
       return HttpServerResponse.unsafeJson(
         messageJson(id, model, decision.content, decision.stopReason, decision.usage),
-        { headers: { "request-id": requestId } }
+        { headers: { ...extraHeaders, "request-id": requestId } }
       )
     })
 
@@ -187,10 +196,17 @@ export const layer = (options?: Options) => Layer.scoped(Simulator, start(option
 // ---------------------------------------------------------------------------------------------------------
 
 /**
+ * How the offline CLI logs in: `api-key` (`ANTHROPIC_API_KEY=dummy`), or `subscription`
+ * (`CLAUDE_CODE_OAUTH_TOKEN=simulated`, no API key), the only kind for which the CLI reads the usage limiter's
+ * headers, so that a LIMIT parks (CLAUDE-CLI.md, "Usage limits"). Both work offline against the simulator.
+ */
+export type Login = "api-key" | "subscription"
+
+/**
  * The environment of CLAUDE-CLI.md section 0 as data: the CLI talks only to the simulator at `url`, and all
  * its state lives under `root`. `dirs` must exist before the CLI starts (`offlineEnv` makes them).
  */
-export const offlineLayout = (url: string, root: string) => {
+export const offlineLayout = (url: string, root: string, login: Login = "api-key") => {
   const home = path.join(root, "home")
   const configDir = path.join(home, ".claude")
   const tmp = path.join(home, "tmp")
@@ -199,7 +215,10 @@ export const offlineLayout = (url: string, root: string) => {
     CLAUDE_CONFIG_DIR: configDir,
     CLAUDE_CODE_TMPDIR: tmp,
     ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: "dummy",
+    // An empty key is no key to the CLI: one the host has does not win over the subscription.
+    ...(login === "api-key"
+      ? { ANTHROPIC_API_KEY: "dummy" }
+      : { CLAUDE_CODE_OAUTH_TOKEN: "simulated", ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "" }),
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", // no DNS, no api.anthropic.com
     DISABLE_AUTOUPDATER: "1",
     CLAUDE_CODE_MAX_RETRIES: "0", // a failure shows at once instead of after ten retries
@@ -210,10 +229,10 @@ export const offlineLayout = (url: string, root: string) => {
 }
 
 /** Makes the directories of `offlineLayout(url, root)` and returns its environment. */
-export const offlineEnv = (url: string, root: string) =>
+export const offlineEnv = (url: string, root: string, login: Login = "api-key") =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const { dirs, env } = offlineLayout(url, root)
+    const { dirs, env } = offlineLayout(url, root, login)
     yield* Effect.forEach(dirs, (dir) => fs.makeDirectory(dir, { recursive: true }), { discard: true })
     return env
   })

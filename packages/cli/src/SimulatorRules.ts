@@ -19,13 +19,23 @@
  * | `SLOW <ms> [words]`       | `SLOW DONE <words>`, streamed over `<ms>` so interrupts land mid-turn    |
  * | `HANG`                    | `message_start`, then nothing until the client goes away                 |
  * | `ERROR <status>`          | that HTTP error (400..599, else 500) with the API's error JSON           |
+ * | `LIMIT <s> <text>`        | 429 with the usage limiter's headers (rejected, reset in `<s>` seconds,  |
+ * |                           | claim five_hour); resumed by the fleet's continuation: `RESUMED: <text>` |
+ * | `THROTTLE <text>`         | 429, rejected, no claim ("not your usage limit"); resumed: as LIMIT's   |
+ * | `NEAR_LIMIT <text>`       | `ECHO: <text>` with the limiter's `allowed_warning` headers (5h at 92%)  |
  * | anything, with a schema   | a StructuredOutput call with a sample of the `--json-schema` schema      |
+ *
+ * The limiter's headers reach the CLI only with a subscription-style login (`CLAUDE_CODE_OAUTH_TOKEN`, no API key:
+ * see `Simulator.offlineLayout`'s `login`); with an API key a LIMIT is a plain 429. After a 429 the CLI keeps the
+ * prompt and merges it into the next user message; when that is the fleet's continuation (`Parking.CONTINUATION`),
+ * the rules look past it to the kept prompt and answer it as resumed (one request with the limit, never two).
  *
  * Requests the CLI makes on its own (model probes, prompt suggestions, compaction) are "side requests": they
  * get short fixed answers and never reach the rules.
  *
  * The CLI's side of the wire (what it sends, and the environment that keeps it offline) is in CLAUDE-CLI.md.
  */
+import { CONTINUATION } from "@flotta/core/Parking"
 import { Option } from "effect"
 import { blocksOf, isObject, type Json, parseJsonObject, textOf, toolResultText } from "./internal/requestJson.js"
 
@@ -42,6 +52,9 @@ export type Block =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: Json }
 
+/** Response headers of an answer (the usage limiter's, say). */
+export type Headers = Readonly<Record<string, string>>
+
 /** What to answer: a message (streamed over `slowMs` if set), an HTTP error, or no answer at all. */
 export type Decision =
   | {
@@ -50,8 +63,9 @@ export type Decision =
     readonly stopReason: "end_turn" | "tool_use"
     readonly usage: Usage
     readonly slowMs?: number
+    readonly headers?: Headers
   }
-  | { readonly _tag: "error"; readonly status: number }
+  | { readonly _tag: "error"; readonly status: number; readonly message?: string; readonly headers?: Headers }
   | { readonly _tag: "hang" }
 
 /** A decision, with the rule that made it and the user text it matched (both recorded per request). */
@@ -65,6 +79,8 @@ export interface DecideOptions {
   readonly usage: Usage
   /** The id for a tool_use in this answer (there is at most one); it must start with `toolu_fake_`. */
   readonly toolId: string
+  /** Now, in epoch milliseconds: the usage limiter's reset times are counted from it (default: the epoch). */
+  readonly now?: number
 }
 
 export const defaultUsage: Usage = { input_tokens: 100, output_tokens: 20 }
@@ -72,8 +88,9 @@ const EXPENSIVE_USAGE: Usage = { input_tokens: 2_000_000, output_tokens: 200_000
 /** Every tool_use id the simulator makes starts with this; tool_results for other ids are not its own. */
 export const TOOL_ID_PREFIX = "toolu_fake_"
 
-// Texts the CLI itself sends as "user" text; they are not prompts, so the engine looks past them.
-const CLI_INTERNAL_PREFIXES = ["[structured-output-enforce]", "[Request interrupted"]
+// Texts the CLI itself sends as "user" text, and the fleet's continuation after a usage limit; they are not
+// prompts, so the engine looks past them.
+const CLI_INTERNAL_PREFIXES = ["[structured-output-enforce]", "[Request interrupted", CONTINUATION]
 
 const isOurToolResult = (block: Json) =>
   block.type === "tool_result" && typeof block.tool_use_id === "string" &&
@@ -153,12 +170,65 @@ const structuredOutputSchema = (body: Json): unknown => {
   return tools.find((tool) => tool.name === "StructuredOutput")?.input_schema
 }
 
-// The rules on a user prompt (trimmed, reminders stripped); `messages` is the whole request history.
-const onPrompt = (prompt: string, messages: ReadonlyArray<Json>, options: DecideOptions, body: Json = {}): Ruled => {
+/** The usage limiter's headers: `rejected` (with the claim, the account's usage limit; without, a throttle). */
+export const limitHeaders = (resetAt: number, claim: boolean): Headers => ({
+  "anthropic-ratelimit-unified-status": "rejected",
+  "anthropic-ratelimit-unified-reset": String(resetAt),
+  ...(claim ? { "anthropic-ratelimit-unified-representative-claim": "five_hour" } : {})
+})
+
+/** The limiter's `allowed_warning`: the 5-hour window past its 90% threshold, resetting `resetAt` (epoch s). */
+export const warningHeaders = (resetAt: number): Headers => ({
+  "anthropic-ratelimit-unified-status": "allowed",
+  "anthropic-ratelimit-unified-reset": String(resetAt),
+  "anthropic-ratelimit-unified-representative-claim": "five_hour",
+  "anthropic-ratelimit-unified-5h-utilization": "0.92",
+  "anthropic-ratelimit-unified-5h-reset": String(resetAt),
+  "anthropic-ratelimit-unified-5h-surpassed-threshold": "0.9"
+})
+
+// The rules on a user prompt (trimmed, reminders stripped); `messages` is the whole request history. `resumed`:
+// the fleet's continuation follows the prompt (the CLI kept it after a 429).
+const onPrompt = (
+  prompt: string,
+  messages: ReadonlyArray<Json>,
+  options: DecideOptions,
+  body: Json = {},
+  resumed = false
+): Ruled => {
   const { keyword, rest } = parsePrompt(prompt)
   const ruled = (rule: string, decision: Decision): Ruled => ({ rule, prompt, decision })
   const text = (answer: string) => textAnswer(answer, options.usage)
+  const nowSeconds = Math.floor((options.now ?? 0) / 1000)
   switch (keyword) {
+    case "LIMIT": {
+      const [, seconds = "60", words = ""] = /^(\d+)\s*([\s\S]*)$/.exec(rest) ?? [undefined, "60", rest]
+      return resumed
+        ? ruled("LIMIT:resumed", text(`RESUMED: ${words}`.trim()))
+        : ruled("LIMIT", {
+          _tag: "error",
+          status: 429,
+          message: "usage limit reached",
+          headers: limitHeaders(nowSeconds + Number(seconds), true)
+        })
+    }
+    case "THROTTLE":
+      return resumed
+        ? ruled("THROTTLE:resumed", text(`RESUMED: ${rest}`.trim()))
+        : ruled("THROTTLE", {
+          _tag: "error",
+          status: 429,
+          message: "Rate limited",
+          headers: limitHeaders(nowSeconds + 60, false)
+        })
+    case "NEAR_LIMIT":
+      return ruled("NEAR_LIMIT", {
+        _tag: "message",
+        content: [{ type: "text", text: `ECHO: ${rest}` }],
+        stopReason: "end_turn",
+        usage: options.usage,
+        headers: warningHeaders(nowSeconds + 4 * 3600)
+      })
     case "REMEMBER":
       return ruled("REMEMBER", text("OK, I will remember that."))
     case "RECALL": {
@@ -307,16 +377,18 @@ export const decide = (body: Json, options: DecideOptions): Ruled => {
   let resultAt = blocks.length - 1
   while (resultAt >= 0 && !isOurToolResult(blocks[resultAt]!)) resultAt--
   let newest: string | undefined
+  let resumed = false
   for (let j = blocks.length - 1; j > resultAt && newest === undefined; j--) {
     const t = textOf(blocks[j]!)
     if (t !== undefined && !isInternal(t)) newest = t
+    else if (t?.startsWith(CONTINUATION) === true) resumed = true
   }
   const side = sideRequest(body, messages, newest, options)
   if (side !== undefined) return side
-  if (newest !== undefined) return onPrompt(newest, messages, options, body)
+  if (newest !== undefined) return onPrompt(newest, messages, options, body, resumed)
   if (resultAt >= 0) return onToolResult(blocks[resultAt]!, messages, lastUser, options)
   const origin = originPrompt(messages, lastUser + 1)
   return origin === undefined
     ? { rule: "empty", prompt: undefined, decision: textAnswer("ECHO: ", options.usage) }
-    : onPrompt(origin, messages, options, body)
+    : onPrompt(origin, messages, options, body, resumed)
 }

@@ -26,17 +26,21 @@ export interface Spinner {
   readonly onActivity: (activity: Agent.Activity) => void
   /** Stops and clears the line. */
   readonly stop: Effect.Effect<void>
+  /** Runs `effect` with the line cleared and the spinner still (a question put to the person, say). */
+  readonly hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** Starts a spinner when stderr is a terminal; otherwise one that does nothing. */
 export const start = (label: string): Effect.Effect<Spinner> =>
   Effect.gen(function*() {
-    if (!Output.stderrIsTTY()) return { onActivity: () => undefined, stop: Effect.void }
+    if (!Output.stderrIsTTY()) return { onActivity: () => undefined, stop: Effect.void, hold: (effect) => effect }
     let step = "starting claude"
     const started = yield* Clock.currentTimeMillis
     const frame = yield* Ref.make(0)
     const columns = Math.max(20, (process.stderr.columns ?? 80) - 1)
+    let held = 0
     const draw = Effect.gen(function*() {
+      if (held > 0) return
       const i = yield* Ref.getAndUpdate(frame, (n) => n + 1)
       const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
       const line = `${FRAMES[i % FRAMES.length]} ${label} ${seconds.toFixed(1)}s · ${step}`
@@ -47,6 +51,12 @@ export const start = (label: string): Effect.Effect<Spinner> =>
       onActivity: (activity) => {
         step = describe(activity)
       },
-      stop: Fiber.interrupt(fiber).pipe(Effect.zipRight(Output.stderrRaw("\r\x1b[K")))
+      stop: Fiber.interrupt(fiber).pipe(Effect.zipRight(Output.stderrRaw("\r\x1b[K"))),
+      hold: (effect) =>
+        Effect.acquireUseRelease(
+          Effect.zipRight(Effect.sync(() => held++), Output.stderrRaw("\r\x1b[K")),
+          () => effect,
+          () => Effect.sync(() => held--)
+        )
     }
   })

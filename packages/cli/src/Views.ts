@@ -127,8 +127,9 @@ export const renderTurn = (record: TurnRecord): string => {
   for (const decision of record.permissions) {
     const changed = decision.updatedInput === undefined ? "" : ` (input changed to ${compact(decision.updatedInput)})`
     const why = decision.message === undefined || decision.message.length === 0 ? "" : `: ${decision.message}`
+    const by = decision.by === undefined ? "" : ` (by ${decision.by})`
     lines.push(
-      field("permission", `${decision.decision} ${decision.tool} ${compact(decision.input, 120)}${changed}${why}`)
+      field("permission", `${decision.decision} ${decision.tool} ${compact(decision.input, 120)}${changed}${by}${why}`)
     )
   }
   if (record.reply !== null) lines.push(field("reply", record.reply))
@@ -142,3 +143,28 @@ export const renderTranscript = (name: string, records: ReadonlyArray<TurnRecord
   const shown = records.length < total ? ` (the last ${records.length} of ${total})` : ""
   return [`${name}: ${plural(total, "turn")}${shown}`, ...records.map(renderTurn)].join("\n\n")
 }
+
+/** An agent's status in a word, with the time it resumes while parked: `parked until 2026-05-01T14:00:00Z`. */
+export const describeStatus = (view: { readonly status: string; readonly parkedUntil?: string | null }): string =>
+  view.status === "parked" && typeof view.parkedUntil === "string"
+    ? `parked until ${view.parkedUntil.replace(/\.\d{3}Z$/, "Z")}`
+    : view.status
+
+/** What is parked at a usage limit, one line per group of credentials; none when nothing is. */
+export const describeParking = (
+  groups: ReadonlyArray<{
+    readonly credentials: string
+    readonly reason: string
+    readonly rateLimitType: string | null
+    readonly until: string
+    readonly agents: ReadonlyArray<string>
+  }>
+): ReadonlyArray<string> =>
+  groups.map((g) =>
+    `parked until ${g.until.replace(/\.\d{3}Z$/, "Z")}: ${g.agents.length === 0 ? "no agent" : g.agents.join(", ")} ` +
+    `(${g.credentials}, ${
+      g.reason === "usage_limit"
+        ? `usage limit${g.rateLimitType === null ? "" : ` ${g.rateLimitType}`}`
+        : "rate limited"
+    })`
+  )

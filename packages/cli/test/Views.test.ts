@@ -173,3 +173,33 @@ describe("transcripts and report entries", () => {
     )
   })
 })
+
+describe("parking at usage limits", () => {
+  it("a parked agent's status says until when; any other status is its word", () => {
+    assert.strictEqual(
+      Views.describeStatus({ status: "parked", parkedUntil: "2026-05-01T14:00:00.000Z" }),
+      "parked until 2026-05-01T14:00:00Z"
+    )
+    assert.strictEqual(Views.describeStatus({ status: "idle", parkedUntil: null }), "idle")
+    assert.strictEqual(Views.describeStatus({ status: "working" }), "working")
+  })
+
+  it("one line per parked group: until when, its agents, its credentials' label and why", () => {
+    assert.deepStrictEqual(
+      Views.describeParking([
+        {
+          credentials: "api key #0a1b2c3d",
+          reason: "usage_limit",
+          rateLimitType: "five_hour",
+          until: "2026-05-01T14:00:00.000Z",
+          agents: ["a", "b"]
+        },
+        { credentials: "oauth token #ffffffff", reason: "rate_limited", rateLimitType: null, until: "x", agents: [] }
+      ]),
+      [
+        "parked until 2026-05-01T14:00:00Z: a, b (api key #0a1b2c3d, usage limit five_hour)",
+        "parked until x: no agent (oauth token #ffffffff, rate limited)"
+      ]
+    )
+  })
+})

@@ -38,6 +38,7 @@ import type { TurnError } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
 import type { Alarms } from "./internal/alarms.js"
 import { startTicks } from "./internal/processes.js"
+import * as Parking from "./Parking.js"
 import * as Permission from "./Permission.js"
 import type { ReportLog } from "./ReportLog.js"
 import type { AgentRow, StoredOptions, StoreShape, TurnRow } from "./Store.js"
@@ -46,7 +47,14 @@ import * as Telemetry from "./Telemetry.js"
 import * as Turn from "./Turn.js"
 import type { TurnResult } from "./TurnOutcome.js"
 
-export type AgentStatus = "starting" | "idle" | "working" | "restarting" | "closed"
+export type AgentStatus =
+  | "starting"
+  | "idle"
+  | "working"
+  | "waiting_approval"
+  | "parked"
+  | "restarting"
+  | "closed"
 export type Role = "member" | "manager"
 
 export interface AgentOptions {
@@ -90,6 +98,8 @@ export interface PermissionRecord {
   readonly decision: "allow" | "deny"
   readonly message?: string
   readonly updatedInput?: unknown
+  /** Who decided, when it was not the policy: a human's surface (`api`, `mcp`, `cli`, ...), `timeout`, `always`. */
+  readonly by?: string
 }
 
 export interface TurnRecord {
@@ -117,6 +127,8 @@ export interface AgentStatusView {
   readonly queued: number
   /** Finished turns. */
   readonly turns: number
+  /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
+  readonly parkedUntil: string | null
 }
 
 export interface AgentInfo {
@@ -128,7 +140,7 @@ export interface AgentInfo {
   readonly alive: boolean
   readonly cwd: string
   readonly model: string | null
-  readonly permission: string | { readonly allow: ReadonlyArray<string> }
+  readonly permission: Permission.Described
   readonly role: Role
   readonly current: string | null
   readonly queued: number
@@ -136,6 +148,8 @@ export interface AgentInfo {
   readonly restarts: number
   readonly startedAt: string
   readonly closedReason: string | null
+  /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
+  readonly parkedUntil: string | null
 }
 
 export interface Agent {
@@ -170,6 +184,8 @@ export interface AgentDeps {
   /** Admission: processes starting at once. */
   readonly startPermit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly store: StoreShape
+  /** The fleet's parking at usage limits. */
+  readonly parking: Parking.Parking
   /** Off once the fleet shuts down: what shutting down does to agents is not their state to restore. */
   readonly journal: { on: boolean }
 }
@@ -203,6 +219,8 @@ export interface AgentState {
   totalCost: number
   closedReason: string | null
   restarts: number
+  /** Tool calls waiting for a human's approval. */
+  waitingApprovals: number
 }
 
 /** What the turn runner and the supervisor share with the agent. */
@@ -227,8 +245,12 @@ export interface AgentContext {
   readonly startProcess: Effect.Effect<Running, SpawnFailed>
   /** Off once the fleet shuts down: what that does to the agent is neither stored nor reported. */
   readonly journal: { readonly on: boolean }
+  /** The agent's seat in its credentials' group (see `Parking`). */
+  parking: Parking.Membership
   /** Keeps the agent's row in the store (name, options, session, status, process). */
   readonly saveAgent: () => void
+  /** Ends the agent's pending approvals without a decision (its turn is over: the process crashed, say). */
+  readonly expireApprovals: (reason: string) => Effect.Effect<void>
   /** Keeps a turn's record in the store, with its outcome once it has one. */
   readonly saveTurn: (
     turn: Turn.Turn,
@@ -313,7 +335,8 @@ export const make = (
     const { reports, settings } = deps
     const scope = yield* Effect.scope
     const clock = yield* Effect.clock
-    const policy = options.permission ?? "read_only"
+    /** The permission in force: an approval given "always" adds its tool for the rest of the agent's life. */
+    let policy = options.permission ?? "read_only"
     const cwd = path.resolve(options.cwd ?? ".")
     const env = { ...settings.env, ...options.env }
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
@@ -331,9 +354,10 @@ export const make = (
       failed: 0,
       totalCost: 0,
       closedReason: null,
-      restarts: restored?.row.restarts ?? 0
+      restarts: restored?.row.restarts ?? 0,
+      waitingApprovals: 0
     }
-    const { notRestorable, stored } = storedOptions(options, policy, cwd, defaultTimeoutMs)
+    let { notRestorable, stored } = storedOptions(options, policy, cwd, defaultTimeoutMs)
     const saveAgent = () => {
       if (!deps.journal.on) return
       const running = state.process?.process
@@ -365,6 +389,40 @@ export const make = (
     }
 
     // --- permission requests from the process -------------------------------------------------------------
+    /** Tools a human allowed "always": asked about no more (a function policy included). */
+    const alwaysAllowed = new Set<string>()
+    const allowAlways = (tool: string, by: string) =>
+      Effect.suspend(() => {
+        if (alwaysAllowed.has(tool)) return Effect.void
+        alwaysAllowed.add(tool)
+        policy = Permission.allowAlso(policy, [tool])
+        ;({ notRestorable, stored } = storedOptions(options, policy, cwd, defaultTimeoutMs))
+        saveAgent()
+        return reports.post(name, "permission_changed", {
+          allowAlso: tool,
+          by,
+          permission: Permission.describe(policy)
+        })
+      })
+
+    /** While a human decides, the agent waits for approval and its turn's clock stops. */
+    const waitingFor = (): Permission.OnWaiting => {
+      let release: ((now: number) => void) | undefined
+      return (waiting) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const now = clock.unsafeCurrentTimeMillis()
+            if (waiting) {
+              state.waitingApprovals++
+              release = ctx.active === undefined ? undefined : Turn.hold(ctx, ctx.active, now)
+            } else {
+              state.waitingApprovals--
+              release?.(now)
+            }
+          })
+        )
+    }
+
     const onControlRequest: ClaudeCli.ControlHandler = (request) => {
       const ask = Protocol.decodeCanUseTool(request)
       if (Option.isNone(ask)) {
@@ -373,32 +431,41 @@ export const make = (
       const { input: rawInput, tool_name: tool, tool_use_id: toolUseId } = ask.value
       const input = (typeof rawInput === "object" && rawInput !== null ? rawInput : {}) as Record<string, unknown>
       const turnId = ctx.active?.turn.id ?? null
-      return deps.permission.decide(policy, {
-        agent: name,
-        turnId,
-        tool,
-        input,
-        ...(toolUseId === undefined ? {} : { toolUseId })
-      }).pipe(
+      const decided: Effect.Effect<Permission.PendingAnswer> = alwaysAllowed.has(tool)
+        ? Effect.succeed({ behavior: "allow", by: "always" })
+        : deps.permission.decide(policy, {
+          agent: name,
+          turnId,
+          tool,
+          input,
+          ...(toolUseId === undefined ? {} : { toolUseId })
+        }, waitingFor())
+      return decided.pipe(
         Effect.tap((decision) =>
-          Turn.recordPermission(
-            ctx,
-            decision.behavior === "allow"
-              ? {
-                tool,
-                input,
-                decision: "allow",
-                ...(decision.updatedInput ? { updatedInput: decision.updatedInput } : {})
-              }
-              : { tool, input, decision: "deny", message: decision.message }
-          )
+          decision.behavior === "allow" && decision.always === true
+            ? allowAlways(tool, decision.by ?? "api")
+            : Effect.void
+        ),
+        Effect.tap((decision) =>
+          Turn.recordPermission(ctx, {
+            tool,
+            input,
+            ...(decision.behavior === "allow"
+              ? { decision: "allow", ...(decision.updatedInput ? { updatedInput: decision.updatedInput } : {}) }
+              : { decision: "deny", message: decision.message }),
+            ...(decision.by === undefined ? {} : { by: decision.by })
+          })
         ),
         Effect.map((decision) => ({
           _tag: "Success" as const,
           // The CLI takes `updatedInput` as the input to run; echo the original when the policy kept it.
           response: decision.behavior === "allow"
             ? { behavior: "allow", updatedInput: decision.updatedInput ?? input }
-            : decision
+            : {
+              behavior: "deny",
+              message: decision.message,
+              ...(decision.interrupt === true ? { interrupt: true } : {})
+            }
         }))
       )
     }
@@ -469,7 +536,9 @@ export const make = (
       graceMs: Duration.toMillis(settings.interruptGrace),
       startProcess,
       journal: deps.journal,
+      parking: Parking.unseated,
       saveAgent,
+      expireApprovals: (reason) => deps.permission.expire(name, reason),
       saveTurn
     }
 
@@ -518,6 +587,15 @@ export const make = (
       lifecycle: options.lifecycle ?? "session",
       ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
     })
+    // Its seat at usage limits: an agent whose CLI waits them out itself is never parked (see ClaudeCli.childEnv).
+    ctx.parking = deps.parking.join({
+      name,
+      credentials: Parking.credentialsOf(ClaudeCli.childEnv(env)),
+      parks: !ClaudeCli.cliWaitsAtLimits(env),
+      hasParkedTurn: () => ctx.active?.parked != null,
+      resume: (now) => Turn.resume(ctx, now)
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => ctx.parking.leave()))
     state.process = first
     state.status = "idle"
     saveAgent()
@@ -569,6 +647,11 @@ export const make = (
         const active = ctx.active
         if (active === undefined || active.turn !== turn || Turn.isDone(turn) || turn.interruptReason !== null) {
           return Effect.succeed(false)
+        }
+        // A parked turn has nothing running in the CLI to interrupt: it ends here (the CLI still holds its prompt,
+        // and merges it into the next one, as after any interrupt).
+        if (active.parked !== null) {
+          return Effect.as(Turn.fail(ctx, turn, new TurnInterrupted({ name, turnId: turn.id })), true)
         }
         turn.interruptReason = reason
         active.interruptedAt = clock.unsafeCurrentTimeMillis()
@@ -624,13 +707,24 @@ export const make = (
       const queued = ctx.queue.length
       const current = state.status
       const turn = ctx.active?.turn
+      const until = ctx.parking.parkedUntil()
+      // Parked: its turn waits out a usage limit, or it has none and sends nothing until the limit resets.
+      const parked = until !== null && (current === "idle" || current === "working") &&
+        (ctx.active === undefined || ctx.active.parked !== null)
       return {
         // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
-        status: current === "idle" && queued > 0 ? "working" : current,
+        status: parked
+          ? "parked"
+          : current === "working" && state.waitingApprovals > 0
+          ? "waiting_approval"
+          : current === "idle" && queued > 0
+          ? "working"
+          : current,
         current: turn?.id ?? null,
         currentStartedAt: turn?.record.startedAt ?? null,
         queued,
-        turns: state.finished + state.failed
+        turns: state.finished + state.failed,
+        parkedUntil: until === null ? null : Turn.iso(until)
       }
     })
 
@@ -650,7 +744,8 @@ export const make = (
       totals: { turns: state.finished + state.failed, failed: state.failed, costUsd: state.totalCost },
       restarts: state.restarts,
       startedAt,
-      closedReason: state.closedReason
+      closedReason: state.closedReason,
+      parkedUntil: view.parkedUntil
     }))
 
     const transcript = Effect.sync(() =>
@@ -658,7 +753,9 @@ export const make = (
     )
 
     const interrupt = Effect.suspend(() =>
-      ctx.active === undefined ? Effect.succeed(false) : interruptTurn(ctx.active.turn, "user")
+      ctx.active === undefined
+        ? Effect.succeed(false)
+        : Effect.zipRight(deps.permission.expire(name, "interrupted"), interruptTurn(ctx.active.turn, "user"))
     )
 
     const shutdown = (reason: string) =>
@@ -666,6 +763,7 @@ export const make = (
         if (state.closedReason === null) state.closedReason = reason
         state.status = "closed"
         saveAgent()
+        yield* deps.permission.expire(name, "closed")
         yield* Fiber.interrupt(supervisor)
         const closed = new AgentClosed({ name, reason: state.closedReason })
         if (ctx.active !== undefined) yield* Turn.fail(ctx, ctx.active.turn, closed)

@@ -169,13 +169,31 @@ export const PARENT_SESSION_MARKERS: ReadonlyArray<string> = [
 ]
 
 /**
+ * The CLI's own headless wait at a usage limit (undocumented in 2.1.332; CLAUDE-CLI.md, "Usage limits"): with
+ * `1` the CLI waits inside the turn until the reset and retries; with `0` it reports the limit at once.
+ */
+export const RETRY_WATCHDOG = "CLAUDE_CODE_RETRY_WATCHDOG"
+
+/**
+ * Whether the CLI, not the fleet, waits out usage limits for an agent with this environment (its `env` over the
+ * fleet's): only when it sets `CLAUDE_CODE_RETRY_WATCHDOG=1` itself. Such an agent is never parked.
+ */
+export const cliWaitsAtLimits = (env: Readonly<Record<string, string>>): boolean => env[RETRY_WATCHDOG] === "1"
+
+/**
  * The child's environment: the host's, less the parent-session markers, plus the agent's own additions.
  * This is the one place that reads `process.env` whole: a child inherits the host environment by design.
+ *
+ * Exactly one side waits at a usage limit, never both: the fleet parks (`Parking`), so every child gets
+ * `CLAUDE_CODE_RETRY_WATCHDOG=0` (whatever the host has), unless the agent's own environment asks for `1`: then
+ * the CLI waits inside the turn and the fleet does not park that agent (`cliWaitsAtLimits`).
  */
 export const childEnv = (extra: Readonly<Record<string, string>> = {}): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !PARENT_SESSION_MARKERS.includes(key)) env[key] = value
   }
-  return Object.assign(env, extra)
+  Object.assign(env, extra)
+  env[RETRY_WATCHDOG] = cliWaitsAtLimits(extra) ? "1" : "0"
+  return env
 }

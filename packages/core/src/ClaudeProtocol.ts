@@ -7,6 +7,11 @@
  * are large (the real CLI's result has 27 keys, its init 2.7 kB) and are decoded on the hot path by hand:
  * `decodeLine` reads only the fields the Schemas declare, with the same defaults, and a test holds it to the
  * Schemas on the real CLI's captured frames.
+ *
+ * Usage limits (CLAUDE-CLI.md, "Usage limits"): a `rate_limit_event` carries the limiter's view
+ * (`rate_limit_info`), an assistant frame the CLI writes itself carries `error: "rate_limit"`, `api_error` and
+ * `api_error_params.rate_limit_info`, and the turn's `result` says `api_error_status: 429` and, for the account's
+ * usage limit, `api_error: "usage_limit_reached"`.
  */
 import { Option, Schema } from "effect"
 
@@ -35,6 +40,10 @@ export const ResultFrame = Schema.Struct({
   usage: Schema.optional(Usage),
   permission_denials: Schema.optionalWith(Schema.Array(PermissionDenial), { default: () => [] }),
   api_error_status: OptionalNullable(Schema.Number),
+  /** `usage_limit_reached` when the account's usage limit refused the request (subscription logins). */
+  api_error: OptionalNullable(Schema.String),
+  /** The API's error type: `rate_limit_error` for any 429, `overloaded_error` for a 529, ... */
+  api_error_type: OptionalNullable(Schema.String),
   terminal_reason: OptionalNullable(Schema.String),
   structured_output: Schema.optional(Schema.Unknown)
 })
@@ -58,9 +67,32 @@ export const ContentBlock = Schema.Struct({
   input: Schema.optional(Schema.Unknown)
 })
 
+/** The usage limiter's view, as the CLI reads it from the `anthropic-ratelimit-unified-*` response headers. */
+export const RateLimitInfo = Schema.Struct({
+  /** `allowed`, `allowed_warning` (past a warning threshold) or `rejected`. */
+  status: Schema.String,
+  /** When the window resets, in epoch seconds. */
+  resetsAt: Schema.optional(Schema.Number),
+  /** `five_hour`, `seven_day`, ...; absent on a throttle (a 429 that is not the usage limit). */
+  rateLimitType: Schema.optional(Schema.String),
+  utilization: Schema.optional(Schema.Number),
+  surpassedThreshold: Schema.optional(Schema.Number)
+})
+export type RateLimitInfo = typeof RateLimitInfo.Type
+
+export const RateLimitEventFrame = Schema.Struct({
+  type: Schema.Literal("rate_limit_event"),
+  rate_limit_info: RateLimitInfo
+})
+export type RateLimitEventFrame = typeof RateLimitEventFrame.Type
+
 export const AssistantFrame = Schema.Struct({
   type: Schema.Literal("assistant"),
-  message: Schema.Struct({ content: Schema.Array(ContentBlock) })
+  message: Schema.Struct({ content: Schema.Array(ContentBlock) }),
+  /** Set on a message the CLI writes itself for an API error: `rate_limit`, ... */
+  error: Schema.optional(Schema.String),
+  api_error: Schema.optional(Schema.String),
+  api_error_params: Schema.optional(Schema.Struct({ rate_limit_info: Schema.optional(RateLimitInfo) }))
 })
 export type AssistantFrame = typeof AssistantFrame.Type
 
@@ -100,6 +132,7 @@ export type Frame =
   | { readonly _tag: "Result"; readonly frame: ResultFrame }
   | { readonly _tag: "Init"; readonly frame: SystemInitFrame }
   | { readonly _tag: "Assistant"; readonly frame: AssistantFrame }
+  | { readonly _tag: "RateLimit"; readonly frame: RateLimitEventFrame }
   | { readonly _tag: "ControlRequest"; readonly frame: ControlRequestFrame }
   | { readonly _tag: "ControlResponse"; readonly frame: ControlResponseFrame }
   | { readonly _tag: "ControlCancel"; readonly requestId: string }
@@ -132,8 +165,12 @@ export const decodeResultFrame = (json: Json): Option.Option<ResultFrame> => {
   if (!isString(subtype)) return Option.none()
   const text = optionalNullable(result, isString)
   const apiStatus = optionalNullable(json["api_error_status"], isNumber)
+  const apiError = optionalNullable(json["api_error"], isString)
+  const apiErrorType = optionalNullable(json["api_error_type"], isString)
   const terminal = optionalNullable(json["terminal_reason"], isString)
-  if (text === false || apiStatus === false || terminal === false) return Option.none()
+  if (text === false || apiStatus === false || terminal === false || apiError === false || apiErrorType === false) {
+    return Option.none()
+  }
   if ((errors !== undefined && !Array.isArray(errors)) || (usage !== undefined && !isRecord(usage))) {
     return Option.none()
   }
@@ -163,6 +200,8 @@ export const decodeResultFrame = (json: Json): Option.Option<ResultFrame> => {
   if (errors !== undefined) frame.errors = errors
   if (usage !== undefined) frame.usage = usage
   if (apiStatus !== undefined) frame.api_error_status = apiStatus
+  if (apiError !== undefined) frame.api_error = apiError
+  if (apiErrorType !== undefined) frame.api_error_type = apiErrorType
   if (terminal !== undefined) frame.terminal_reason = terminal
   if ("structured_output" in json) frame.structured_output = json["structured_output"]
   return Option.some(frame)
@@ -201,6 +240,45 @@ const decodeBlock = (u: unknown): Block | undefined => {
   }
 }
 
+/** `RateLimitInfo`, by hand; `undefined` when it does not match. */
+const decodeRateLimitInfo = (u: unknown): RateLimitInfo | undefined => {
+  if (!isRecord(u) || !isString(u["status"])) return undefined
+  const { rateLimitType, resetsAt, surpassedThreshold, utilization } = u
+  if ((resetsAt !== undefined && !isNumber(resetsAt)) || (utilization !== undefined && !isNumber(utilization))) {
+    return undefined
+  }
+  if (
+    (rateLimitType !== undefined && !isString(rateLimitType)) ||
+    (surpassedThreshold !== undefined && !isNumber(surpassedThreshold))
+  ) return undefined
+  return {
+    status: u["status"],
+    ...(resetsAt === undefined ? {} : { resetsAt }),
+    ...(rateLimitType === undefined ? {} : { rateLimitType }),
+    ...(utilization === undefined ? {} : { utilization }),
+    ...(surpassedThreshold === undefined ? {} : { surpassedThreshold })
+  }
+}
+
+/** An API error's fields on an assistant frame (rare: only the CLI's own error messages have them). */
+const decodeApiErrorFields = (json: Json, frame: { -readonly [K in keyof AssistantFrame]: AssistantFrame[K] }) => {
+  const { api_error: apiError, api_error_params: params, error } = json
+  if ((error !== undefined && !isString(error)) || (apiError !== undefined && !isString(apiError))) return false
+  if (error !== undefined) frame.error = error
+  if (apiError !== undefined) frame.api_error = apiError
+  if (params === undefined) return true
+  if (!isRecord(params)) return false
+  const raw = params["rate_limit_info"]
+  if (raw === undefined) {
+    frame.api_error_params = {}
+    return true
+  }
+  const info = decodeRateLimitInfo(raw)
+  if (info === undefined) return false
+  frame.api_error_params = { rate_limit_info: info }
+  return true
+}
+
 /** `AssistantFrame`, by hand. */
 export const decodeAssistantFrame = (json: Json): Option.Option<AssistantFrame> => {
   const message = json["message"]
@@ -211,7 +289,21 @@ export const decodeAssistantFrame = (json: Json): Option.Option<AssistantFrame> 
     if (block === undefined) return Option.none()
     content.push(block)
   }
-  return Option.some({ type: "assistant", message: { content } })
+  const frame: { -readonly [K in keyof AssistantFrame]: AssistantFrame[K] } = {
+    type: "assistant",
+    message: { content }
+  }
+  if (
+    (json["error"] !== undefined || json["api_error"] !== undefined || json["api_error_params"] !== undefined) &&
+    !decodeApiErrorFields(json, frame)
+  ) return Option.none()
+  return Option.some(frame)
+}
+
+/** `RateLimitEventFrame` (rare, so not on the hot path, but by hand like its neighbours). */
+export const decodeRateLimitEventFrame = (json: Json): Option.Option<RateLimitEventFrame> => {
+  const info = decodeRateLimitInfo(json["rate_limit_info"])
+  return info === undefined ? Option.none() : Option.some({ type: "rate_limit_event", rate_limit_info: info })
 }
 
 const decodeResult = decodeResultFrame
@@ -244,6 +336,8 @@ export const decodeLine = (line: string): Option.Option<Frame> => {
         : Option.some({ _tag: "Other", type: "system" })
     case "assistant":
       return Option.map(decodeAssistant(json), (frame) => ({ _tag: "Assistant", frame }) as const)
+    case "rate_limit_event":
+      return Option.map(decodeRateLimitEventFrame(json), (frame) => ({ _tag: "RateLimit", frame }) as const)
     case "control_request":
       return Option.map(decodeControlRequest(json), (frame) => ({ _tag: "ControlRequest", frame }) as const)
     case "control_response":

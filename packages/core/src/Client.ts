@@ -4,6 +4,7 @@
  */
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { AgentOptions } from "./Agent.js"
+import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
 import * as Flotta from "./Flotta.js"
 import type { Permission } from "./Permission.js"
 import type { Registry } from "./Registry.js"
@@ -24,7 +25,7 @@ export type Unsubscribe = (() => void) & { readonly ready: Promise<void> }
 export type Runner = <A, E>(effect: Effect.Effect<A, E, unknown>) => Promise<A>
 
 /** The engine's services (what `Flotta.layer` provides): what an extension's layer may build on. */
-export type Engine = Flotta.Flotta | Runs | Registry | ReportLog | Permission | Store
+export type Engine = Flotta.Flotta | Runs | Registry | ReportLog | Permission | Approvals | Store
 
 /**
  * Something built on top of the engine that shows a Promise face of its own on the fleet object, under the
@@ -122,6 +123,10 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     list: () => run((f) => f.list),
     interrupt: (name: string) => run((f) => f.interrupt(name)),
     close: (name: string) => run((f) => f.close(name)),
+    /** Unparks by hand: one agent, or (without `agent`) every parked agent, staggered (see `Parking`). */
+    unpark: (unparkOptions?: { readonly agent?: string }) => run((f) => f.unpark(unparkOptions)),
+    /** The credential groups parked at a usage limit now. */
+    parking: () => run((f) => f.parking),
     broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
@@ -152,6 +157,29 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
                 else callbacks.onMissed?.(notice.count, notice.after)
               })
             )),
+            Effect.scoped
+          ))
+      )
+      return Object.assign(() => {
+        runtime.runFork(Fiber.interrupt(fiber))
+      }, { ready })
+    },
+    /** Pending approvals, oldest first (with `all`, also the ones that ended lately). */
+    approvals: (query?: ApprovalQuery) => run((f) => f.approvals(query)),
+    /** A human's decision on a pending approval; rejects with ApprovalNotFound or ApprovalExpired. */
+    decide: (id: string, decision: ApprovalDecision) => run((f) => f.decide(id, decision)),
+    /**
+     * Called with each new pending approval; returns the function that unsubscribes, whose `ready` resolves once
+     * the subscription is live.
+     */
+    onApproval: (onRequest: (approval: Approval) => void): Unsubscribe => {
+      let live: () => void = () => undefined
+      const ready = new Promise<void>((resolve) => (live = resolve))
+      const fiber = runtime.runFork(
+        Effect.flatMap(Flotta.Flotta, (f) =>
+          f.subscribeApprovals.pipe(
+            Effect.tap(() => Effect.sync(live)),
+            Effect.flatMap(Stream.runForEach((approval) => Effect.sync(() => onRequest(approval)))),
             Effect.scoped
           ))
       )

@@ -250,6 +250,29 @@ export class StoreSchemaTooNew extends Schema.TaggedError<StoreSchemaTooNew>()("
 
 export type StoreError = StoreUnavailable | StoreLocked | StoreSchemaTooNew
 
+export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
+  id: Schema.String,
+  pending: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    const pending = this.pending.length === 0 ? "no approval is pending" : `pending: ${this.pending.join(", ")}`
+    return `no approval has the id ${JSON.stringify(this.id)} (${pending})`
+  }
+}
+
+/** A decision came for an approval that is no longer pending: it expired, or was decided already. */
+export class ApprovalExpired extends Schema.TaggedError<ApprovalExpired>()("ApprovalExpired", {
+  id: Schema.String,
+  agent: Schema.String,
+  tool: Schema.String,
+  status: Schema.Literal("allowed", "denied", "expired"),
+  reason: Schema.String
+}) {
+  override get message() {
+    return `approval ${this.id} (${this.tool} for ${this.agent}) is no longer pending: ${this.reason}`
+  }
+}
+
 /** What a turn can fail with, as seen by `ask` and `result`. */
 export type TurnError =
   | TurnTimeout

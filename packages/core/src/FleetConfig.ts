@@ -28,6 +28,17 @@ export interface FleetSettings {
   readonly historyLimit: number
   /** Added to every child's environment (an agent's own `env` wins). */
   readonly env: Readonly<Record<string, string>>
+  /**
+   * Usage limits (see `Parking`): a 429 with no reset time (an API key's, or a throttle) parks its credentials for
+   * `parkBackoff`, doubling per limit in a row up to `parkBackoffMax` (a success starts it over); agents resume
+   * at the reset (or the backoff's end) plus up to `parkJitter`, `parkStagger` apart.
+   */
+  readonly parkBackoff: Duration.Duration
+  readonly parkBackoffMax: Duration.Duration
+  readonly parkJitter: Duration.Duration
+  readonly parkStagger: Duration.Duration
+  /** How long a tool call may wait for a human's approval before it is denied. */
+  readonly approvalTimeout: Duration.Duration
 }
 
 export type FleetSettingsInput = {
@@ -46,7 +57,12 @@ export const defaults: FleetSettings = {
   restartBackoff: Duration.seconds(1),
   restartBackoffMax: Duration.seconds(30),
   historyLimit: 1000,
-  env: {}
+  env: {},
+  parkBackoff: Duration.minutes(1),
+  parkBackoffMax: Duration.minutes(30),
+  parkJitter: Duration.seconds(30),
+  parkStagger: Duration.seconds(2),
+  approvalTimeout: Duration.minutes(15)
 }
 
 const durationOr = (input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -64,7 +80,12 @@ export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
   restartBackoff: durationOr(input.restartBackoff, defaults.restartBackoff),
   restartBackoffMax: durationOr(input.restartBackoffMax, defaults.restartBackoffMax),
   historyLimit: Math.max(1, Math.floor(input.historyLimit ?? defaults.historyLimit)),
-  env: input.env ?? {}
+  env: input.env ?? {},
+  parkBackoff: durationOr(input.parkBackoff, defaults.parkBackoff),
+  parkBackoffMax: durationOr(input.parkBackoffMax, defaults.parkBackoffMax),
+  parkJitter: durationOr(input.parkJitter, defaults.parkJitter),
+  parkStagger: durationOr(input.parkStagger, defaults.parkStagger),
+  approvalTimeout: durationOr(input.approvalTimeout, defaults.approvalTimeout)
 })
 
 export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {

@@ -6,12 +6,16 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { Duration } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
+import { Approvals } from "./Approvals.js"
+import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
 import type { AgentClosed, AgentNotFound, InvalidSpec, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
-import { PendingDecisions, Permission } from "./Permission.js"
+import { Parking } from "./Parking.js"
+import type { PendingDecisions } from "./Permission.js"
+import { Permission } from "./Permission.js"
 import { Registry } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
@@ -64,7 +68,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const registry = yield* Registry
     const reportLog = yield* ReportLog
     const runs = yield* Runs
+    const parkingLot = yield* Parking
     const store = yield* Store
+    const approvalBook = yield* Approvals
     // What the store has from an earlier host comes back before anything else is served.
     const restored = yield* Restore.restore({ store, registry, runs, reports: reportLog })
 
@@ -114,6 +120,16 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const close = Effect.fn("Flotta.close")(function*(name: string) {
       return yield* registry.close(name)
     })
+    /**
+     * Unparks by hand (see `Parking`): one agent (the rest of its credentials' group stays parked), or every
+     * parked agent, staggered. Returns the agents that resume; an agent that was not parked is not among them.
+     */
+    const unpark = Effect.fn("Flotta.unpark")(function*(options: { readonly agent?: string } = {}) {
+      if (options.agent !== undefined) yield* registry.get(options.agent)
+      return yield* parkingLot.unpark(options)
+    })
+    /** The credential groups parked now: until when, why, and which agents. */
+    const parking = parkingLot.parked
     const list = registry.list.pipe(Effect.withSpan("Flotta.list"))
 
     /**
@@ -144,6 +160,13 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     /** A live feed of the report log, subscribed once this effect has run (see ReportLog.subscribe). */
     const subscribe = (options: SubscribeOptions = {}) => reportLog.subscribe(options)
     const stream = (options: SubscribeOptions = {}) => reportLog.stream(options)
+
+    /** Pending approvals, oldest first (with `all`, also the ones that ended lately). */
+    const approvals = (query: ApprovalQuery = {}) => approvalBook.approvals(query)
+    /** A human's decision on a pending approval: the waiting tool call goes on, or is denied. */
+    const decide = Effect.fn("Flotta.decide")(function*(id: string, decision: ApprovalDecision) {
+      return yield* approvalBook.decide(id, decision)
+    })
 
     /** Starts a validated fleet's sessions (at once, admitted a few at a time) and keeps its run templates. */
     const bootFleet = Effect.fn("Flotta.bootFleet")(function*(fleet: Spec.Fleet) {
@@ -192,10 +215,18 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       list,
       interrupt,
       close,
+      unpark,
+      parking,
       broadcast,
       reports,
       subscribe,
       stream,
+      approvals,
+      decide,
+      /** Each new pending approval, live, from the moment the stream runs. */
+      approvalRequests: approvalBook.requests,
+      /** The same, subscribed once this (scoped) effect has run. */
+      subscribeApprovals: approvalBook.subscribe,
       boot,
       bootFleet,
       template: runs.template,
@@ -220,22 +251,25 @@ export interface FleetOptions extends FleetSettingsInput {
 }
 
 /**
- * The engine's services over a process seam (`ClaudeCli`) and a `Store`: Flotta, Runs, Registry, ReportLog,
- * Permission and the Store, with `pending` deciding what a policy leaves open. `layer` puts the real CLI below
- * it; `@flotta/core/Testing` an in-memory one. Give the same store to a second build to show a restart.
+ * The engine's services over a process seam (`ClaudeCli`) and a `Store`: Flotta, Runs, Registry, Permission,
+ * Approvals, ReportLog and the Store, with `pending` deciding what a policy leaves open (by default a human,
+ * through `Approvals`). `layer` puts the real CLI below it; `@flotta/core/Testing` an in-memory one. Give the
+ * same store to a second build to show a restart.
  */
 export const services = <E, R, SE = never>(
   cli: Layer.Layer<ClaudeCli, E, R>,
   settings: FleetSettingsInput = {},
-  pending: Layer.Layer<PendingDecisions> = PendingDecisions.none,
+  pending: Layer.Layer<PendingDecisions, never, Approvals> = Approvals.pendingDecisions,
   store: Layer.Layer<Store, SE> = Store.memory
 ) =>
   Flotta.Default.pipe(
     Layer.provideMerge(Runs.Default),
     Layer.provideMerge(Registry.Default),
-    Layer.provideMerge(ReportLog.Default),
+    Layer.provideMerge(Parking.Default),
     Layer.provideMerge(Permission.Default),
     Layer.provide(pending),
+    Layer.provideMerge(Approvals.Default),
+    Layer.provideMerge(ReportLog.Default),
     Layer.provideMerge(store),
     Layer.provide(FleetConfig.layer(settings)),
     Layer.provide(cli)
@@ -247,7 +281,7 @@ export const layer = (options: FleetOptions = {}) => {
   const cli = executable === undefined
     ? ClaudeCli.layer(settings.claudePath)
     : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
-  return services(cli, settings, PendingDecisions.none, Store.layer(store, storeOptions)).pipe(
+  return services(cli, settings, Approvals.pendingDecisions, Store.layer(store, storeOptions)).pipe(
     Layer.provide(NodeContext.layer)
   )
 }

@@ -3,7 +3,8 @@
  * is offered and which need no prompt), and the answer to every `can_use_tool` request the child sends.
  * Both are needed: flags alone leave tools that never prompt, and answers alone let the model see tools it
  * may not use. The `Permission` service answers requests; a decision the policy leaves to someone else
- * (`{ behavior: "ask" }`) goes to the `PendingDecisions` seam, where approvals plug in.
+ * (the `ask` forms, or a function answering `{ behavior: "ask" }`) goes to the `PendingDecisions` seam, where
+ * human approvals (`Approvals`) plug in.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 
@@ -23,8 +24,16 @@ export type PermissionFunction = (
   input: Record<string, unknown>
 ) => PolicyAnswer | Promise<PolicyAnswer> | Effect.Effect<PolicyAnswer>
 
-/** An agent's permission: `"read_only"`, `"full"`, `{ allow: [tools] }`, or a function. */
-export type Policy = "read_only" | "full" | { readonly allow: ReadonlyArray<string> } | PermissionFunction
+/**
+ * An agent's permission: `"read_only"`, `"full"`, `{ allow: [tools] }`, `{ allow, ask }` (the `ask` tools wait
+ * for a human), `"ask"` (read-only tools are allowed, every other tool waits for a human), or a function.
+ */
+export type Policy =
+  | "read_only"
+  | "full"
+  | "ask"
+  | { readonly allow: ReadonlyArray<string>; readonly ask?: ReadonlyArray<string> }
+  | PermissionFunction
 
 /** One `can_use_tool` request, with who asked. */
 export interface PermissionRequest {
@@ -36,10 +45,18 @@ export interface PermissionRequest {
   readonly toolUseId?: string
 }
 
-/** The data forms, as they appear in config files. */
+const ToolRule = Schema.String.pipe(Schema.minLength(1))
+
+/** The data forms, as they appear in config files. A tool is either allowed or asked about, not both. */
 export const PermissionData = Schema.Union(
-  Schema.Literal("read_only", "full"),
-  Schema.Struct({ allow: Schema.Array(Schema.String.pipe(Schema.minLength(1))) })
+  Schema.Literal("read_only", "full", "ask"),
+  Schema.Struct({ allow: Schema.Array(ToolRule), ask: Schema.optionalWith(Schema.Array(ToolRule), { exact: true }) })
+    .pipe(
+      Schema.filter((policy) => {
+        const both = (policy.ask ?? []).filter((tool) => policy.allow.includes(tool))
+        return both.length === 0 || `${both.join(", ")} cannot be both in allow and in ask`
+      })
+    )
 )
 export type PermissionData = typeof PermissionData.Type
 
@@ -49,18 +66,39 @@ const toolOfRule = (rule: string): string => {
   return paren === -1 ? rule : rule.slice(0, paren)
 }
 
-/** The CLI flags for a permission. `--tools` restricts what the model is offered at all. */
+/**
+ * The CLI flags for a permission. `--tools` restricts what the model is offered at all; `--allowedTools` is what
+ * runs without a prompt, so every other offered tool comes to the host as a `can_use_tool` request.
+ */
 export const flags = (permission: Policy): ReadonlyArray<string> => {
   if (typeof permission === "function" || permission === "full") return []
-  const allowed = permission === "read_only" ? READ_ONLY_TOOLS : permission.allow
-  const tools = [...new Set(allowed.map(toolOfRule))]
-  return ["--tools", tools.join(","), "--allowedTools", allowed.join(",")]
+  const { allow, ask } = asData(permission)
+  // With `"*"` every tool is offered; the allowed ones need no prompt, and the host asks a human about the rest.
+  if (ask.includes(ANY_TOOL)) return ["--allowedTools", allow.join(",")]
+  const tools = [...new Set([...allow, ...ask].map(toolOfRule))]
+  return ["--tools", tools.join(","), "--allowedTools", allow.join(",")]
 }
 
-/** Whether a permission lets the agent change files or run commands (a session may not, in config). */
+/** In `ask`: every tool that is not allowed. */
+export const ANY_TOOL = "*"
+
+/** The data forms as one shape: `"read_only"` allows the read-only tools; `"ask"` asks about every other tool. */
+const asData = (
+  permission: "read_only" | "ask" | { readonly allow: ReadonlyArray<string>; readonly ask?: ReadonlyArray<string> }
+) =>
+  permission === "read_only"
+    ? { allow: READ_ONLY_TOOLS, ask: [] }
+    : permission === "ask"
+    ? { allow: READ_ONLY_TOOLS, ask: [ANY_TOOL] }
+    : { allow: permission.allow, ask: permission.ask ?? [] }
+
+/**
+ * Whether a permission lets the agent change files or run commands without a human's say (a session may not,
+ * in config): a write a human approves each time is not one.
+ */
 export const canWrite = (permission: Policy): boolean => {
   if (typeof permission === "function" || permission === "full") return true
-  if (permission === "read_only") return false
+  if (permission === "read_only" || permission === "ask") return false
   return permission.allow.some((rule) => !READ_ONLY_TOOLS.includes(toolOfRule(rule)))
 }
 
@@ -83,11 +121,10 @@ export const answer = (
   }
   if (typeof permission !== "function") {
     // A scoped rule such as `Bash(git *)` is enforced by the CLI itself; what it still asks about is outside it.
-    return Effect.succeed(
-      permission.allow.includes(tool)
-        ? { behavior: "allow" }
-        : deny(tool, `is not in this agent's allow list (${permission.allow.join(", ")})`)
-    )
+    const { allow, ask } = asData(permission)
+    if (allow.includes(tool)) return Effect.succeed({ behavior: "allow" })
+    if (ask.some((rule) => rule === ANY_TOOL || toolOfRule(rule) === tool)) return Effect.succeed({ behavior: "ask" })
+    return Effect.succeed(deny(tool, `is not in this agent's allow list (${allow.join(", ")})`))
   }
   return Effect.suspend(() => {
     const answer = permission(tool, input)
@@ -118,29 +155,62 @@ const normalize = (decision: PolicyAnswer): PolicyAnswer => {
   return { behavior: "deny", message: "Permission denied: the policy returned no decision" }
 }
 
+/** A permission as data, for reports, `info` and the store (a function is only named). */
+export type Described = "read_only" | "full" | "ask" | "function" | {
+  readonly allow: ReadonlyArray<string>
+  readonly ask?: ReadonlyArray<string>
+}
+
 /** A short label for reports and `info`. */
-export const describe = (permission: Policy): string | { readonly allow: ReadonlyArray<string> } =>
-  typeof permission === "function" ? "function" : permission
+export const describe = (permission: Policy): Described => typeof permission === "function" ? "function" : permission
+
+/** A permission with `tools` allowed from now on, without asking (an approval given "always"). */
+export const allowAlso = (permission: Policy, tools: ReadonlyArray<string>): Policy => {
+  if (tools.length === 0 || typeof permission === "function" || permission === "full") return permission
+  const { allow, ask } = asData(permission)
+  const stillAsked = ask.filter((rule) => !tools.includes(toolOfRule(rule)))
+  return { allow: [...new Set([...allow, ...tools])], ...(stillAsked.length === 0 ? {} : { ask: stillAsked }) }
+}
+
+/** A decision a human (or another approver) took; `always` allows the tool for the rest of the agent's life. */
+export type PendingAnswer = PermissionDecision & { readonly always?: boolean; readonly by?: string }
 
 /** The seam for a decision the policy left open: a human (or another approver) takes it. */
 export class PendingDecisions extends Context.Tag("@flotta/core/PendingDecisions")<PendingDecisions, {
-  readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
+  readonly decide: (request: PermissionRequest) => Effect.Effect<PendingAnswer>
+  /** The agent's open requests end without a decision (its turn was interrupted, it closed or crashed). */
+  readonly expire: (agent: string, reason: string) => Effect.Effect<void>
 }>() {
   /** Nobody to ask: a pending decision is a deny that says so (the model sees the message). */
   static readonly none = Layer.succeed(PendingDecisions, {
     decide: (request) =>
-      Effect.succeed(deny(request.tool, "needs an approval, and no approver is configured for this fleet"))
+      Effect.succeed(deny(request.tool, "needs an approval, and no approver is configured for this fleet")),
+    expire: () => Effect.void
   })
 }
+
+/** Told when a decision starts and stops waiting on someone else: the agent's status and turn clock follow. */
+export type OnWaiting = (waiting: boolean) => Effect.Effect<void>
 
 /** Answers every agent's permission requests from its policy, handing "ask" answers to `PendingDecisions`. */
 export class Permission extends Effect.Service<Permission>()("@flotta/core/Permission", {
   effect: Effect.gen(function*() {
     const pending = yield* PendingDecisions
-    const decide = Effect.fn("Permission.decide")(function*(policy: Policy, request: PermissionRequest) {
+    const decide = Effect.fn("Permission.decide")(function*(
+      policy: Policy,
+      request: PermissionRequest,
+      onWaiting: OnWaiting = () => Effect.void
+    ) {
       const given = yield* answer(policy, request.tool, request.input)
-      return given.behavior === "ask" ? yield* pending.decide(request) : given
+      if (given.behavior !== "ask") return given as PendingAnswer
+      return yield* onWaiting(true).pipe(
+        Effect.zipRight(pending.decide(request)),
+        Effect.ensuring(onWaiting(false)),
+        Effect.withSpan("flotta.approval", {
+          attributes: { "flotta.agent": request.agent, "flotta.tool": request.tool }
+        })
+      )
     })
-    return { decide } as const
+    return { decide, expire: pending.expire } as const
   })
 }) {}

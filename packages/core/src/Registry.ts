@@ -11,6 +11,7 @@ import type { SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import * as Alarms from "./internal/alarms.js"
+import { Parking } from "./Parking.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
 import { Store } from "./Store.js"
@@ -62,6 +63,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       settings,
       startPermit: admit,
       store: yield* Store,
+      parking: yield* Parking,
       journal
     }
 

@@ -95,7 +95,8 @@ export const validate = (
     return refuse(
       "permission",
       "a write-capable session is refused: a session has no worktree, so write work belongs in a " +
-        "`run` entry (lifecycle: \"run\", worktree: true)"
+        "`run` entry (lifecycle: \"run\", worktree: true), or under `ask`, where a human approves each write " +
+        "({ \"allow\": [\"Read\"], \"ask\": [\"Write\"] })"
     )
   }
   return Either.right(spec)

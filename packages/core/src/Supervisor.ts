@@ -62,7 +62,8 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
     let running = first
     while (true) {
       ctx.state.process = running
-      ctx.state.status = "idle"
+      // A turn may be in flight already: a prompt can come before this fiber first runs.
+      ctx.state.status = ctx.active === undefined ? "idle" : "working"
       yield* Turn.pumpNow(ctx)
       const end = yield* Deferred.await(running.ended)
       ctx.state.process = undefined
@@ -70,6 +71,7 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
       const stderr = end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
       const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
       // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
+      yield* ctx.expireApprovals("crashed")
       yield* Scope.close(running.scope, Exit.void)
       ctx.state.processCost = 0
       let reason = Turn.crashReason(end)

@@ -8,18 +8,21 @@
  * `TestClock.adjust` drives them.
  *
  * The model is a function of `{ agent, prompt, history, turn }` returning a `Reply`: a plain string, or one
- * of `toolUse`, `delay`, `apiError`, `crash`, `hang`, `structured`. `history` holds every earlier prompt of
- * the agent's conversation and survives a crash and resume, as the real CLI's session file does.
+ * of `toolUse`, `delay`, `apiError`, `crash`, `hang`, `structured`, and the rate limits `usageLimit`,
+ * `rateLimited` and `usageWarning`. `history` holds every earlier prompt of the agent's conversation and survives
+ * a crash and resume, as the real CLI's session file does.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
+import { Approvals } from "./Approvals.js"
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
 import type { StoreError } from "./Errors.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import * as Flotta from "./Flotta.js"
-import { PendingDecisions, READ_ONLY_TOOLS } from "./Permission.js"
+import { CONTINUATION } from "./Parking.js"
+import { READ_ONLY_TOOLS } from "./Permission.js"
 import { Store } from "./Store.js"
 
 // ---------------------------------------------------------------------------------------------- replies
@@ -43,6 +46,15 @@ export type Reply =
   | { readonly _tag: "ApiError"; readonly status: number; readonly message: string }
   | { readonly _tag: "Crash"; readonly exitCode: number; readonly stderr: string }
   | { readonly _tag: "Hang" }
+  | { readonly _tag: "UsageLimit"; readonly resetIn: Duration.Duration | null; readonly rateLimitType: string }
+  | { readonly _tag: "RateLimited"; readonly throttle: boolean }
+  | {
+    readonly _tag: "UsageWarning"
+    readonly utilization: number
+    readonly rateLimitType: string
+    readonly resetIn: Duration.Duration
+    readonly reply: Reply
+  }
 
 /**
  * A tool call. It asks permission through the agent's real path (unless the agent's flags already allow the
@@ -80,6 +92,48 @@ export const crash = (options: { readonly exitCode?: number; readonly stderr?: s
 /** No output at all: the stall watchdog and timeouts apply (an interrupt still ends the turn). */
 export const hang = (): Reply => ({ _tag: "Hang" })
 
+/**
+ * The account's usage limit, as the CLI reports it for a subscription login (CLAUDE-CLI.md, "Usage limits"): a
+ * `rate_limit_event` (`rejected`, reset `resetIn` from now; `null`: no reset time), its own message with
+ * `api_error: "usage_limit_reached"`, and an API-error result. Like the CLI, the process keeps the prompt and
+ * merges it into the next user message: when that is the fleet's continuation, the model is asked the kept
+ * prompt again, with `resumed: true`.
+ */
+export const usageLimit = (
+  options: { readonly resetIn?: Duration.DurationInput | null; readonly rateLimitType?: string } = {}
+): Reply => ({
+  _tag: "UsageLimit",
+  resetIn: options.resetIn === null ? null : Duration.decode(options.resetIn ?? "1 hour"),
+  rateLimitType: options.rateLimitType ?? "five_hour"
+})
+
+/**
+ * A 429 with no reset time: an API key's (the CLI reads no limit headers then), or with `throttle` a
+ * subscription's "not your usage limit". The fleet backs off on its own; the prompt is kept, as above.
+ */
+export const rateLimited = (options: { readonly throttle?: boolean } = {}): Reply => ({
+  _tag: "RateLimited",
+  throttle: options.throttle === true
+})
+
+/** `reply`, with the limiter's `allowed_warning` (past a warning threshold of its window) on the way. */
+export const usageWarning = (
+  reply: Reply,
+  options: {
+    readonly utilization?: number
+    readonly rateLimitType?: string
+    readonly resetIn?: Duration.DurationInput
+  } = {}
+): Reply => ({
+  _tag: "UsageWarning",
+  utilization: options.utilization ?? 0.92,
+  rateLimitType: options.rateLimitType ?? "five_hour",
+  resetIn: Duration.decode(options.resetIn ?? "4 hours"),
+  reply
+})
+
+const WINDOWS: Readonly<Record<string, string>> = { five_hour: "5-hour", seven_day: "weekly" }
+
 /** Structured output, as the CLI gives it under `--json-schema` (a run's `jsonSchema`). */
 export const structured = (output: unknown, text = "Done."): Reply => ({ _tag: "Structured", output, text })
 
@@ -98,6 +152,11 @@ export interface ModelInput {
   readonly model: string | null
   /** The process's working directory (a run's worktree, say). */
   readonly cwd: string
+  /**
+   * This call continues a prompt the CLI kept at a usage limit (the fleet's continuation came): `prompt` is the
+   * kept one.
+   */
+  readonly resumed: boolean
 }
 
 export type Model = (input: ModelInput) => Reply
@@ -197,6 +256,8 @@ const startProcess = (
     let interrupting = false
     /** The host asked to interrupt a turn it had sent that had not started yet. */
     let interruptNext = false
+    /** The prompt a rate limit refused: the CLI keeps it and merges it into the next user message. */
+    let kept: string | undefined
     let dead = false
 
     const emit = (frame: TurnFrame) =>
@@ -280,8 +341,12 @@ const startProcess = (
     const runTurn = (text: string) =>
       Effect.gen(function*() {
         const startedAt = yield* Clock.currentTimeMillis
-        const history = [...prompts]
-        prompts.push(text)
+        // The prompt a usage limit left behind is merged into this message: the continuation resumes it.
+        const resumed = kept !== undefined && text === CONTINUATION
+        const prompt = resumed ? kept! : text
+        kept = undefined
+        const history = resumed ? prompts.slice(0, -1) : [...prompts]
+        if (!resumed) prompts.push(text)
         sessions.set(flags.sessionId, prompts)
         const costAtStart = cost
         let calls = 0
@@ -321,12 +386,13 @@ const startProcess = (
         let reply: Reply = yield* Effect.try(() =>
           model({
             agent: start.name,
-            prompt: text,
+            prompt,
             history,
             turn: prompts.length,
             sessionId: flags.sessionId,
             model: flags.model,
-            cwd: start.cwd
+            cwd: start.cwd,
+            resumed
           })
         ).pipe(Effect.catchAll((error) => Effect.succeed(crash({ stderr: `the model threw: ${error.error}` }))))
         while (true) {
@@ -376,6 +442,80 @@ const startProcess = (
                 result: message,
                 api_error_status: reply.status
               })
+            }
+            case "UsageLimit": {
+              calls++
+              const now = yield* Clock.currentTimeMillis
+              const resetsAt = reply.resetIn === null
+                ? undefined
+                : Math.ceil((now + Duration.toMillis(reply.resetIn)) / 1000)
+              const info: Protocol.RateLimitInfo = {
+                status: "rejected",
+                ...(resetsAt === undefined ? {} : { resetsAt }),
+                rateLimitType: reply.rateLimitType
+              }
+              const message = `You've hit your ${WINDOWS[reply.rateLimitType] ?? reply.rateLimitType} limit` +
+                (resetsAt === undefined ? "" : ` · resets ${new Date(resetsAt * 1000).toISOString()}`)
+              yield* emit({ _tag: "RateLimit", frame: { type: "rate_limit_event", rate_limit_info: info } })
+              yield* emit({
+                _tag: "Assistant",
+                frame: {
+                  type: "assistant",
+                  message: { content: [{ type: "text", text: message }] },
+                  error: "rate_limit",
+                  api_error: "usage_limit_reached",
+                  api_error_params: { rate_limit_info: info }
+                }
+              })
+              kept = prompt
+              return yield* result({
+                subtype: "success",
+                is_error: true,
+                result: message,
+                api_error_status: 429,
+                api_error: "usage_limit_reached",
+                api_error_type: "rate_limit_error"
+              })
+            }
+            case "RateLimited": {
+              calls++
+              const message = reply.throttle
+                ? "API Error: Server is temporarily limiting requests (not your usage limit) · Rate limited"
+                : "API Error: Request rejected (429) · Rate limited"
+              yield* emit({
+                _tag: "Assistant",
+                frame: {
+                  type: "assistant",
+                  message: { content: [{ type: "text", text: message }] },
+                  error: "rate_limit"
+                }
+              })
+              kept = prompt
+              return yield* result({
+                subtype: "success",
+                is_error: true,
+                result: message,
+                api_error_status: 429,
+                api_error_type: "rate_limit_error"
+              })
+            }
+            case "UsageWarning": {
+              const now = yield* Clock.currentTimeMillis
+              yield* emit({
+                _tag: "RateLimit",
+                frame: {
+                  type: "rate_limit_event",
+                  rate_limit_info: {
+                    status: "allowed_warning",
+                    resetsAt: Math.ceil((now + Duration.toMillis(reply.resetIn)) / 1000),
+                    rateLimitType: reply.rateLimitType,
+                    utilization: reply.utilization,
+                    surpassedThreshold: 0.9
+                  }
+                }
+              })
+              reply = reply.reply
+              break
             }
             case "Crash":
               return yield* exit(reply.exitCode, reply.stderr)
@@ -493,7 +633,7 @@ export const layer = (options: Options = {}) => {
     store,
     ...settings
   } = options
-  return Flotta.services(cli(options), settings, PendingDecisions.none, store ?? Store.memory).pipe(
+  return Flotta.services(cli(options), settings, Approvals.pendingDecisions, store ?? Store.memory).pipe(
     Layer.provide(NodeContext.layer)
   )
 }

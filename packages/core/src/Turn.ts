@@ -15,6 +15,7 @@ import type { ExitInfo, TurnFrame } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
 import { AgentCrashed, TurnTimeout } from "./Errors.js"
 import type { TurnError } from "./Errors.js"
+import { CONTINUATION } from "./Parking.js"
 import type * as Telemetry from "./Telemetry.js"
 import * as TurnOutcome from "./TurnOutcome.js"
 
@@ -82,11 +83,21 @@ export interface Active {
   readonly turn: Turn
   readonly running: Running
   readonly startedAt: number
-  readonly deadline: number
+  /** Moves later by the time the turn was held (see `hold`). */
+  deadline: number
   readonly span: Tracer.Span
   interruptedAt: number | null
+  /** Holds in force (see `hold`), and since when the turn has been held. */
+  holds: number
+  heldSince: number | null
+  /** Silence is counted from here at the earliest: the turn's start, or the end of its last hold. */
+  quietFrom: number
   /** Cancels the turn's pending alarm (its next check). */
   cancelAlarm: () => void
+  /** The limiter's view the turn saw last (a `rate_limit_event`, or the CLI's own usage-limit message). */
+  rateLimit: Protocol.RateLimitInfo | null
+  /** While the turn is parked at a usage limit: the release of its hold (see `park`). */
+  parked: ((now: number) => void) | null
 }
 
 export const iso = (millis: number) => new Date(millis).toISOString()
@@ -171,12 +182,18 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
     expectStructuredOutput: ctx.options.expectStructuredOutput === true
   }
   const result = TurnOutcome.resultOf(frame, facts)
+  const limit = TurnOutcome.limitOf(frame, active.rateLimit)
   state.processCost = frame.total_cost_usd
   state.totalCost += result.costUsd
   if (state.sessionId !== result.sessionId || !state.resumable) {
     state.sessionId = result.sessionId
     state.resumable = true
     ctx.saveAgent()
+  }
+  if (limit !== undefined) {
+    // The group parks either way; the turn waits parked unless someone already asked to stop it.
+    ctx.parking.hit(limit, turn.id, now)
+    if (ctx.parking.parks && turn.interruptReason === null) return park(ctx, active, now)
   }
   const record = turn.record
   record.reply = result.text
@@ -191,6 +208,7 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   record.status = "succeeded"
   record.finishedAt = iso(now)
   state.finished++
+  ctx.parking.succeeded()
   ctx.saveTurn(turn, { result })
   Deferred.unsafeDone(turn.deferred, Exit.succeed(result))
   ctx.reports.unsafePost(
@@ -239,6 +257,7 @@ const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) 
 /** One frame of a process, as its reader sees it: only the turn in flight on that process takes it. */
 export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, now: number) => {
   const active = ctx.active
+  if (frame._tag === "RateLimit") ctx.parking.observe(frame.frame.rate_limit_info, now)
   if (active === undefined || active.running !== running) return
   switch (frame._tag) {
     case "Init":
@@ -250,7 +269,13 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
       }
       return
     case "Assistant":
+      if (frame.frame.api_error_params?.rate_limit_info !== undefined) {
+        active.rateLimit = frame.frame.api_error_params.rate_limit_info
+      }
       return observe(ctx, active.turn, frame.frame)
+    case "RateLimit":
+      active.rateLimit = frame.frame.rate_limit_info
+      return
     case "Result":
       return finish(ctx, active, frame.frame, now)
   }
@@ -283,18 +308,20 @@ export const sendInterrupt = (ctx: AgentContext, running: Running) =>
  * service ends when the turn outlives its interrupt's grace or the process falls silent.
  */
 export const watch = (ctx: AgentContext, active: Active) => {
-  const stallAt = Math.max(active.running.process.lastOutputAt(), active.startedAt) + ctx.stallMs
+  active.cancelAlarm()
+  // A held turn has nothing due: the hold's end re-arms the alarm.
+  if (active.holds > 0) return
+  const stallAt = Math.max(active.running.process.lastOutputAt(), active.quietFrom) + ctx.stallMs
   const checkAt = Math.min(
     stallAt,
     active.interruptedAt === null ? active.deadline : active.interruptedAt + ctx.graceMs
   )
-  active.cancelAlarm()
   active.cancelAlarm = ctx.alarms.set(checkAt, check(ctx, active))
 }
 
 const check = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
   Effect.clockWith((clock) => {
-    if (ctx.active !== active) return Effect.void // over already
+    if (ctx.active !== active || active.holds > 0) return Effect.void // over already, or held
     const now = clock.unsafeCurrentTimeMillis()
     if (active.interruptedAt === null && now >= active.deadline) {
       if (active.turn.interruptReason === null) active.turn.interruptReason = "timeout"
@@ -309,7 +336,7 @@ const check = (ctx: AgentContext, active: Active): Effect.Effect<void> =>
       }, now)
       return Effect.void
     }
-    if (now >= Math.max(active.running.process.lastOutputAt(), active.startedAt) + ctx.stallMs) {
+    if (now >= Math.max(active.running.process.lastOutputAt(), active.quietFrom) + ctx.stallMs) {
       const running = active.running
       crash(
         ctx,
@@ -338,7 +365,12 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
     deadline: turn.deadlineAt ?? now + turn.timeoutMs,
     span,
     interruptedAt: null,
-    cancelAlarm: noAlarm
+    holds: 0,
+    heldSince: null,
+    quietFrom: now,
+    cancelAlarm: noAlarm,
+    rateLimit: null,
+    parked: null
   }
   ctx.active = active
   ctx.saveTurn(turn)
@@ -352,12 +384,35 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
 const noAlarm = () => undefined
 
 /**
+ * Holds the turn in flight while it waits on someone else (a human's approval, a usage limit): the process is
+ * rightly silent, so neither its deadline nor a stall can fire. Returns the release, which is idempotent: the
+ * deadline moves later by the time held, and silence counts from the release.
+ */
+export const hold = (ctx: AgentContext, active: Active, now: number): (now: number) => void => {
+  active.holds++
+  if (active.heldSince === null) active.heldSince = now
+  watch(ctx, active)
+  let released = false
+  return (at) => {
+    if (released) return
+    released = true
+    active.holds--
+    if (active.holds > 0 || active.heldSince === null) return
+    active.deadline += at - active.heldSince
+    active.quietFrom = at
+    active.heldSince = null
+    if (ctx.active === active) watch(ctx, active)
+  }
+}
+
+/**
  * Starts the next queued turn if the agent is free: a live process and no turn in flight. A turn whose
  * caller's deadline passed while it waited fails without running.
  */
 export const pump = (ctx: AgentContext, now: number) => {
   const running = ctx.state.process
   if (ctx.active !== undefined || running === undefined || ctx.state.status === "closed") return
+  if (ctx.parking.parkedUntil() !== null) return // queued turns wait out the usage limit
   while (ctx.queue.length > 0) {
     const turn = ctx.queue.shift()!
     if (turn.deadlineAt !== null && now >= turn.deadlineAt) {
@@ -366,6 +421,29 @@ export const pump = (ctx: AgentContext, now: number) => {
     }
     return start(ctx, running, turn, now)
   }
+}
+
+/**
+ * Parks the turn in flight at a usage limit (see `Parking`): it stays the turn in flight, held (neither its
+ * deadline nor a stall fires), and is not sent again: the CLI keeps its prompt. `resume` carries on.
+ */
+const park = (ctx: AgentContext, active: Active, now: number) => {
+  active.rateLimit = null
+  active.parked = hold(ctx, active, now)
+}
+
+/**
+ * Unparked: a parked turn gets the continuation (merged by the CLI with the prompt it kept, so its answer is the
+ * turn's result), else the next queued turn starts.
+ */
+export const resume = (ctx: AgentContext, now: number) => {
+  const active = ctx.active
+  if (active?.parked == null) return pump(ctx, now)
+  const release = active.parked
+  active.parked = null
+  if (ctx.state.process !== active.running) return release(now) // its process is gone: the crash ends the turn
+  active.running.process.sendUser(CONTINUATION)
+  release(now)
 }
 
 export const pumpNow = (ctx: AgentContext) => Clock.currentTimeMillis.pipe(Effect.map((now) => pump(ctx, now)))

@@ -100,3 +100,38 @@ export const classify = (frame: Protocol.ResultFrame, facts: TurnFacts, result: 
   }
   return new TurnFailed({ name, turnId, status: null, subtype: frame.subtype, reason: result.text || frame.subtype })
 }
+
+/**
+ * A turn that ran into a rate limit: the fleet parks it instead of failing it (see `Parking`).
+ * - `UsageLimit`: the account's usage limit (`api_error: "usage_limit_reached"`, subscription and gateway logins),
+ *   with the reset time the CLI read from the limiter's headers, when it had one.
+ * - `RateLimited`: any other 429: an API key's (the CLI reads no limit headers then) or a throttle ("not your
+ *   usage limit"). No reset time: the fleet backs off on its own.
+ */
+export type Limit =
+  | {
+    readonly _tag: "UsageLimit"
+    /** When the limit resets (Clock millis), or null when the CLI did not say. */
+    readonly resetsAt: number | null
+    readonly rateLimitType: string | null
+    readonly message: string
+  }
+  | { readonly _tag: "RateLimited"; readonly status: number; readonly message: string }
+
+/**
+ * Whether a `result` frame is a rate limit, and which; `info` is the limiter's view the turn saw last (its
+ * `rate_limit_event`, or the CLI's own error message's `rate_limit_info`).
+ */
+export const limitOf = (frame: Protocol.ResultFrame, info: Protocol.RateLimitInfo | null): Limit | undefined => {
+  if (frame.subtype !== "success" || !frame.is_error) return undefined
+  const message = Protocol.resultText(frame)
+  if (frame.api_error === "usage_limit_reached") {
+    return {
+      _tag: "UsageLimit",
+      resetsAt: info?.resetsAt === undefined ? null : info.resetsAt * 1000,
+      rateLimitType: info?.rateLimitType ?? null,
+      message
+    }
+  }
+  return frame.api_error_status === 429 ? { _tag: "RateLimited", status: 429, message } : undefined
+}

@@ -17,10 +17,20 @@ const fixture = JSON.parse(
 ) as { readonly turns: ReadonlyArray<{ readonly frames: ReadonlyArray<Record<string, unknown>> }> }
 const captured = fixture.turns.flatMap((t) => t.frames)
 
+/** Frames of usage limits, a throttle, an API key's 429 and a warning, captured from the real CLI (see its note). */
+const limits = JSON.parse(
+  fs.readFileSync(
+    path.join(import.meta.dirname, "..", "..", "..", "test", "fixtures", `cli-limit-frames-${TESTED_VERSION}.json`),
+    "utf8"
+  )
+) as { readonly cases: Record<string, { readonly frames: ReadonlyArray<Record<string, unknown>> }> }
+const limitCase = (name: string) => limits.cases[name]!.frames
+
 const bySchema = {
   result: Schema.decodeUnknownOption(Protocol.ResultFrame),
   init: Schema.decodeUnknownOption(Protocol.SystemInitFrame),
-  assistant: Schema.decodeUnknownOption(Protocol.AssistantFrame)
+  assistant: Schema.decodeUnknownOption(Protocol.AssistantFrame),
+  rateLimit: Schema.decodeUnknownOption(Protocol.RateLimitEventFrame)
 }
 
 const agree = (json: Record<string, unknown>) => {
@@ -30,6 +40,8 @@ const agree = (json: Record<string, unknown>) => {
     ? Option.map(bySchema.result(json), (frame): Protocol.Frame => ({ _tag: "Result", frame }))
     : json["type"] === "assistant"
     ? Option.map(bySchema.assistant(json), (frame): Protocol.Frame => ({ _tag: "Assistant", frame }))
+    : json["type"] === "rate_limit_event"
+    ? Option.map(bySchema.rateLimit(json), (frame): Protocol.Frame => ({ _tag: "RateLimit", frame }))
     : Option.map(bySchema.init(json), (frame): Protocol.Frame => ({ _tag: "Init", frame }))
   assert.deepStrictEqual(decoded, schema, line.slice(0, 200))
 }
@@ -70,5 +82,69 @@ describe("the hot frames' decoders", () => {
     agree({ type: "system", subtype: "init", session_id: "s", tools: [1] })
     agree({ type: "assistant", message: { content: [{ text: "no type" }] } })
     agree({ type: "assistant", message: {} })
+  })
+})
+
+describe("usage-limit frames", () => {
+  const all = Object.values(limits.cases).flatMap((c) => c.frames).filter((f) =>
+    f["type"] === "result" || f["type"] === "assistant" || f["type"] === "rate_limit_event"
+  )
+
+  it("the decoders agree with the Schemas on every captured frame", () => {
+    assert.isAtLeast(all.length, 12)
+    for (const frame of all) agree(frame)
+  })
+
+  it("agree on absent, null and wrong fields", () => {
+    agree({ type: "rate_limit_event", rate_limit_info: { status: "allowed" } })
+    agree({
+      type: "rate_limit_event",
+      rate_limit_info: { status: "rejected", resetsAt: 1, rateLimitType: "five_hour" }
+    })
+    agree({ type: "rate_limit_event" })
+    agree({ type: "rate_limit_event", rate_limit_info: { status: 1 } })
+    agree({ type: "rate_limit_event", rate_limit_info: { status: "rejected", resetsAt: "soon" } })
+    agree({ type: "result", subtype: "success", api_error: null, api_error_type: null })
+    agree({ type: "result", subtype: "success", api_error: 429 })
+    agree({ type: "assistant", message: { content: [] }, error: "rate_limit", api_error_params: {} })
+    agree({ type: "assistant", message: { content: [] }, error: 1 })
+    agree({ type: "assistant", message: { content: [] }, api_error_params: [] })
+    agree({ type: "assistant", message: { content: [] }, api_error_params: { rate_limit_info: { status: 2 } } })
+  })
+
+  it("a usage limit: the event, then the CLI's own message, then a result that is an API error", () => {
+    const [event, message, result] = limitCase("usage_limit").map((f) =>
+      Option.getOrThrow(Protocol.decodeLine(JSON.stringify(f)))
+    )
+    assert.strictEqual(event!._tag, "RateLimit")
+    const info = (event as Extract<Protocol.Frame, { _tag: "RateLimit" }>).frame.rate_limit_info
+    assert.strictEqual(info.status, "rejected")
+    assert.strictEqual(info.rateLimitType, "five_hour")
+    assert.isNumber(info.resetsAt)
+    const assistant = (message as Extract<Protocol.Frame, { _tag: "Assistant" }>).frame
+    assert.strictEqual(assistant.error, "rate_limit")
+    assert.strictEqual(assistant.api_error, "usage_limit_reached")
+    assert.deepStrictEqual(assistant.api_error_params?.rate_limit_info, info)
+    const frame = (result as Extract<Protocol.Frame, { _tag: "Result" }>).frame
+    assert.include(frame, {
+      subtype: "success",
+      is_error: true,
+      api_error_status: 429,
+      api_error: "usage_limit_reached"
+    })
+    assert.match(Protocol.resultText(frame), /^You've hit your 5-hour limit/)
+  })
+
+  it("a throttle and an API key's 429 say 429 without usage_limit_reached; a warning says allowed_warning", () => {
+    for (const name of ["throttle", "api_key_429"]) {
+      const result = limitCase(name).find((f) => f["type"] === "result")!
+      const frame = Option.getOrThrow(Protocol.decodeResultFrame(result))
+      assert.strictEqual(frame.api_error_status, 429, name)
+      assert.strictEqual(frame.api_error_type, "rate_limit_error", name)
+      assert.isUndefined(frame.api_error, name)
+    }
+    const warning = limitCase("allowed_warning").find((f) => f["type"] === "rate_limit_event")!
+    const info = Option.getOrThrow(Protocol.decodeRateLimitEventFrame(warning)).rate_limit_info
+    assert.include(info, { status: "allowed_warning", rateLimitType: "five_hour", utilization: 0.92 })
   })
 })

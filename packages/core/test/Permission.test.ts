@@ -67,7 +67,13 @@ describe("the PendingDecisions seam", () => {
       const fleet = yield* Flotta.Flotta
       yield* fleet.spawn("asker", { permission: asks })
       assert.match(yield* fleet.ask("asker", "go"), /needs an approval, and no approver is configured/)
-    }).pipe(Effect.provide(Testing.layer({ model: () => writes }))))
+    }).pipe(
+      Effect.provide(
+        Flotta.services(Testing.cli({ model: () => writes }), {}, Permission.PendingDecisions.none).pipe(
+          Layer.provide(NodeContext.layer)
+        )
+      )
+    ))
 
   it.effect("an approver gets the request, with who asked and in which turn, and decides it", () =>
     Effect.gen(function*() {
@@ -77,7 +83,8 @@ describe("the PendingDecisions seam", () => {
           Effect.sync(() => {
             seen.push(request)
             return { behavior: "allow" } as const
-          })
+          }),
+        expire: () => Effect.void
       })
       const reply = yield* Effect.gen(function*() {
         const fleet = yield* Flotta.Flotta

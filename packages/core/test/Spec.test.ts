@@ -41,6 +41,14 @@ describe("Spec", () => {
     assert.isTrue(Either.isRight(Spec.validate({ name: "g", permission: { allow: ["Read", "Grep"] } })))
   })
 
+  it("keeps a session whose writes wait for a human (ask), and refuses a tool both allowed and asked", () => {
+    assert.isTrue(Either.isRight(Spec.validate({ name: "h", permission: { allow: ["Read"], ask: ["Write", "Bash"] } })))
+    assert.isTrue(Either.isRight(Spec.validate({ name: "a", permission: "ask" })))
+    const both = Spec.validate({ name: "b", permission: { allow: ["Write"], ask: ["Write"] } })
+    assert.isTrue(Either.isLeft(both))
+    if (Either.isLeft(both)) assert.match(both.left[0]!.message, /Write cannot be both in allow and in ask/)
+  })
+
   it("merges fleet defaults under each entry; the entry wins", () => {
     const fleet = Spec.readFleet({
       fleetDefaults: { model: "opus", cwd: "/srv" },

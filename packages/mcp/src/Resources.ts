@@ -1,6 +1,7 @@
 /**
- * The fleet's records as MCP resources: each live agent's transcript and report entries, and the fleet-wide
- * report log (the most recent entries; `flotta_reports` pages through all of them by cursor).
+ * The fleet's records as MCP resources: each live agent's transcript and report entries, the fleet-wide
+ * report log (the most recent entries; `flotta_reports` pages through all of them by cursor), and the approvals
+ * waiting for a human.
  */
 import { Flotta } from "@flotta/core/Flotta"
 import type { McpServer as SdkServer, ReadResourceResult } from "@modelcontextprotocol/server"
@@ -52,6 +53,18 @@ export const register = (server: SdkServer, runtime: Runtime.Runtime<Flotta>) =>
     description: `The fleet's activity log: the last ${REPORT_TAIL} entries and the cursor after them`,
     mimeType: JSON_TYPE
   }, (uri) => run(Effect.map(Effect.flatMap(Flotta, (fleet) => reportTail(fleet)), (page) => json(uri, page))))
+
+  server.registerResource(
+    "approvals",
+    "flotta://approvals",
+    {
+      title: "Pending approvals",
+      description: "The tool calls waiting for a human's decision (flotta_decide), oldest first",
+      mimeType: JSON_TYPE
+    },
+    (uri) =>
+      run(Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.approvals()), (approvals) => json(uri, { approvals })))
+  )
 
   server.registerResource(
     "transcript",

@@ -8,11 +8,11 @@ import { Schema } from "effect"
 // --- arguments ---------------------------------------------------------------------------------------------
 
 /** A required field, described for the client (the description goes on the field, not into error messages). */
-const req = <S extends Schema.Schema.All>(schema: S, description: string) =>
+export const req = <S extends Schema.Schema.All>(schema: S, description: string) =>
   Schema.propertySignature(schema).annotations({ description })
 
 /** An optional field that is absent, never `undefined` (what `exactOptionalPropertyTypes` expects). */
-const opt = <S extends Schema.Schema.All>(schema: S, description?: string) =>
+export const opt = <S extends Schema.Schema.All>(schema: S, description?: string) =>
   Schema.optionalWith(schema, { exact: true }).annotations(description === undefined ? {} : { description })
 
 const Text = Schema.String.pipe(Schema.minLength(1))
@@ -40,8 +40,9 @@ const TURN_TIMEOUT_DESCRIPTION =
   "The turn's own time limit in seconds; when it expires the turn is interrupted (TurnTimeout)"
 
 const Permission = PermissionData
-const PERMISSION_DESCRIPTION =
-  "\"read_only\" (Read, Glob, Grep), \"full\", or { \"allow\": [tool names or rules like \"Bash(git *)\"] }"
+const PERMISSION_DESCRIPTION = "\"read_only\" (Read, Glob, Grep), \"full\", { \"allow\": [tool names or rules " +
+  "like \"Bash(git *)\"] }, { \"allow\": [...], \"ask\": [tools that wait for a human's approval] }, or \"ask\" " +
+  "(read-only tools are allowed, every other tool waits for a human; see flotta_approvals)"
 
 const Env = Schema.Record({ key: Schema.String, value: Schema.String })
 const CWD_DESCRIPTION = "Working directory (default: the server's)"
@@ -154,6 +155,10 @@ export const GcArgs = Schema.Struct({
 
 export const NoArgs = Schema.Struct({})
 
+export const UnparkArgs = Schema.Struct({
+  agent: opt(Text, "Only this agent (the rest of its credentials' group stays parked); default: every parked agent")
+})
+
 // --- results ------------------------------------------------------------------------------------------------
 
 const describe = <S extends Schema.Schema.Any>(schema: S, description: string) =>
@@ -164,30 +169,40 @@ const NullableNumber = Schema.NullOr(Schema.Number)
 
 export const ErrorView = Schema.Struct({ _tag: Schema.String, message: Schema.String })
 
+const PARKED_UNTIL_DESCRIPTION = "While parked at a usage limit: when it resumes (ISO 8601); null when it is not parked"
+
 export const AgentInfo = Schema.Struct({
   name: Schema.String,
-  status: describe(Schema.String, "starting, idle, working, restarting or closed"),
+  status: describe(Schema.String, "starting, idle, working, waiting_approval, parked, restarting or closed"),
   pid: NullableNumber,
   sessionId: Schema.String,
   alive: Schema.Boolean,
   cwd: Schema.String,
   model: NullableString,
-  permission: Schema.Union(Schema.String, Schema.Struct({ allow: Schema.Array(Schema.String) })),
+  permission: Schema.Union(
+    Schema.String,
+    Schema.Struct({
+      allow: Schema.Array(Schema.String),
+      ask: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+    })
+  ),
   role: Schema.String,
   current: describe(NullableString, "The turn in flight"),
   queued: Schema.Number,
   totals: Schema.Struct({ turns: Schema.Number, failed: Schema.Number, costUsd: Schema.Number }),
   restarts: Schema.Number,
   startedAt: Schema.String,
-  closedReason: NullableString
+  closedReason: NullableString,
+  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION)
 })
 
 export const StatusView = Schema.Struct({
-  status: describe(Schema.String, "starting, idle, working, restarting or closed"),
+  status: describe(Schema.String, "starting, idle, working, waiting_approval, parked, restarting or closed"),
   current: describe(NullableString, "The turn in flight"),
   currentStartedAt: describe(NullableString, "When the turn in flight started (ISO 8601)"),
   queued: describe(Schema.Number, "Turns waiting behind it"),
-  turns: describe(Schema.Number, "Finished turns")
+  turns: describe(Schema.Number, "Finished turns"),
+  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION)
 })
 
 export const TurnResult = Schema.Struct({
@@ -298,4 +313,14 @@ export const WorktreeInfo = Schema.Struct({
   clean: Schema.Boolean,
   locked: Schema.Boolean,
   ageMs: Schema.Number
+})
+
+export const ParkedGroup = Schema.Struct({
+  credentials: describe(Schema.String, "A label for the credentials (never the secret)"),
+  reason: describe(Schema.String, "usage_limit, or rate_limited (a 429 with no reset time: the fleet's own backoff)"),
+  rateLimitType: describe(NullableString, "five_hour, seven_day, ..."),
+  message: describe(Schema.String, "What the claude CLI said"),
+  since: Schema.String,
+  until: describe(Schema.String, "When its agents start to resume (ISO 8601)"),
+  agents: describe(Schema.Array(Schema.String), "Its agents still parked")
 })

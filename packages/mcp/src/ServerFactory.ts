@@ -18,7 +18,11 @@ export const INSTRUCTIONS = "flotta runs a fleet of long-lived claude agents. St
   "each call waits at most 50 s and returns done: false while the work goes on, so call it again. " +
   "flotta_run starts a single-shot task (optionally in a git worktree) and flotta_verify runs checks on a " +
   "branch; both return a name to flotta_wait { name, run: true } for. flotta_list, flotta_status and " +
-  "flotta_reports show what the fleet is doing; flotta_interrupt and flotta_close stop work."
+  "flotta_reports show what the fleet is doing; flotta_interrupt and flotta_close stop work. When the fleet runs " +
+  "a scheduler, flotta_schedule_status shows it and flotta_keep_going, flotta_work_today, flotta_work_on, " +
+  "flotta_pause, flotta_resume, flotta_stop_for_today, flotta_run_routine and flotta_scan_now steer it; " +
+  "flotta_findings lists what its scans found. A tool call under an agent's `ask` permission waits for a human: " +
+  "flotta_approvals lists what waits, flotta_decide allows or denies it."
 
 /**
  * Builds a server. Given the HTTP request it will serve, a modern-era `tools/call` (which names its method

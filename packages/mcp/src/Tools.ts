@@ -6,7 +6,9 @@
 import { Flotta } from "@flotta/core/Flotta"
 import type * as Run from "@flotta/core/Run"
 import { Effect, Schema } from "effect"
+import * as ApprovalTools from "./ApprovalTools.js"
 import * as ToolWait from "./internal/toolWait.js"
+import * as SchedulerTools from "./SchedulerTools.js"
 import * as S from "./Schemas.js"
 import * as Tool from "./Tool.js"
 
@@ -43,7 +45,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     name: "flotta_spawn",
     title: "Spawn an agent",
     description: "Start a long-lived claude agent under a unique name and return its info once it is ready. " +
-      "Send it work with flotta_prompt or flotta_ask; stop it with flotta_close.",
+      "Send it work with flotta_prompt or flotta_ask; stop it with flotta_close. Tools under the permission's " +
+      "`ask` wait for flotta_decide (see flotta_approvals).",
     annotations: { ...PROMPTS },
     input: S.SpawnArgs,
     output: S.AgentInfo,
@@ -59,7 +62,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     title: "Start a run",
     description: "Start a single-shot agent on one bounded task (optionally in its own git worktree) and " +
       "return its name at once. Wait for it with flotta_wait { name, run: true }, or fetch the outcome with " +
-      "flotta_run_result.",
+      "flotta_run_result. Tools under the permission's `ask` wait for flotta_decide (see flotta_approvals).",
     annotations: { ...PROMPTS },
     input: S.RunArgs,
     output: S.Started,
@@ -111,6 +114,23 @@ export const tools: ReadonlyArray<Tool.Tool> = [
         const { current } = yield* fleet.status(name)
         const interrupted = yield* fleet.interrupt(name)
         return { name, interrupted, turnId: interrupted ? current : null }
+      })
+  }),
+  Tool.make({
+    name: "flotta_unpark",
+    title: "Unpark agents",
+    description: "At a usage limit the fleet parks every agent on the same credentials until the limit resets " +
+      "(status parked, parkedUntil); queued turns wait. Unpark now: one agent (agent), or every parked agent " +
+      "(staggered). A parked turn then resumes with a short continuation, and its answer is that turn's result. " +
+      "Returns the agents that resume and what stays parked.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    input: S.UnparkArgs,
+    output: Schema.Struct({ unparked: Schema.Array(Schema.String), parking: Schema.Array(S.ParkedGroup) }),
+    run: ({ agent }) =>
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const { unparked } = yield* fleet.unpark(agent === undefined ? {} : { agent })
+        return { unparked, parking: yield* fleet.parking }
       })
   }),
   Tool.make({
@@ -178,8 +198,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
     name: "flotta_status",
     title: "Agent status",
-    description: "An agent's status (starting, idle, working, restarting, closed), its turn in flight, how many " +
-      "turns are queued and how many finished.",
+    description: "An agent's status (starting, idle, working, waiting_approval, parked, restarting, closed), its " +
+      "turn in flight, how many turns are queued and how many finished; parkedUntil while parked at a usage limit.",
     annotations: READ,
     input: S.NameArgs,
     output: Schema.Struct({ name: Schema.String, ...S.StatusView.fields }),
@@ -311,7 +331,11 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     }),
     run: ({ cwd, force }) =>
       Effect.flatMap(Flotta, (fleet) => fleet.gcWorktrees(cwd ?? ".", force === undefined ? {} : { force }))
-  })
+  }),
+  // Steering the scheduler (SchedulerNotEnabled when the fleet runs none).
+  ...SchedulerTools.tools,
+  // Human approvals: what waits for a person, and their decision.
+  ...ApprovalTools.tools
 ]
 
 export const byName: ReadonlyMap<string, Tool.Tool> = new Map(tools.map((spec) => [spec.name, spec]))

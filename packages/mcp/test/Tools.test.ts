@@ -42,6 +42,7 @@ const EXPECTED_TOOLS = [
   "flotta_info",
   "flotta_close",
   "flotta_interrupt",
+  "flotta_unpark",
   "flotta_prompt",
   "flotta_ask",
   "flotta_wait",
@@ -53,7 +54,21 @@ const EXPECTED_TOOLS = [
   "flotta_verify",
   "flotta_reports",
   "flotta_worktrees",
-  "flotta_gc_worktrees"
+  "flotta_gc_worktrees",
+  // Steering (SchedulerTools.test.ts)
+  "flotta_schedule_status",
+  "flotta_keep_going",
+  "flotta_work_today",
+  "flotta_work_on",
+  "flotta_pause",
+  "flotta_resume",
+  "flotta_stop_for_today",
+  "flotta_run_routine",
+  "flotta_scan_now",
+  "flotta_findings",
+  // Human approvals (ApprovalTools.test.ts)
+  "flotta_approvals",
+  "flotta_decide"
 ]
 
 /** A client of a fresh in-process handler over the fleet in context. */

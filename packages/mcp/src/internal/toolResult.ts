@@ -28,7 +28,15 @@ const ADVICE: Record<string, string> = {
   WorktreeFailed: "Check the repository with flotta_worktrees; flotta_gc_worktrees removes stale ones",
   BranchNotFound: "Pass an existing branch or commit",
   StructuredOutputMissing: "Ask for JSON that matches the schema explicitly in the prompt, or drop jsonSchema",
-  SchedulerNotEnabled: "Add a `schedule` section to the config"
+  SchedulerNotEnabled: "Steering needs a fleet with a scheduler: `flotta serve` (or `flotta repl`) with a `schedule` " +
+    "section in its config; `flotta mcp` over stdio never runs one",
+  InvalidSchedule: "Fix that argument and call again; flotta_schedule_status shows today's windows and the time zone",
+  RoutineNotFound: "Call flotta_schedule_status to see the configured routines",
+  RoutineBusy: "Wait for the fire in flight (flotta_schedule_status lists it under running), then fire it again",
+  RoutineRailed: "Call flotta_resume to lift the daily budget rail, or wait for the next day",
+  ApprovalNotFound: "Call flotta_approvals to see the pending approvals and their ids",
+  ApprovalExpired: "Nothing is waiting for it any more; flotta_approvals { all: true } shows how it ended. To " +
+    "retry the tool call, prompt the agent again"
 }
 
 const sentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`)
