@@ -35,7 +35,10 @@ describe("bad command-line input", () => {
   it("flotta run: each bad value names its flag and the value", { timeout: 300_000 }, async () => {
     const missing = path.join(dir, "no-such-dir")
     await expectUsageErrors([
-      [["run", "--simulate", "--permission", "bogus", "x"], "--permission: \"bogus\" is not one of read_only, full"],
+      [
+        ["run", "--simulate", "--permission", "bogus", "x"],
+        "--permission: \"bogus\" is not one of read_only, full, ask"
+      ],
       [["run", "--simulate", "--max-turns", "abc", "x"], "--max-turns: \"abc\" is not a whole number above 0"],
       [["run", "--simulate", "--max-turns", "-3", "x"], "--max-turns: \"-3\" is not a whole number above 0"],
       [["run", "--simulate", "--max-turns", "1.5", "x"], "--max-turns: \"1.5\" is not a whole number above 0"],
@@ -114,8 +117,8 @@ describe("bad command-line input", () => {
       [["findings", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
       [
         ["lsit"],
-        "<command>: \"lsit\" is not one of ask, close, doctor, findings, init, list, mcp, prompt, repl, reports, " +
-        "result, run, schedule, serve, status, transcript"
+        "<command>: \"lsit\" is not one of approvals, approve, ask, close, deny, doctor, findings, init, list, mcp, " +
+        "prompt, repl, reports, result, run, schedule, serve, status, transcript, unpark"
       ]
     ])
   })
@@ -125,7 +128,7 @@ describe("bad command-line input", () => {
     assert.strictEqual(ran!.code, 2)
     assert.strictEqual(
       ran!.stderr,
-      "flotta: --permission: \"bogus\" is not one of read_only, full\n" +
+      "flotta: --permission: \"bogus\" is not one of read_only, full, ask\n" +
         "flotta: --max-turns: \"abc\" is not a whole number above 0\n"
     )
   })

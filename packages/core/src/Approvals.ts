@@ -109,8 +109,17 @@ export class Approvals extends Effect.Service<Approvals>()("@flotta/core/Approva
     const requested = yield* PubSub.unbounded<Approval>()
     yield* Effect.addFinalizer(() => PubSub.shutdown(requested))
 
-    const save = () =>
-      store.saveState(STATE_KEY, { pending: [...open.values()].map((o) => o.approval), ended: ended.slice() })
+    // Changes made together are saved together: one write per turn of the event loop, not one per change (the
+    // store writes behind anyway, so this delays nothing that was durable sooner).
+    let saving = false
+    const save = () => {
+      if (saving) return
+      saving = true
+      queueMicrotask(() => {
+        saving = false
+        store.saveState(STATE_KEY, { pending: [...open.values()].map((o) => o.approval), ended: ended.slice() })
+      })
+    }
 
     const remember = (approval: Approval) => {
       ended.push(approval)
