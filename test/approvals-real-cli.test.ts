@@ -24,44 +24,14 @@ import { createFleet } from "../packages/core/src/Client.js"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import { FLOTTA, runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
 import { CLAUDE, freePort, isAlive, useOfflineApi, waitUntil } from "./support/realCli.js"
+import { eventually, waitFor } from "./support/waiting.js"
 
 const offline = useOfflineApi("flotta-approvals")
 
 const GUARDED = { allow: ["Read"], ask: ["Write"] }
 
-interface ApprovalOut {
-  readonly id: string
-  readonly agent: string
-  readonly turnId: string | null
-  readonly tool: string
-  readonly input: Record<string, unknown>
-  readonly status: string
-  readonly decidedBy: string | null
-  readonly message: string | null
-}
-
-/** Polls an async read (real time) until it satisfies `done`; fails naming what it waited for. */
-const eventually = async <A>(read: () => Promise<A>, done: (value: A) => boolean, ms: number, what: string) => {
-  const end = Date.now() + ms
-  while (true) {
-    const value = await read()
-    if (done(value)) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
-
-/** Reads (real time, in a live test) until `done` holds; dies naming what it waited for. */
-const poll = <A, E>(read: Effect.Effect<A, E>, done: (a: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    const end = Date.now() + 60_000
-    while (true) {
-      const value = yield* read
-      if (done(value)) return value
-      if (Date.now() > end) return yield* Effect.dieMessage(`timed out waiting for ${what}`)
-      yield* Effect.sleep("100 millis")
-    }
-  })
+/** An approval as the tools answer it (JSON: the core's own shape). */
+type ApprovalOut = Approval
 
 /** A project with a config whose one session asks before each Write, served by `flotta serve --simulate`. */
 const serveProject = async (name: string, extra: Record<string, unknown> = {}) => {
@@ -304,7 +274,11 @@ describe("approvals through the library, with the real claude CLI", () => {
         const target = path.join(cwd, "never.txt")
         const info = yield* fleet.spawn("crashing", { cwd, env: offline.env, permission: GUARDED })
         const turnId = yield* fleet.prompt("crashing", `WRITE ${target} never`)
-        const [pending] = yield* poll(fleet.approvals({ agent: "crashing" }), (l) => l.length > 0, "the Write to ask")
+        const [pending] = yield* waitFor(
+          fleet.approvals({ agent: "crashing" }),
+          (l) => l.length > 0,
+          "the Write to ask"
+        )
         assert.strictEqual((yield* fleet.status("crashing")).status, "waiting_approval")
         process.kill(info.pid!, "SIGKILL")
 
@@ -315,7 +289,7 @@ describe("approvals through the library, with the real claude CLI", () => {
           "AgentCrashed"
         )
         // The turn fails first; its approval ends as the supervisor takes the dead process down.
-        const [ended] = yield* poll(
+        const [ended] = yield* waitFor(
           fleet.approvals({ all: true }),
           (list) => list[0]?.status !== "pending",
           "the approval to end"
@@ -324,7 +298,7 @@ describe("approvals through the library, with the real claude CLI", () => {
         const kinds = (yield* fleet.reports({ agent: "crashing", kinds: ["approval_decided"] })).entries
         assert.deepInclude(kinds[0]!.data as object, { id: pending!.id, behavior: "deny", by: "crashed" })
 
-        const back = yield* poll(
+        const back = yield* waitFor(
           fleet.info("crashing"),
           (i) => i.restarts >= 1 && i.status === "idle" && i.pid !== info.pid,
           "the agent to restart"

@@ -3,13 +3,14 @@
  * Every behaviour that depends on the CLI is shown here at least once.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit } from "effect"
+import { Effect, Exit } from "effect"
 import { execFileSync, spawn as spawnChild } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import { CLAUDE, isAlive, ROOT, useOfflineApi, waitGone } from "./support/realCli.js"
+import { waitFor } from "./support/waiting.js"
 
 const offline = useOfflineApi("flotta-real")
 const workdir = offline.workdir
@@ -18,17 +19,6 @@ const realFleet = (options: Flotta.FleetOptions = {}) => Flotta.layer({ claudePa
 
 const tagOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : "success"
-
-const realClock = Clock.make()
-const waitFor = <A, E, R>(view: Effect.Effect<A, E, R>, predicate: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 600; i++) {
-      const value = yield* view
-      if (predicate(value)) return value
-      yield* Effect.sleep("50 millis").pipe(Effect.withClock(realClock))
-    }
-    return yield* Effect.dieMessage("condition never held within 30 s")
-  })
 
 describe("the engine with the real claude CLI", () => {
   it.scopedLive("remembers a fact across turns and reports per-turn cost and session", () =>

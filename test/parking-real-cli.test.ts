@@ -4,29 +4,18 @@
  * headers only for a subscription login, so these agents log in with `CLAUDE_CODE_OAUTH_TOKEN` and no API key.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import { CONTINUATION } from "../packages/core/src/Parking.js"
 import type { RecordedRequest } from "./support/FakeMessagesApi.js"
 import { CLAUDE, useOfflineApi } from "./support/realCli.js"
+import { waitFor } from "./support/waiting.js"
 
 const offline = useOfflineApi("flotta-parking", { login: "subscription" })
 
 const realFleet = (options: Flotta.FleetOptions = {}) =>
   Flotta.layer({ claudePath: CLAUDE, parkJitter: 0, parkStagger: "400 millis", ...options })
-
-const realClock = Clock.make()
-/** Polls a view (real time) until it holds; generous, since the CLI and the reset take seconds. */
-const waitFor = <A, E, R>(view: Effect.Effect<A, E, R>, predicate: (a: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 1200; i++) {
-      const value = yield* view
-      if (predicate(value)) return value
-      yield* Effect.sleep("50 millis").pipe(Effect.withClock(realClock))
-    }
-    return yield* Effect.dieMessage(`${what} never held within 60 s`)
-  })
 
 /** The user texts of a request's last user message (the CLI merges queued and kept prompts into it). */
 const lastUserTexts = (request: RecordedRequest): ReadonlyArray<string> => {

@@ -62,11 +62,4 @@ export const useOfflineApi = (
 /** A free TCP port on 127.0.0.1. */
 export { freePort } from "./ports.js"
 
-/** Polls a condition (real time) until it holds, or fails naming what it waited for. */
-export const waitUntil = async (check: () => boolean, ms: number, what: string) => {
-  const end = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+export { waitUntil } from "./waiting.js"

@@ -5,25 +5,15 @@
  * advice; an approval that runs out of time is expired; the pending ones are a resource too.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { Approval } from "@flotta/core/Approvals"
 import * as Testing from "@flotta/core/Testing"
 import type { CallToolResult, Client } from "@modelcontextprotocol/client"
 import { Effect, TestClock } from "effect"
 import type { Era } from "./support.js"
 import { armed, call, connect, ERAS, fleet, handler, script, structured, until } from "./support.js"
 
-interface ApprovalOut {
-  readonly id: string
-  readonly agent: string
-  readonly turnId: string | null
-  readonly tool: string
-  readonly input: Record<string, unknown>
-  readonly requestedAt: string
-  readonly expiresAt: string
-  readonly status: string
-  readonly decidedAt: string | null
-  readonly decidedBy: string | null
-  readonly message: string | null
-}
+/** An approval as the tools answer it (JSON: the core's own shape). */
+type ApprovalOut = Approval
 
 interface WaitOut {
   readonly done: boolean
