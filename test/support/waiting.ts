@@ -38,7 +38,11 @@ export const waitFor = <A, E, R>(
     while (true) {
       const value = yield* view
       if (predicate(value)) return value
-      if (Date.now() > end) return yield* Effect.dieMessage(`timed out waiting for ${what} (${ms / 1000} s)`)
+      if (Date.now() > end) {
+        return yield* Effect.dieMessage(
+          `timed out waiting for ${what} (${ms / 1000} s); last: ${JSON.stringify(value)}`
+        )
+      }
       yield* Effect.sleep("50 millis").pipe(Effect.withClock(realClock))
     }
   })
