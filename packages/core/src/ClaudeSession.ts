@@ -74,8 +74,10 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
     // as they are sent: one stage per long-lived stream is what an idle agent keeps in memory.
     yield* Mailbox.toStream(stdin).pipe(Stream.run(proc.stdin), Effect.ignore, Effect.forkScoped)
     const encoder = new TextEncoder()
+    /** Set once the child has exited: nothing more is written to it (a pipe with no reader can stall its writer). */
+    let gone = false
     const write = (line: string) => {
-      stdin.unsafeOffer(encoder.encode(line + "\n"))
+      if (!gone) stdin.unsafeOffer(encoder.encode(line + "\n"))
     }
     const send = (line: string) => Effect.sync(() => write(line))
 
@@ -176,6 +178,7 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
       Effect.flatMap((code) => {
         const exit: ExitInfo = { exitCode: Option.getOrNull(code), stderr: stderrTail() }
         const failure = new ControlRequestFailed({ subtype: "", reason: "the claude process exited" })
+        gone = true
         return Effect.forEach(pending.values(), (deferred) => Deferred.fail(deferred, failure)).pipe(
           Effect.zipRight(Deferred.succeed(exited, exit)),
           Effect.zipRight(Effect.sync(() => options.onExit(exit)))

@@ -5,7 +5,18 @@
  * when the budget is spent the agent is closed, with the reason. The supervisor's fiber only wakes for that:
  * turns never pass through it.
  */
-import { Deferred, Duration, Effect, Either, Exit, Schedule, ScheduleDecision, ScheduleInterval, Scope } from "effect"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Option,
+  Schedule,
+  ScheduleDecision,
+  ScheduleInterval,
+  Scope
+} from "effect"
 import type { AgentContext, Running } from "./Agent.js"
 import { AgentClosed } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
@@ -35,6 +46,9 @@ export const restartPolicy = (settings: FleetSettings): Schedule.Schedule<number
     )
   })
 }
+
+/** Longer than a process's own kill escalation (EOF, SIGTERM, SIGKILL: 2 + 5 + 2 s). */
+const CLEANUP = Duration.seconds(15)
 
 /** Fails every turn that waits in the queue. */
 export const failWaiting = (ctx: AgentContext, error: AgentClosed) =>
@@ -72,7 +86,12 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
       const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
       // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
       yield* ctx.expireApprovals("crashed")
-      yield* Scope.close(running.scope, Exit.void)
+      // The restart waits for the old process's cleanup, but a cleanup that hangs (a dead child's pipes) must not
+      // keep the agent down: past the kill escalation's own graces it goes on in the background.
+      const closed = yield* Scope.close(running.scope, Exit.void).pipe(Effect.disconnect, Effect.timeoutOption(CLEANUP))
+      if (Option.isNone(closed)) {
+        yield* Effect.logWarning(`the old claude process's cleanup took over ${Duration.format(CLEANUP)}; restarting`)
+      }
       ctx.state.processCost = 0
       let reason = Turn.crashReason(end)
       yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
