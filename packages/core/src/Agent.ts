@@ -98,7 +98,7 @@ export interface PermissionRecord {
   readonly decision: "allow" | "deny"
   readonly message?: string
   readonly updatedInput?: unknown
-  /** Who decided, when it was not the policy: a human's surface (`api`, `mcp`, `cli`, ...), `timeout`, `always`. */
+  /** Who decided, when it was not the policy: a human's surface (`api`, `mcp`, `cli`, ...), or `timeout`, ... */
   readonly by?: string
 }
 
@@ -389,12 +389,9 @@ export const make = (
     }
 
     // --- permission requests from the process -------------------------------------------------------------
-    /** Tools a human allowed "always": asked about no more (a function policy included). */
-    const alwaysAllowed = new Set<string>()
+    /** An approval given "always": the tool is in the agent's permission from now on (stored, and reported). */
     const allowAlways = (tool: string, by: string) =>
       Effect.suspend(() => {
-        if (alwaysAllowed.has(tool)) return Effect.void
-        alwaysAllowed.add(tool)
         policy = Permission.allowAlso(policy, [tool])
         ;({ notRestorable, stored } = storedOptions(options, policy, cwd, defaultTimeoutMs))
         saveAgent()
@@ -431,16 +428,13 @@ export const make = (
       const { input: rawInput, tool_name: tool, tool_use_id: toolUseId } = ask.value
       const input = (typeof rawInput === "object" && rawInput !== null ? rawInput : {}) as Record<string, unknown>
       const turnId = ctx.active?.turn.id ?? null
-      const decided: Effect.Effect<Permission.PendingAnswer> = alwaysAllowed.has(tool)
-        ? Effect.succeed({ behavior: "allow", by: "always" })
-        : deps.permission.decide(policy, {
-          agent: name,
-          turnId,
-          tool,
-          input,
-          ...(toolUseId === undefined ? {} : { toolUseId })
-        }, waitingFor())
-      return decided.pipe(
+      return deps.permission.decide(policy, {
+        agent: name,
+        turnId,
+        tool,
+        input,
+        ...(toolUseId === undefined ? {} : { toolUseId })
+      }, waitingFor()).pipe(
         Effect.tap((decision) =>
           decision.behavior === "allow" && decision.always === true
             ? allowAlways(tool, decision.by ?? "api")

@@ -37,8 +37,7 @@ export const ENDINGS: ReadonlySet<string> = new Set([
   "interrupted",
   "closed",
   "crashed",
-  "host_restart",
-  "always"
+  "host_restart"
 ])
 
 /** The surface a human decided on: a short lower-case word (`api`, `mcp`, `cli`, `dashboard`). */

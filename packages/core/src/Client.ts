@@ -3,6 +3,7 @@
  * service, as Promises; a failure rejects with the same typed error object (it carries `_tag`).
  */
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
+import type { Scope } from "effect"
 import type { AgentOptions } from "./Agent.js"
 import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
 import * as Flotta from "./Flotta.js"
@@ -100,6 +101,26 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
   const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
+  /** Calls `onItem` with each item of a live subscription, until the returned function unsubscribes. */
+  const follow = <A>(
+    subscription: (fleet: Flotta.Flotta) => Effect.Effect<Stream.Stream<A>, never, Scope.Scope>,
+    onItem: (item: A) => void
+  ): Unsubscribe => {
+    let live: () => void = () => undefined
+    const ready = new Promise<void>((resolve) => (live = resolve))
+    const fiber = runtime.runFork(
+      Effect.flatMap(Flotta.Flotta, (f) =>
+        subscription(f).pipe(
+          Effect.tap(() => Effect.sync(live)),
+          Effect.flatMap(Stream.runForEach((item) => Effect.sync(() => onItem(item)))),
+          Effect.scoped
+        ))
+    )
+    return Object.assign(() => {
+      runtime.runFork(Fiber.interrupt(fiber))
+    }, { ready })
+  }
+
   return {
     /** What came back from the store when the fleet started (nothing, for a new or memory store). */
     restored: () => run((f) => Effect.succeed(f.restored)),
@@ -144,26 +165,11 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
      * Live report entries; returns the function that unsubscribes, whose `ready` resolves once the
      * subscription is live (every entry posted after that is delivered, or counted by `onMissed`).
      */
-    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): Unsubscribe => {
-      let live: () => void = () => undefined
-      const ready = new Promise<void>((resolve) => (live = resolve))
-      const fiber = runtime.runFork(
-        Effect.flatMap(Flotta.Flotta, (f) =>
-          f.subscribe(callbacks).pipe(
-            Effect.tap(() => Effect.sync(live)),
-            Effect.flatMap(Stream.runForEach((notice) =>
-              Effect.sync(() => {
-                if (notice._tag === "Entry") onEntry(notice.entry)
-                else callbacks.onMissed?.(notice.count, notice.after)
-              })
-            )),
-            Effect.scoped
-          ))
-      )
-      return Object.assign(() => {
-        runtime.runFork(Fiber.interrupt(fiber))
-      }, { ready })
-    },
+    subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): Unsubscribe =>
+      follow((f) => f.subscribe(callbacks), (notice) => {
+        if (notice._tag === "Entry") onEntry(notice.entry)
+        else callbacks.onMissed?.(notice.count, notice.after)
+      }),
     /** Pending approvals, oldest first (with `all`, also the ones that ended lately). */
     approvals: (query?: ApprovalQuery) => run((f) => f.approvals(query)),
     /** A human's decision on a pending approval; rejects with ApprovalNotFound or ApprovalExpired. */
@@ -172,21 +178,8 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
      * Called with each new pending approval; returns the function that unsubscribes, whose `ready` resolves once
      * the subscription is live.
      */
-    onApproval: (onRequest: (approval: Approval) => void): Unsubscribe => {
-      let live: () => void = () => undefined
-      const ready = new Promise<void>((resolve) => (live = resolve))
-      const fiber = runtime.runFork(
-        Effect.flatMap(Flotta.Flotta, (f) =>
-          f.subscribeApprovals.pipe(
-            Effect.tap(() => Effect.sync(live)),
-            Effect.flatMap(Stream.runForEach((approval) => Effect.sync(() => onRequest(approval)))),
-            Effect.scoped
-          ))
-      )
-      return Object.assign(() => {
-        runtime.runFork(Fiber.interrupt(fiber))
-      }, { ready })
-    },
+    onApproval: (onRequest: (approval: Approval) => void): Unsubscribe =>
+      follow((f) => f.subscribeApprovals, onRequest),
     /** Closes every agent (their children exit) and releases the fleet. */
     shutdown: () => runtime.dispose(),
     /** The Effect runtime, for mixing both styles. */

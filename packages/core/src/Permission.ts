@@ -156,17 +156,17 @@ const normalize = (decision: PolicyAnswer): PolicyAnswer => {
 }
 
 /** A permission as data, for reports, `info` and the store (a function is only named). */
-export type Described = "read_only" | "full" | "ask" | "function" | {
-  readonly allow: ReadonlyArray<string>
-  readonly ask?: ReadonlyArray<string>
-}
+export type Described = PermissionData | "function"
 
 /** A short label for reports and `info`. */
 export const describe = (permission: Policy): Described => typeof permission === "function" ? "function" : permission
 
 /** A permission with `tools` allowed from now on, without asking (an approval given "always"). */
 export const allowAlso = (permission: Policy, tools: ReadonlyArray<string>): Policy => {
-  if (tools.length === 0 || typeof permission === "function" || permission === "full") return permission
+  if (tools.length === 0 || permission === "full") return permission
+  if (typeof permission === "function") {
+    return (tool, input) => (tools.includes(tool) ? { behavior: "allow" } : permission(tool, input))
+  }
   const { allow, ask } = asData(permission)
   const stillAsked = ask.filter((rule) => !tools.includes(toolOfRule(rule)))
   return { allow: [...new Set([...allow, ...tools])], ...(stillAsked.length === 0 ? {} : { ask: stillAsked }) }

@@ -369,6 +369,34 @@ const startProcess = (
             }))
         const assistant = (content: Protocol.AssistantFrame["message"]["content"]) =>
           emit({ _tag: "Assistant", frame: { type: "assistant", message: { content } } })
+        /**
+         * A 429, as the CLI reports it: its own message (a usage limit's with `info`), then an API-error result. The
+         * process keeps the prompt, to merge into the next user message.
+         */
+        const refused = (message: string, info?: Protocol.RateLimitInfo) =>
+          Effect.gen(function*() {
+            const limit = info === undefined
+              ? {}
+              : { api_error: "usage_limit_reached", api_error_params: { rate_limit_info: info } }
+            yield* emit({
+              _tag: "Assistant",
+              frame: {
+                type: "assistant",
+                message: { content: [{ type: "text", text: message }] },
+                error: "rate_limit",
+                ...limit
+              }
+            })
+            kept = prompt
+            return yield* result({
+              subtype: "success",
+              is_error: true,
+              result: message,
+              api_error_status: 429,
+              api_error_type: "rate_limit_error",
+              ...(info === undefined ? {} : { api_error: "usage_limit_reached" })
+            })
+          })
         /** One model round trip; false when a bound stops the turn (its result is then sent). */
         const call = Effect.suspend(() => {
           calls++
@@ -457,47 +485,15 @@ const startProcess = (
               const message = `You've hit your ${WINDOWS[reply.rateLimitType] ?? reply.rateLimitType} limit` +
                 (resetsAt === undefined ? "" : ` · resets ${new Date(resetsAt * 1000).toISOString()}`)
               yield* emit({ _tag: "RateLimit", frame: { type: "rate_limit_event", rate_limit_info: info } })
-              yield* emit({
-                _tag: "Assistant",
-                frame: {
-                  type: "assistant",
-                  message: { content: [{ type: "text", text: message }] },
-                  error: "rate_limit",
-                  api_error: "usage_limit_reached",
-                  api_error_params: { rate_limit_info: info }
-                }
-              })
-              kept = prompt
-              return yield* result({
-                subtype: "success",
-                is_error: true,
-                result: message,
-                api_error_status: 429,
-                api_error: "usage_limit_reached",
-                api_error_type: "rate_limit_error"
-              })
+              return yield* refused(message, info)
             }
             case "RateLimited": {
               calls++
-              const message = reply.throttle
-                ? "API Error: Server is temporarily limiting requests (not your usage limit) · Rate limited"
-                : "API Error: Request rejected (429) · Rate limited"
-              yield* emit({
-                _tag: "Assistant",
-                frame: {
-                  type: "assistant",
-                  message: { content: [{ type: "text", text: message }] },
-                  error: "rate_limit"
-                }
-              })
-              kept = prompt
-              return yield* result({
-                subtype: "success",
-                is_error: true,
-                result: message,
-                api_error_status: 429,
-                api_error_type: "rate_limit_error"
-              })
+              return yield* refused(
+                reply.throttle
+                  ? "API Error: Server is temporarily limiting requests (not your usage limit) · Rate limited"
+                  : "API Error: Request rejected (429) · Rate limited"
+              )
             }
             case "UsageWarning": {
               const now = yield* Clock.currentTimeMillis

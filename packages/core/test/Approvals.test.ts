@@ -60,6 +60,13 @@ describe("permission forms that ask a human", () => {
     })
     assert.deepStrictEqual(Permission.allowAlso("full", ["Bash"]), "full")
   })
+
+  it.effect("allowAlso on a function allows the tool first and asks the function about the rest", () =>
+    Effect.gen(function*() {
+      const policy = Permission.allowAlso(() => ({ behavior: "ask" }), ["Write"])
+      assert.strictEqual((yield* Permission.answer(policy, "Write", {})).behavior, "allow")
+      assert.strictEqual((yield* Permission.answer(policy, "Bash", {})).behavior, "ask")
+    }))
 })
 
 describe("a pending approval", () => {
