@@ -1,9 +1,10 @@
 /**
  * The one composition `serve`, `repl`, `mcp` and `run` use: the engine for the config's `fleet` section, and
- * on top of it the MCP server (`mcp` section) and the scheduler (`schedule` section) when the config has them
- * and the command wants them; an absent one is `Layer.empty`. With `--simulate`, the children are the real
- * claude CLI pointed at the built-in scripted model on 127.0.0.1 (no account, no spend, nothing of ~/.claude
- * touched). The platform (`NodeContext`) is provided here, at the edge.
+ * on top of it the MCP server (`mcp` section), the dashboard (`dashboard`) and the scheduler (`schedule`)
+ * when the config has them and the command wants them; an absent one is `Layer.empty`. Telemetry (`telemetry`)
+ * is beneath them all. With `--simulate`, the children are the real claude CLI pointed at the built-in scripted
+ * model on 127.0.0.1 (no account, no spend, nothing of ~/.claude touched). The platform (`NodeContext`) is
+ * provided here, at the edge.
  *
  * Where state lives: `serve` and `repl` (`durable`) use the config's `store`, else `.flotta/state.db` in the
  * project directory; `run` and `mcp` keep theirs in memory, whatever the config says: a one-shot run, and a
@@ -13,10 +14,14 @@
 import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import * as Flotta from "@flotta/core/Flotta"
+import * as Otlp from "@flotta/core/Otlp"
 import type { StoreConfig, StoreOptions } from "@flotta/core/Store"
+import * as Dashboard from "@flotta/dashboard/Dashboard"
+import type { DashboardConfigInput } from "@flotta/dashboard/DashboardConfig"
+import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as McpServer from "@flotta/mcp/McpServer"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"
 import { DEFAULT_STORE_FILE } from "./ConfigFile.js"
 import type { LoadedConfig } from "./ConfigFile.js"
@@ -74,6 +79,8 @@ export interface Features {
   readonly simulate: boolean
   /** Serve the config's `mcp` section over HTTP (when it has one). */
   readonly mcp?: boolean
+  /** Serve the config's `dashboard` section (when it has one). */
+  readonly dashboard?: boolean
   /** Run the config's scheduler (when it has a `schedule`). */
   readonly schedule?: boolean
   /** Keep state in the config's store, else the default file (serve, repl); otherwise in memory. */
@@ -83,20 +90,51 @@ export interface Features {
 /** What a composition switched on, for the command to report. */
 export const enabled = (config: LoadedConfig, features: Features) => ({
   mcp: features.mcp === true && config.mcp !== undefined,
+  dashboard: features.dashboard === true && config.dashboard !== undefined,
   schedule: features.schedule === true && config.schedule !== undefined
 })
 
-/** The engine, with the MCP server and the scheduler on top when the config has them and `features` asks. */
+/**
+ * The engine, with the scheduler, the dashboard and the MCP server on top when the config has them and `features`
+ * asks. Telemetry (`Otlp.layer`) is beneath it all: every span is exported, and the last are flushed once all
+ * else has closed.
+ */
 export const layer = (config: LoadedConfig, features: Features) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const durable = features.durable === true
     const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
     const on = enabled(config, features)
     const engine = Flotta.layer(fleetOptions(config, env, durable))
-    // The MCP server is built over the scheduler: its tools run on the context it captures when it starts, so
-    // that is where the steering tools find the scheduler (or, when it is off, answer SchedulerNotEnabled).
-    return McpServer.layer(on.mcp ? config.mcp : undefined).pipe(
+    const mcp = on.mcp ? config.mcp : undefined
+    // The MCP server and the dashboard are built over the scheduler: they run on the context they capture when
+    // they start, so that is where they find the scheduler (or, when it is off, answer SchedulerNotEnabled).
+    const dashboard = on.dashboard && config.dashboard !== undefined
+      ? dashboardLayer(config.dashboard, mcp)
+      : Layer.empty
+    return McpServer.layer(mcp).pipe(
+      Layer.provideMerge(dashboard),
       Layer.provideMerge(Scheduler.layer(on.schedule ? config.schedule : undefined)),
       Layer.provideMerge(engine)
     )
-  })).pipe(Layer.provide(NodeContext.layer))
+  })).pipe(Layer.provide(Otlp.layer(config.telemetry)), Layer.provide(NodeContext.layer))
+
+/**
+ * The dashboard: on the MCP server's port at `/` when its section names no port and MCP is on (it then inherits
+ * the MCP server's host, token and allowed names, and the MCP server hands it every path but `/mcp`); else on
+ * its own server (without MCP, at the MCP defaults).
+ */
+const dashboardLayer = (dashboard: DashboardConfigInput, mcp: McpConfig.McpConfigInput | undefined) => {
+  if (dashboard.port !== undefined || mcp === undefined) return Dashboard.layer(dashboard)
+  const shared = Layer.unwrapEffect(Effect.map(McpConfig.make(mcp), (server) => Dashboard.shared(dashboard, server)))
+  return Layer.effect(McpServer.SharedRoutes, Effect.map(Dashboard.Dashboard, (d) => d.handle)).pipe(
+    Layer.provideMerge(shared)
+  )
+}
+
+/** The dashboard's address, when one runs: its own, or `/` of the MCP server it shares. */
+export const dashboardUrl = Effect.gen(function*() {
+  const dashboard = yield* Effect.serviceOption(Dashboard.Dashboard)
+  if (Option.isNone(dashboard)) return Option.none<string>()
+  const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+  return Option.orElse(dashboard.value.url, () => Option.map(mcp, (server) => new URL("/", server.url).href))
+})

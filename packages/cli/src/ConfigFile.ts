@@ -3,14 +3,16 @@
  * `flotta.config.ts` (default export, `defineConfig({...})` for type checking) in the project directory.
  *
  * It is decoded once, by one Schema (`FileSchema`), into one section per layer: `fleet` for `Flotta.layer`,
- * `store` for the engine's `Store`, `mcp` for `McpServer.layer`, `schedule` for `Scheduler.layer` (an absent
+ * `store` for the engine's `Store`, `mcp` for `McpServer.layer`, `dashboard` for `Dashboard.layer`, `schedule` for `Scheduler.layer` (an absent
  * section is `undefined`, and its layer is then `Layer.empty`; an absent `store` is the command's default). The environment overrides the file through one mapping (`ENVIRONMENT`).
  * Errors name the file (or the variable), the path of the bad field and what was expected. A bad top-level
  * field stops the command; a bad agent or routine entry is reported and skipped, and the rest boots.
  */
 import { FileSystem } from "@effect/platform"
+import * as Otlp from "@flotta/core/Otlp"
 import * as Spec from "@flotta/core/Spec"
 import type { StoreConfig } from "@flotta/core/Store"
+import * as DashboardConfig from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Config, Effect, Either, Option, ParseResult, Schema } from "effect"
@@ -41,10 +43,14 @@ export interface FlottaConfig {
   readonly agents?: ReadonlyArray<Spec.SpecInput>
   /** Serve the fleet over MCP (Streamable HTTP on 127.0.0.1). */
   readonly mcp?: McpConfig.FileSection
+  /** The live web page of the fleet: at `/` of the MCP server, or on a `port` of its own. */
+  readonly dashboard?: DashboardConfig.FileSection
   /** Working hours: switches the scheduler on. */
   readonly schedule?: Readonly<Record<string, unknown>>
   /** Recurring work for the scheduler. */
   readonly routines?: ReadonlyArray<Readonly<Record<string, unknown>>>
+  /** OpenTelemetry export: `{ "otlp": "http://127.0.0.1:4318", "children"?, "serviceName"?, "headers"? }`. */
+  readonly telemetry?: Otlp.FileSection
   /**
    * Where `serve` and `repl` keep the fleet's state (default `{ "sqlite": ".flotta/state.db" }`): `"memory"`,
    * an SQLite file (relative to the project directory), or a Postgres database; `retainDays` (default 30).
@@ -81,8 +87,10 @@ export const FileSchema = Schema.Struct({
   fleetDefaults: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   agents: exact(Schema.Array(Schema.Unknown)),
   mcp: exact(McpConfig.FileSection),
+  dashboard: exact(DashboardConfig.FileSection),
   schedule: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   routines: exact(Schema.Array(Schema.Unknown)),
+  telemetry: exact(Otlp.FileSection),
   // Checked by `readStore`, which names the bad field within it (a union's own message would not).
   store: exact(Schema.Unknown)
 })
@@ -117,7 +125,10 @@ export interface LoadedConfig {
   /** The config's `store`, or undefined: then `serve` and `repl` use `.flotta/state.db` under `dir`. */
   readonly store: StoreSection | undefined
   readonly mcp: McpConfig.McpConfigInput | undefined
+  readonly dashboard: DashboardConfig.DashboardConfigInput | undefined
   readonly schedule: SchedulerConfig.SchedulerConfig | undefined
+  /** The config's `telemetry`; export may still come from the OTEL_EXPORTER_OTLP_* environment without it. */
+  readonly telemetry: Otlp.FileSection | undefined
 }
 
 /** One environment variable and the config field it overrides. */
@@ -464,7 +475,9 @@ export const decode = (
     },
     store: store.right,
     mcp: McpConfig.fromFile(config.mcp),
-    schedule: Option.getOrUndefined(schedule.right)
+    dashboard: DashboardConfig.fromFile(config.dashboard),
+    schedule: Option.getOrUndefined(schedule.right),
+    telemetry: config.telemetry
   })
 }
 
@@ -475,7 +488,9 @@ export const empty = (dir: string): LoadedConfig => ({
   fleet: { fleet: { sessions: [], templates: [], rejected: [] } },
   store: undefined,
   mcp: undefined,
-  schedule: undefined
+  dashboard: undefined,
+  schedule: undefined,
+  telemetry: undefined
 })
 
 /**

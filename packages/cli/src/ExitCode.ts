@@ -14,8 +14,8 @@ export const EXIT_CODES = [
   },
   {
     code: 3,
-    tags: ["ConfigError", "ConfigFileError"],
-    meaning: "the config file or an environment variable is invalid"
+    tags: ["ConfigError", "ConfigFileError", "McpConfigError", "DashboardConfigError", "OtlpConfigError"],
+    meaning: "the config file or an environment variable is invalid, or a server it asks for cannot listen"
   },
   { code: 4, tags: ["SpawnFailed"], meaning: "claude could not be started" },
   { code: 5, tags: ["TurnFailed"], meaning: "the API answered with an error" },

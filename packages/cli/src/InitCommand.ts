@@ -61,7 +61,9 @@ export const STARTER =
   "store": { "sqlite": ".flotta/state.db" },
 
   // The fleet over MCP at http://127.0.0.1:4099/mcp (loopback only; set "token" before any other host).
-  "mcp": { "port": 4099 }
+  "mcp": { "port": 4099 },
+  // The live dashboard at http://127.0.0.1:4099/ (the MCP server's host and token; "port" gives it its own).
+  "dashboard": {}
 
   // Working hours and recurring routines switch the scheduler on. Uncomment to try:
   // ,"schedule": { "timezone": "utc", "hours": { "mon": [["09:00", "17:00"]], "tue": [["09:00", "17:00"]] } },

@@ -19,7 +19,7 @@ import * as ServeCommand from "./ServeCommand.js"
 import * as Shared from "./SharedOptions.js"
 
 const noMcp = Options.boolean("no-mcp").pipe(
-  Options.withDescription("Do not start the config's MCP server")
+  Options.withDescription("Do not start the config's MCP server or dashboard (no port is opened)")
 )
 const noSchedule = Options.boolean("no-schedule").pipe(
   Options.withDescription("Do not start the config's scheduler (fleet.scheduler is then undefined)")
@@ -32,7 +32,13 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const features = { simulate: flags.simulate, mcp: !flags.noMcp, schedule: !flags.noSchedule, durable: true }
+      const features = {
+        simulate: flags.simulate,
+        mcp: !flags.noMcp,
+        dashboard: !flags.noMcp,
+        schedule: !flags.noSchedule,
+        durable: true
+      }
       const on = Composition.enabled(config, features)
       const fleet = fromLayer(Composition.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
@@ -43,7 +49,13 @@ export const command = Command.make(
           const restored = (yield* Flotta).restored.restored.map((r) => r.name)
           const mcp = yield* Effect.serviceOption(McpServer.McpServer)
           const state = yield* ServeCommand.stateLines("flotta repl")
-          return { live: [...restored, ...report.started], mcp: Option.map(mcp, (server) => server.url), state }
+          const dashboard = yield* Composition.dashboardUrl
+          return {
+            live: [...restored, ...report.started],
+            mcp: Option.map(mcp, (server) => server.url),
+            dashboard,
+            state
+          }
         }))
       ))
       yield* Output.stderr(
@@ -52,6 +64,7 @@ export const command = Command.make(
           `flotta repl: \`fleet\` is live` +
           (booted.live.length > 0 ? ` with ${booted.live.join(", ")}` : "") +
           Option.match(booted.mcp, { onNone: () => "", onSome: (url) => `; MCP at ${url}` }) +
+          Option.match(booted.dashboard, { onNone: () => "", onSome: (url) => `; dashboard at ${url}` }) +
           (on.schedule ? "; fleet.scheduler is on" : "") +
           `. Try: await fleet.spawn("scout"); await fleet.ask("scout", "hello"). Leave with .exit`
         ].join("\n")

@@ -1,5 +1,5 @@
 /**
- * `flotta serve`: boots the declared fleet, with the MCP server and the scheduler when the config has them,
+ * `flotta serve`: boots the declared fleet, with the MCP server, the dashboard and the scheduler when the config has them,
  * logs to stderr, and runs until a signal (SIGINT, SIGTERM) closes every agent and the port. State lives in the
  * config's store, else `.flotta/state.db` in the project: what was live when the last serve stopped comes back
  * first, and serve says where state lives and what came back once it is ready.
@@ -51,17 +51,19 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const features = { simulate: flags.simulate, mcp: true, schedule: true, durable: true }
+      const features = { simulate: flags.simulate, mcp: true, dashboard: true, schedule: true, durable: true }
       const on = Composition.enabled(config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+        const dashboard = yield* Composition.dashboardUrl
         const live = [...(yield* Flotta).restored.restored.map((r) => r.name), ...booted.started]
         // One write, so that whoever waits for the first line gets the rest with it.
         yield* Output.stderr(
           [
             `flotta serve: ${live.length} agent(s) up${live.length > 0 ? ` (${live.join(", ")})` : ""}; ` +
             `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
+            `dashboard ${Option.getOrElse(Option.map(dashboard, (url) => `at ${url}`), () => "off")}; ` +
             `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`,
             ...(yield* stateLines("flotta serve"))
           ].join("\n")

@@ -54,6 +54,21 @@ describe("one Schema, one section per layer", () => {
     assert.isUndefined(Either.getOrThrow(ConfigFile.decode("f.json", { mcp: { enabled: false, port: 1 } })).mcp)
   })
 
+  it("the dashboard section: empty shares the MCP server, a port gives it its own, enabled: false turns it off", () => {
+    assert.deepStrictEqual(Either.getOrThrow(ConfigFile.decode("f.json", { dashboard: {} })).dashboard, {})
+    assert.deepStrictEqual(
+      Either.getOrThrow(ConfigFile.decode("f.json", { dashboard: { port: 4100, token: "0123456789abcdef-t" } }))
+        .dashboard,
+      { port: 4100, token: "0123456789abcdef-t" }
+    )
+    assert.isUndefined(Either.getOrThrow(ConfigFile.decode("f.json", { dashboard: { enabled: false } })).dashboard)
+    assert.isUndefined(Either.getOrThrow(ConfigFile.decode("f.json", {})).dashboard)
+    const short = ConfigFile.decode("f.json", { dashboard: { token: "short" } })
+    assert.isTrue(Either.isLeft(short) && /f\.json: dashboard\.token: at least 16 characters/.test(short.left.message))
+    const extra = ConfigFile.decode("f.json", { dashboard: { prot: 1 } })
+    assert.isTrue(Either.isLeft(extra) && /dashboard\.prot: is unexpected/.test(extra.left.message))
+  })
+
   it("a bad top-level field or a bad schedule stops the command, naming the file and the path", () => {
     const port = ConfigFile.decode("f.json", { mcp: { port: "eighty" } })
     assert.isTrue(Either.isLeft(port) && /f\.json: mcp\.port: Expected number, actual "eighty"/.test(port.left.message))

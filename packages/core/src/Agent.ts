@@ -428,6 +428,8 @@ export const make = (
       const { input: rawInput, tool_name: tool, tool_use_id: toolUseId } = ask.value
       const input = (typeof rawInput === "object" && rawInput !== null ? rawInput : {}) as Record<string, unknown>
       const turnId = ctx.active?.turn.id ?? null
+      // The decision (and a human's wait for it) is part of the turn in flight: its span nests under the turn's.
+      const turnSpan = ctx.active?.span
       return deps.permission.decide(policy, {
         agent: name,
         turnId,
@@ -435,6 +437,7 @@ export const make = (
         input,
         ...(toolUseId === undefined ? {} : { toolUseId })
       }, waitingFor()).pipe(
+        (decided) => (turnSpan === undefined ? decided : Effect.withParentSpan(decided, turnSpan)),
         Effect.tap((decision) =>
           decision.behavior === "allow" && decision.always === true
             ? allowAlways(tool, decision.by ?? "api")

@@ -12,6 +12,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import type * as Protocol from "./ClaudeProtocol.js"
 import * as ClaudeSession from "./ClaudeSession.js"
+import * as Telemetry from "./Telemetry.js"
 
 /** The `claude` version flotta is tested against (the pinned dependency). */
 export const TESTED_VERSION = "2.1.332"
@@ -106,15 +107,40 @@ export class ClaudeCli extends Context.Tag("@flotta/core/ClaudeCli")<ClaudeCli, 
     Layer.effect(ClaudeCli, live({ command, prefixArgs, source: "custom" }))
 }
 
-/** Processes of an executable, started with the platform's `CommandExecutor` captured here. */
+/**
+ * Processes of an executable, started with the platform's `CommandExecutor` captured here. With children's
+ * telemetry on (`ChildTelemetry`), each process also gets its telemetry environment, its `TRACEPARENT` taken from
+ * the span current when it starts.
+ */
 const live = (executable: ClaudeExecutable) =>
-  Effect.map(CommandExecutor.CommandExecutor, (executor) => ({
-    executable,
-    start: (options: StartOptions) =>
-      ClaudeSession.start({ ...options, executable }).pipe(
-        Effect.provideService(CommandExecutor.CommandExecutor, executor)
+  Effect.gen(function*() {
+    const executor = yield* CommandExecutor.CommandExecutor
+    const telemetry = yield* Telemetry.ChildTelemetry
+    const withTelemetry = (options: StartOptions): Effect.Effect<StartOptions> =>
+      telemetry === null ? Effect.succeed(options) : Effect.map(
+        Effect.option(Effect.currentParentSpan),
+        (span) => ({
+          ...options,
+          env: {
+            ...options.env,
+            ...Telemetry.childEnvironment(
+              telemetry,
+              options.name,
+              span,
+              options.env["OTEL_RESOURCE_ATTRIBUTES"] ?? process.env["OTEL_RESOURCE_ATTRIBUTES"]
+            )
+          }
+        })
       )
-  }))
+    return {
+      executable,
+      start: (options: StartOptions) =>
+        withTelemetry(options).pipe(
+          Effect.flatMap((started) => ClaudeSession.start({ ...started, executable })),
+          Effect.provideService(CommandExecutor.CommandExecutor, executor)
+        )
+    }
+  })
 
 /** The `claude` binary the pinned dependency ships, when it is installed. */
 export const dependencyBinary = (): Option.Option<string> => {

@@ -205,6 +205,12 @@ export class Permission extends Effect.Service<Permission>()("@flotta/core/Permi
       if (given.behavior !== "ask") return given as PendingAnswer
       return yield* onWaiting(true).pipe(
         Effect.zipRight(pending.decide(request)),
+        Effect.tap((decision) =>
+          Effect.annotateCurrentSpan({
+            "flotta.decision": decision.behavior,
+            ...(decision.by === undefined ? {} : { "flotta.decided_by": decision.by })
+          })
+        ),
         Effect.ensuring(onWaiting(false)),
         Effect.withSpan("flotta.approval", {
           attributes: { "flotta.agent": request.agent, "flotta.tool": request.tool }

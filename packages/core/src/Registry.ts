@@ -67,11 +67,13 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       journal
     }
 
-    const spawn = Effect.fn("Registry.spawn")(function*(
+    // The fleet's own span name (like flotta.turn, flotta.run): a child started here gets it as its TRACEPARENT.
+    const spawn = Effect.fn("flotta.spawn")(function*(
       name: string,
       options: Agent.AgentOptions = {},
       restored?: Agent.Restored
     ) {
+      yield* Effect.annotateCurrentSpan({ "flotta.agent": name, "flotta.restored": restored !== undefined })
       yield* validateName(name)
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })

@@ -73,6 +73,11 @@ const giveUp = (ctx: AgentContext, reason: string) =>
 export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
     const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
+    // The span this fiber was started under (the spawn's), which each restart's span links to.
+    const spawnSpan = Option.match(yield* Effect.option(Effect.currentParentSpan), {
+      onNone: () => [],
+      onSome: (span) => [{ _tag: "SpanLink", span, attributes: {} } as const]
+    })
     let running = first
     while (true) {
       ctx.state.process = running
@@ -105,7 +110,18 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
               `last: ${reason}`
           )
         }
-        const next = yield* Effect.either(ctx.startProcess)
+        // Its own trace, linked to the agent's spawn: a restart hours later is not part of the spawn's trace.
+        const next = yield* Effect.either(ctx.startProcess.pipe(
+          Effect.withSpan("flotta.restart", {
+            root: true,
+            links: spawnSpan,
+            attributes: {
+              "flotta.agent": ctx.name,
+              "flotta.restart.attempt": attempt.right,
+              "flotta.restart.reason": reason
+            }
+          })
+        ))
         ctx.state.restarts++
         if (Either.isRight(next)) {
           running = next.right

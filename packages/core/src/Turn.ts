@@ -162,7 +162,7 @@ export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now:
   if (ctx.journal.on) ctx.reports.unsafePost(ctx.name, "error", { error: errorView(error) }, turn.id, now)
   ctx.metrics.count(error._tag)
   const active = ctx.active
-  if (active?.turn === turn) end(ctx, active, now, Exit.fail(error))
+  if (active?.turn === turn) end(ctx, active, now, error)
 }
 
 export const fail = (ctx: AgentContext, turn: Turn, error: TurnError) =>
@@ -203,6 +203,10 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   ctx.metrics.record(result.durationMs, result.costUsd)
   active.span.attribute("flotta.cost_usd", result.costUsd)
   active.span.attribute("flotta.model_calls", result.modelCalls)
+  for (const [key, attribute] of TOKEN_ATTRIBUTES) {
+    const count = result.usage[key]
+    if (typeof count === "number") active.span.attribute(attribute, count)
+  }
   const error = TurnOutcome.classify(frame, facts, result)
   if (error !== undefined) return unsafeFail(ctx, turn, error, now)
   record.status = "succeeded"
@@ -224,15 +228,24 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
     now
   )
   ctx.metrics.count("ok")
-  end(ctx, active, now, Exit.void)
+  end(ctx, active, now)
 }
 
-/** The turn in flight is over: the agent is free, and takes the next turn at once. */
-const end = (ctx: AgentContext, active: Active, now: number, exit: Exit.Exit<unknown, unknown>) => {
+/** The result frame's token counts (those it carries) and the turn span's attributes for them. */
+const TOKEN_ATTRIBUTES = [
+  ["input_tokens", "flotta.tokens.input"],
+  ["output_tokens", "flotta.tokens.output"],
+  ["cache_read_input_tokens", "flotta.tokens.cache_read"],
+  ["cache_creation_input_tokens", "flotta.tokens.cache_creation"]
+] as const
+
+/** The turn in flight is over (with `error`, or else "ok"): the agent is free, and takes the next turn at once. */
+const end = (ctx: AgentContext, active: Active, now: number, error?: TurnError) => {
   if (ctx.active !== active) return
   ctx.active = undefined
   active.cancelAlarm()
-  active.span.end(nanos(now), exit)
+  active.span.attribute("flotta.outcome", error?._tag ?? "ok")
+  active.span.end(nanos(now), error === undefined ? Exit.void : Exit.fail(error))
   if (ctx.state.status === "working") ctx.state.status = "idle"
   pump(ctx, now)
 }
@@ -355,9 +368,12 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
   turn.record.status = "running"
   turn.record.startedAt = iso(now)
   ctx.state.status = "working"
+  // Its parent is the caller's span (a prompt, an ask, an MCP tool call), however late the turn starts.
   const span = ctx.tracer.span("flotta.turn", turn.parentSpan, Context.empty(), [], nanos(now), "internal")
   span.attribute("flotta.agent", ctx.name)
   span.attribute("flotta.turn", turn.id)
+  // The CLI's own spans carry `session.id`: this joins them to the turn (they nest under the process's start).
+  span.attribute("flotta.session_id", ctx.state.sessionId)
   const active: Active = {
     turn,
     running,

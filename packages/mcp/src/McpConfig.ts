@@ -3,8 +3,8 @@
  * file's `mcp` section (`FileSection`), or the same fields from code. Secure by default: loopback only, Host
  * and Origin checked on every request, and a non-loopback bind without a token refused at start.
  */
+import { isLoopback, originHostname } from "@flotta/core/Http"
 import { Data, Duration, Effect, Option, Redacted, Schema } from "effect"
-import * as net from "node:net"
 
 export interface McpSettings {
   /** 0 picks a free port (tests). Default 4099. */
@@ -49,26 +49,7 @@ export class McpConfigError extends Data.TaggedError("McpConfigError")<{ readonl
   }
 }
 
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"])
-
-export const isLoopback = (host: string): boolean => {
-  if (LOOPBACK_NAMES.has(host.toLowerCase())) return true
-  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
-  if (net.isIPv4(bare)) return bare.startsWith("127.")
-  if (net.isIPv6(bare)) return bare === "::1" || bare.toLowerCase().startsWith("::ffff:127.")
-  return false
-}
-
-/** An origin as the guard compares it: its hostname (`https://a.example:8443` → `a.example`). */
-const originHostname = (entry: string): string => {
-  const trimmed = entry.trim()
-  if (/^[a-z][a-z0-9+.-]*:\/\/\*$/i.test(trimmed) || !trimmed.includes("://")) return trimmed.toLowerCase()
-  try {
-    return new URL(trimmed).hostname.toLowerCase()
-  } catch {
-    return trimmed.toLowerCase()
-  }
-}
+export { isLoopback }
 
 /** Applies defaults and checks the settings; never reads the environment. */
 export const make = (input: McpConfigInput = {}): Effect.Effect<McpSettings, McpConfigError> =>

@@ -5,10 +5,10 @@
  * `layer(undefined)` (a config without an `mcp` section) is `Layer.empty`: no port is opened.
  */
 import { Flotta } from "@flotta/core/Flotta"
+import * as Http from "@flotta/core/Http"
 import { toNodeHandler } from "@modelcontextprotocol/node"
 import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as McpConfig from "./McpConfig.js"
 import * as McpHandler from "./McpHandler.js"
 
@@ -22,42 +22,39 @@ export class McpServer extends Context.Tag("@flotta/mcp/McpServer")<McpServer, {
   readonly handler: McpHandler.McpHandler
 }>() {}
 
-const listen = (server: http.Server, port: number, host: string) =>
-  Effect.async<AddressInfo, McpConfig.McpConfigError>((resume) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      const reason = error.code === "EADDRINUSE"
-        ? `port ${port} on ${host} is already in use: stop the other server or set mcp.port (FLOTTA_MCP_PORT)`
-        : `cannot listen on ${host}:${port}: ${error.message}`
-      resume(Effect.fail(new McpConfig.McpConfigError({ reason })))
-    }
-    server.once("error", onError)
-    server.listen(port, host, () => {
-      server.off("error", onError)
-      resume(Effect.succeed(server.address() as AddressInfo))
-    })
-  })
+/**
+ * Routes served beside the endpoint on the same port (the dashboard, when it shares the server): every request
+ * whose path is not the endpoint's goes to them, with its own guards.
+ */
+export class SharedRoutes extends Context.Tag("@flotta/mcp/SharedRoutes")<
+  SharedRoutes,
+  (request: http.IncomingMessage, response: http.ServerResponse) => void
+>() {}
 
-const close = (server: http.Server) =>
-  Effect.async<void>((resume) => {
-    server.close(() => resume(Effect.void))
-    // Open SSE streams and keep-alive sockets would hold `close` forever.
-    server.closeAllConnections()
-  })
+/** The endpoint's own path, whatever the query. */
+const isEndpoint = (url: string | undefined) => {
+  const path = (url ?? "/").split("?", 1)[0]!
+  return path === McpConfig.PATH || path.startsWith(`${McpConfig.PATH}/`)
+}
 
 /** Serves the settings' endpoint until the scope closes. */
 export const serve = (settings: McpConfig.McpSettings) =>
   Effect.gen(function*() {
     const handler = yield* McpHandler.make(settings)
     const node = toNodeHandler(handler)
+    const shared = yield* Effect.serviceOption(SharedRoutes)
     const server = http.createServer((req, res) => {
+      if (Option.isSome(shared) && !isEndpoint(req.url)) return shared.value(req, res)
       void node(req as Parameters<typeof node>[0], res)
     })
     // Bounds on receiving a request (not on answering it: a wait streams its answer for up to 50 s).
     server.requestTimeout = 60_000
     server.headersTimeout = 30_000
-    const address = yield* Effect.acquireRelease(listen(server, settings.port, settings.host), () => close(server))
-    const host = address.family === "IPv6" ? `[${address.address}]` : address.address
-    const url = `http://${host}:${address.port}${McpConfig.PATH}`
+    const address = yield* Http.listenScoped(server, settings.port, settings.host, (reason) =>
+      new McpConfig.McpConfigError({
+        reason: `${reason}: stop the other server or set mcp.port (FLOTTA_MCP_PORT)`
+      }))
+    const url = `${Http.originOf(address)}${McpConfig.PATH}`
     yield* Effect.logInfo(`MCP server listening on ${url}`).pipe(
       Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "bearer token" : "none (loopback only)" })
     )

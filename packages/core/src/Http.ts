@@ -1,0 +1,65 @@
+/**
+ * What the fleet's HTTP servers (the MCP endpoint, the dashboard) share: binding a Node server for the life of a
+ * scope, and the checks that keep a loopback server from being reached by other sites or machines (loopback
+ * addresses, Host names against DNS rebinding, Origins against cross-site requests).
+ */
+import { Effect } from "effect"
+import type * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as net from "node:net"
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"])
+
+export const isLoopback = (host: string): boolean => {
+  if (LOOPBACK_NAMES.has(host.toLowerCase())) return true
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
+  if (net.isIPv4(bare)) return bare.startsWith("127.")
+  if (net.isIPv6(bare)) return bare === "::1" || bare.toLowerCase().startsWith("::ffff:127.")
+  return false
+}
+
+/** An origin as the guards compare it: its hostname (`https://a.example:8443` → `a.example`). */
+export const originHostname = (entry: string): string => {
+  const trimmed = entry.trim()
+  if (/^[a-z][a-z0-9+.-]*:\/\/\*$/i.test(trimmed) || !trimmed.includes("://")) return trimmed.toLowerCase()
+  try {
+    return new URL(trimmed).hostname.toLowerCase()
+  } catch {
+    return trimmed.toLowerCase()
+  }
+}
+
+/**
+ * Binds `server` until the scope closes; `describe` turns a bind failure into the caller's typed error. Closing
+ * also drops open connections: SSE streams and keep-alive sockets would otherwise hold the close forever.
+ */
+export const listenScoped = <E>(
+  server: http.Server,
+  port: number,
+  host: string,
+  describe: (reason: string) => E
+) =>
+  Effect.acquireRelease(
+    Effect.async<AddressInfo, E>((resume) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        const reason = error.code === "EADDRINUSE"
+          ? `port ${port} on ${host} is already in use`
+          : `cannot listen on ${host}:${port}: ${error.message}`
+        resume(Effect.fail(describe(reason)))
+      }
+      server.once("error", onError)
+      server.listen(port, host, () => {
+        server.off("error", onError)
+        resume(Effect.succeed(server.address() as AddressInfo))
+      })
+    }),
+    () =>
+      Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeAllConnections()
+      })
+  )
+
+/** `http://host:port` of a bound address (IPv6 in brackets). */
+export const originOf = (address: AddressInfo): string =>
+  `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`

@@ -1,0 +1,105 @@
+/**
+ * Markup, safely: the `html` tagged template escapes everything it interpolates (agent replies, tool inputs and
+ * names are untrusted text), except `Html` values, which are markup already (`html` results and `raw`). Arrays
+ * are joined; `null`, `undefined` and `false` render nothing, so `${cond && html`...`}` works.
+ *
+ * `document` is the shell every page shares: the nav, `<body data-cursor data-page data-agent>` for the client
+ * script, the `#flash` alert, and the live region `main#live` (what `?fragment=1` returns).
+ */
+
+/** Markup that is safe to send as is. */
+export class Html {
+  constructor(readonly value: string) {}
+  toString() {
+    return this.value
+  }
+}
+
+export type Value = Html | string | number | boolean | null | undefined | ReadonlyArray<Value>
+
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
+
+/** Text as HTML text or attribute content. */
+export const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
+
+const render = (value: Value): string => {
+  if (value instanceof Html) return value.value
+  if (Array.isArray(value)) return value.map(render).join("")
+  if (value === null || value === undefined || value === false) return ""
+  return escape(String(value))
+}
+
+export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Value>): Html => {
+  let out = strings[0]!
+  values.forEach((value, i) => (out += render(value) + strings[i + 1]!))
+  return new Html(out)
+}
+
+/** Trusted markup, unescaped: only for text that is markup by construction. */
+export const raw = (markup: string): Html => new Html(markup)
+
+export type PageName = "agents" | "agent" | "approvals" | "schedule" | "reports" | "login" | "notFound"
+
+const NAV: ReadonlyArray<readonly [href: string, label: string, page: PageName]> = [
+  ["/", "Agents", "agents"],
+  ["/approvals", "Approvals", "approvals"],
+  ["/schedule", "Schedule", "schedule"],
+  ["/reports", "Reports", "reports"]
+]
+
+export interface Shell {
+  readonly title: string
+  readonly page: PageName
+  /** The report log's cursor at render time: the client's `/events?since=`. */
+  readonly cursor: number
+  readonly agent?: string | undefined
+  /** Above the live region, kept across refreshes: the page's title and controls. */
+  readonly before?: Html | undefined
+  /** The live region's content (what `?fragment=1` returns). */
+  readonly live: Html
+  /** Below the live region, kept across refreshes: forms being typed in, charts. */
+  readonly after?: Html | undefined
+  readonly flash?: string | undefined
+  /** Loads uPlot (the agents page). */
+  readonly charts?: boolean
+  /** Without the client script (the login page: it could not subscribe yet). */
+  readonly static?: boolean
+}
+
+export const document = (shell: Shell): string =>
+  "<!doctype html>\n" + html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
+<title>${shell.title} · flotta</title>
+<link rel="stylesheet" href="/assets/app.css">
+${
+    shell.charts === true && html`<link rel="stylesheet" href="/assets/uplot.min.css">
+<script src="/assets/uplot.iife.min.js" defer></script>`
+  }
+${shell.static !== true && html`<script src="/assets/app.js" defer></script>`}
+</head>
+<body data-cursor="${shell.cursor}" data-page="${shell.page}"${
+    shell.agent === undefined ? "" : html` data-agent="${shell.agent}"`
+  }>
+<header class="top">
+<span class="brand">flotta</span>
+<nav aria-label="Main">${
+    NAV.map(([href, label, page]) =>
+      html`<a href="${href}"${
+        page === shell.page || (page === "agents" && shell.page === "agent")
+          ? html` aria-current="page"`
+          : ""
+      }>${label}</a>`
+    )
+  }</nav>
+</header>
+<div id="flash" role="alert">${shell.flash}</div>
+${shell.before && html`<div class="page-head">${shell.before}</div>`}
+<main id="live">${shell.live}</main>
+${shell.after}
+</body>
+</html>
+`.value

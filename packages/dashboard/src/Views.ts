@@ -1,0 +1,180 @@
+/**
+ * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler. Plain data, no
+ * markup: `Pages` renders it. An agent that goes away between two reads (closed meanwhile) is left out or
+ * shown as gone, never an error.
+ */
+import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
+import type { Approval } from "@flotta/core/Approvals"
+import { Flotta } from "@flotta/core/Flotta"
+import type { ReportEntry } from "@flotta/core/ReportLog"
+import type { RunResult, VerifyReport } from "@flotta/core/Run"
+import { WORKTREES_DIR } from "@flotta/core/Worktrees"
+import { Scheduler } from "@flotta/scheduler/Scheduler"
+import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
+import { Array as Arr, Effect, Option } from "effect"
+import * as path from "node:path"
+
+/** The report log's cursor now: the client replays from here, so read it before the data it renders. */
+export const cursor = Effect.flatMap(Flotta, (fleet) => fleet.reports({ last: 1 })).pipe(
+  Effect.map((page) => page.next)
+)
+
+export interface AgentRow {
+  readonly info: AgentInfo
+  /** When the turn in flight started (ISO). */
+  readonly currentStartedAt: string | null
+  /** A run's worktree, when it runs in one. */
+  readonly worktree: string | null
+}
+
+/** The worktree a run's working directory is in (`<repo>/.claude/worktrees/<name>`), if any. */
+export const worktreeOf = (cwd: string): string | null => {
+  const marker = path.sep + WORKTREES_DIR + path.sep
+  const at = cwd.indexOf(marker)
+  if (at === -1) return null
+  const name = cwd.slice(at + marker.length).split(path.sep)[0]!
+  return cwd.slice(0, at + marker.length) + name
+}
+
+/** Every live agent and run in progress, by name. */
+export const agents: Effect.Effect<ReadonlyArray<AgentRow>, never, Flotta> = Effect.gen(function*() {
+  const fleet = yield* Flotta
+  const infos = yield* fleet.list
+  const rows = yield* Effect.forEach(infos, (info) =>
+    fleet.status(info.name).pipe(
+      Effect.map((status): Option.Option<AgentRow> =>
+        Option.some({
+          info,
+          currentStartedAt: status.currentStartedAt,
+          worktree: info.lifecycle === "run" ? worktreeOf(info.cwd) : null
+        })
+      ),
+      Effect.catchTag("AgentNotFound", () => Effect.succeedNone)
+    ))
+  return Arr.getSomes(rows).sort((a, b) => a.info.name.localeCompare(b.info.name))
+})
+
+export type AgentView =
+  | {
+    readonly _tag: "Live"
+    readonly info: AgentInfo
+    readonly status: AgentStatusView
+    readonly transcript: ReadonlyArray<TurnRecord>
+    readonly approvals: ReadonlyArray<Approval>
+    readonly worktree: string | null
+  }
+  /** A finished async run (or verify): its outcome, kept by name. */
+  | {
+    readonly _tag: "Finished"
+    readonly name: string
+    readonly result: RunResult | VerifyReport | null
+    readonly error: { readonly _tag: string; readonly message: string } | null
+  }
+  /** Not live: what the report log last said about it, if anything. */
+  | { readonly _tag: "Gone"; readonly name: string; readonly last: ReportEntry | null }
+
+/** One agent or async run, however it stands now. */
+export const agent = (name: string): Effect.Effect<AgentView, never, Flotta> =>
+  Effect.gen(function*() {
+    const fleet = yield* Flotta
+    const live = yield* Effect.all({
+      info: fleet.info(name),
+      status: fleet.status(name),
+      transcript: fleet.transcript(name),
+      approvals: fleet.approvals({ agent: name })
+    }).pipe(Effect.option)
+    if (Option.isSome(live)) {
+      const { info } = live.value
+      return { _tag: "Live", ...live.value, worktree: info.lifecycle === "run" ? worktreeOf(info.cwd) : null } as const
+    }
+    const finished = yield* fleet.runResult(name).pipe(
+      Effect.map((result): AgentView => ({ _tag: "Finished", name, result, error: null })),
+      Effect.catchAll((error) =>
+        Effect.succeed<AgentView | null>(
+          error._tag === "RunNotFound" || error._tag === "TurnPending"
+            ? null
+            : { _tag: "Finished", name, result: null, error: { _tag: error._tag, message: error.message } }
+        )
+      )
+    )
+    if (finished !== null) return finished
+    const last = yield* fleet.reports({ agent: name, last: 1 })
+    return { _tag: "Gone", name, last: last.entries.at(-1) ?? null } as const
+  })
+
+export const approvals: Effect.Effect<ReadonlyArray<Approval>, never, Flotta> = Effect.flatMap(
+  Flotta,
+  (fleet) => fleet.approvals()
+)
+
+export interface ScheduleView {
+  readonly status: SchedulerStatus
+  readonly findings: ReadonlyArray<Finding>
+}
+
+/** The scheduler's status and findings, or none when no scheduler runs in this fleet. */
+export const schedule: Effect.Effect<Option.Option<ScheduleView>> = Effect.serviceOption(Scheduler).pipe(
+  Effect.flatMap(Option.match({
+    onNone: () => Effect.succeedNone,
+    onSome: (scheduler) =>
+      Effect.all({ status: scheduler.status, findings: scheduler.findings({ limit: 50 }) }).pipe(Effect.asSome)
+  }))
+)
+
+export interface ReportFilter {
+  readonly agent: string | undefined
+  readonly kinds: ReadonlyArray<string>
+}
+
+/** `?agent=&kind=`: kind may repeat, or list several separated by commas or spaces. */
+export const reportFilter = (query: URLSearchParams): ReportFilter => {
+  const agent = query.get("agent")?.trim()
+  return {
+    agent: agent === undefined || agent.length === 0 ? undefined : agent,
+    kinds: query.getAll("kind").flatMap((k) => k.split(/[\s,]+/)).filter((k) => k.length > 0)
+  }
+}
+
+export const REPORTS_SHOWN = 200
+
+/** The report log's tail under a filter, newest first. */
+export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, never, Flotta> =>
+  Effect.flatMap(Flotta, (fleet) =>
+    fleet.reports({
+      last: REPORTS_SHOWN,
+      ...(filter.agent === undefined ? {} : { agent: filter.agent }),
+      ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
+    })).pipe(Effect.map((page) => [...page.entries].reverse()))
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const clip = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
+
+/**
+ * One line about an entry. static/app.js has the same rules (`summary`) for the rows it adds live: change both.
+ */
+export const summary = (entry: Pick<ReportEntry, "data">): string => {
+  const data = entry.data
+  if (isRecord(data)) {
+    const cost = typeof data["costUsd"] === "number" ? ` ($${data["costUsd"].toFixed(4)})` : ""
+    if (typeof data["text"] === "string") return clip(data["text"]) + cost
+    if (typeof data["prompt"] === "string") return clip(data["prompt"])
+    const error = data["error"]
+    if (isRecord(error) && typeof error["_tag"] === "string") {
+      return clip(`${error["_tag"]}: ${String(error["message"])}`)
+    }
+    if (typeof data["reason"] === "string") return clip(data["reason"])
+    if (typeof data["action"] === "string") { // the scheduler's fires and overrides
+      const ok = typeof data["ok"] === "boolean" ? (data["ok"] ? "ok" : "failed") : undefined
+      return [data["routine"], data["action"], data["phase"], ok].filter((w) => typeof w === "string").join(" ") + cost
+    }
+    if (typeof data["lifecycle"] === "string" && typeof data["cwd"] === "string") {
+      return clip(`${data["lifecycle"]} in ${data["cwd"]}`)
+    }
+    if (typeof data["tool"] === "string") {
+      const verdict = data["decision"] ?? data["status"]
+      return typeof verdict === "string" ? `${data["tool"]}: ${verdict}` : data["tool"]
+    }
+  }
+  return clip(JSON.stringify(data) ?? "")
+}

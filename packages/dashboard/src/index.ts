@@ -1,0 +1,2 @@
+export * as Dashboard from "./Dashboard.js"
+export * as DashboardConfig from "./DashboardConfig.js"

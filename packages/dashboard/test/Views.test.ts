@@ -1,0 +1,101 @@
+/**
+ * The pages' data: agents and async runs (live, finished, gone), the report filter and its one-line summaries,
+ * and a run's worktree read from its working directory.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Flotta } from "@flotta/core/Flotta"
+import * as Testing from "@flotta/core/Testing"
+import { Effect } from "effect"
+import * as path from "node:path"
+import * as Views from "../src/Views.js"
+
+const fleet = Testing.layer({
+  model: ({ prompt }) => (prompt === "hang" ? Testing.hang() : prompt === "fail" ? Testing.apiError(500) : `ok`)
+})
+
+describe("views", () => {
+  it.effect("agents: every live agent and run in progress, by name, with its turn's start", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("zeta")
+      yield* fleet.spawn("alpha")
+      yield* fleet.prompt("zeta", "hang")
+      const run = yield* fleet.runAsync({ name: "job", prompt: "hang" })
+      const rows = yield* Effect.iterate([] as ReadonlyArray<Views.AgentRow>, {
+        while: (rows) => rows.length < 3 || rows.some((r) => r.info.name !== "alpha" && r.currentStartedAt === null),
+        body: () => Effect.zipRight(Effect.yieldNow(), Views.agents)
+      })
+      assert.deepStrictEqual(rows.map((r) => r.info.name), ["alpha", run, "zeta"])
+      assert.deepStrictEqual(rows.map((r) => r.info.lifecycle), ["session", "run", "session"])
+      assert.isNull(rows[0]!.currentStartedAt)
+      assert.strictEqual(rows[2]!.currentStartedAt, "1970-01-01T00:00:00.000Z")
+      assert.isNull(rows[1]!.worktree) // a run without a worktree
+    }).pipe(Effect.provide(fleet)))
+
+  it.effect("agent: live with its transcript, a finished async run by its outcome, else gone", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("alpha")
+      yield* fleet.ask("alpha", "hi")
+      const live = yield* Views.agent("alpha")
+      assert.strictEqual(live._tag, "Live")
+      if (live._tag === "Live") assert.deepStrictEqual(live.transcript.map((t) => [t.prompt, t.reply]), [["hi", "ok"]])
+
+      const ok = yield* fleet.runAsync({ name: "done", prompt: "go" })
+      yield* fleet.awaitRun(ok)
+      const finished = yield* Views.agent("done")
+      assert.strictEqual(finished._tag, "Finished")
+      if (finished._tag === "Finished") assert.deepInclude(finished.result!, { kind: "run", text: "ok" })
+
+      const bad = yield* fleet.runAsync({ name: "broken", prompt: "fail" })
+      yield* Effect.either(fleet.awaitRun(bad))
+      const failed = yield* Views.agent("broken")
+      assert.strictEqual(failed._tag, "Finished")
+      if (failed._tag === "Finished") assert.strictEqual(failed.error?._tag, "TurnFailed")
+
+      assert.deepStrictEqual(yield* Views.agent("nobody"), { _tag: "Gone", name: "nobody", last: null })
+      yield* fleet.close("alpha")
+      const gone = yield* Views.agent("alpha")
+      assert.strictEqual(gone._tag === "Gone" ? gone.last?.kind : gone._tag, "closed")
+    }).pipe(Effect.provide(fleet)))
+
+  it.effect("schedule: none without a scheduler", () =>
+    Effect.map(Views.schedule, (view) => assert.strictEqual(view._tag, "None")))
+
+  it("reportFilter: agent trimmed, kind repeated or listed with commas and spaces", () => {
+    assert.deepStrictEqual(
+      Views.reportFilter(new URLSearchParams("agent=+a+&kind=result,error&kind=closed++spawned")),
+      {
+        agent: "a",
+        kinds: ["result", "error", "closed", "spawned"]
+      }
+    )
+    assert.deepStrictEqual(Views.reportFilter(new URLSearchParams("agent=&kind=")), { agent: undefined, kinds: [] })
+  })
+
+  it("summary: reply and cost, prompt, error, reason, scheduler action, spawn, tool and verdict, else compact JSON", () => {
+    const s = (data: unknown) => Views.summary({ data })
+    assert.strictEqual(s({ text: "hello", costUsd: 0.0123, durationMs: 5 }), "hello ($0.0123)")
+    assert.strictEqual(s({ prompt: "do it" }), "do it")
+    assert.strictEqual(s({ error: { _tag: "TurnTimeout", message: "too slow" } }), "TurnTimeout: too slow")
+    assert.strictEqual(s({ reason: "closed by request" }), "closed by request")
+    assert.strictEqual(s({ tool: "Write", decision: "deny", input: {} }), "Write: deny")
+    assert.strictEqual(s({ id: "ap_1", tool: "Write", status: "allowed" }), "Write: allowed")
+    assert.strictEqual(s({ tool: "Write", input: {} }), "Write")
+    assert.strictEqual(
+      s({ routine: "survey", action: "scan", ok: true, costUsd: 0.5, runs: [] }),
+      "survey scan ok ($0.5000)"
+    )
+    assert.strictEqual(s({ action: "pause", phase: "start" }), "pause start")
+    assert.strictEqual(s({ lifecycle: "session", cwd: "/w", pid: null }), "session in /w")
+    assert.strictEqual(s({ pid: 12 }), "{\"pid\":12}")
+    assert.strictEqual(s("x".repeat(300)).length, 201)
+  })
+
+  it("worktreeOf: the worktree a run's directory is in, if any", () => {
+    const tree = path.join("/repo", ".claude", "worktrees", "fix-1")
+    assert.strictEqual(Views.worktreeOf(tree), tree)
+    assert.strictEqual(Views.worktreeOf(path.join(tree, "packages", "core")), tree)
+    assert.isNull(Views.worktreeOf("/repo/packages/core"))
+  })
+})

@@ -1,0 +1,604 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core (test/support/browser.ts) against a
+ * real `flotta serve --simulate` (the real claude CLI against the built-in scripted model), whose config serves the
+ * dashboard on the MCP port. The page is driven by role and accessible name, as the issue fixes them; the test's
+ * own MCP client is the rest of the world (spawning, prompting, reading the report log). Nothing reloads the page
+ * after it is opened: each test marks the window and checks the mark survived.
+ *
+ * - an agent spawned over MCP appears in "Agents", live;
+ * - "Send" on an agent page queues a turn whose reply shows in the transcript;
+ * - an approval appears on /approvals live; "Approve" lets the Write happen, "Deny" does not (the model sees it);
+ * - "Pause" on /schedule pauses the scheduler, "Resume" resumes it;
+ * - the browser reaches the dashboard through a TCP proxy (test/support/tcpProxy.ts); cutting it while entries are
+ *   written and restoring it replays exactly what was missed, from the last seen cursor;
+ * - a working agent's elapsed time ticks on "/", and "Interrupt" on its page ends the turn;
+ * - /reports filters by agent and kind, and its live rows follow the filter;
+ * - a foreign Origin is refused (from Node and from a page on another origin), and with `mcp.token` set a missing
+ *   token is refused, `/?token=` and the login form set an HttpOnly, SameSite=Strict cookie.
+ *
+ * A screenshot of each page lands in test-artifacts/ (git-ignored), and `dashboard-readme.png` there is the
+ * README's picture (docs/dashboard.png is a compressed copy of one).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import type { CallToolResult } from "@modelcontextprotocol/client"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { Browser, BrowserContext, Page } from "playwright-core"
+import { launchBrowser, screenshot } from "./support/browser.js"
+import { startFlotta, stopFlotta } from "./support/cli.js"
+import { freePort } from "./support/ports.js"
+import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.js"
+import { eventually, waitUntil } from "./support/waiting.js"
+
+/** Generous: two shared cores, real claude processes, a real browser. */
+const SLOW = 60_000
+
+const ALL_WEEK = Object.fromEntries(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map((d) => [d, ["00:00-24:00"]]))
+const GUARDED = { allow: ["Read"], ask: ["Write"] }
+const TOKEN = "browser-test-token-0123456789"
+
+let dir: string
+let browser: Browser
+
+beforeAll(async () => {
+  dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-dashboard-browser-")))
+  browser = await launchBrowser()
+}, SLOW)
+
+afterAll(async () => {
+  await browser?.close()
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+interface Served {
+  readonly project: string
+  readonly port: number
+  readonly base: string
+  readonly out: { readonly stdout: string; readonly stderr: string; readonly exited: boolean }
+  readonly call: <A = Record<string, unknown>>(name: string, args?: Record<string, unknown>) => Promise<A>
+  /** A tool's whole result, an error one too. */
+  readonly callResult: (name: string, args?: Record<string, unknown>) => Promise<CallToolResult>
+  readonly stop: () => Promise<void>
+}
+
+/** A project with this config (plus `mcp` on a free port and `dashboard: {}`), served by `flotta serve --simulate`. */
+const serve = async (name: string, config: Record<string, unknown>, mcp: Record<string, unknown> = {}) => {
+  const project = path.join(dir, name)
+  fs.mkdirSync(project)
+  const port = await freePort()
+  fs.writeFileSync(
+    path.join(project, "flotta.config.json"),
+    JSON.stringify({ ...config, mcp: { port, ...mcp }, dashboard: {} })
+  )
+  const { child, out } = startFlotta(["serve", "--simulate"], project)
+  let client: Client | undefined
+  const stop = async () => {
+    await client?.close().catch(() => undefined)
+    // SIGTERM first, so that serve closes its claude processes itself; SIGKILL only if it hangs.
+    child.kill("SIGTERM")
+    await waitUntil(() => out.exited, 20_000, "serve to stop").catch(() => undefined)
+    await stopFlotta(child, out)
+  }
+  try {
+    await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, SLOW, `flotta serve in ${name}`)
+    assert.isFalse(out.exited, out.stderr)
+    const base = `http://127.0.0.1:${port}`
+    assert.include(out.stderr, `${base}/`, `serve prints the dashboard's URL: ${out.stderr}`)
+    const token = typeof mcp["token"] === "string" ? mcp["token"] : undefined
+    client = new Client({ name: "dashboard-browser-test", version: "0" })
+    await client.connect(
+      new StreamableHTTPClientTransport(
+        new URL(`${base}/mcp`),
+        token === undefined ? {} : { requestInit: { headers: { Authorization: `Bearer ${token}` } } }
+      )
+    )
+    const connected = client
+    const callResult = async (tool: string, args: Record<string, unknown> = {}) =>
+      await connected.callTool({ name: tool, arguments: args }) as CallToolResult
+    const call = async <A = Record<string, unknown>>(tool: string, args: Record<string, unknown> = {}) => {
+      const result = await callResult(tool, args)
+      assert.notStrictEqual(result.isError, true, `${tool}: ${JSON.stringify(result.content)}`)
+      return result.structuredContent as A
+    }
+    return { project, port, base, out, call, callResult, stop } satisfies Served
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
+
+/** Waits until the turn is done over MCP and returns its reply text. */
+const replyOf = async (served: Served, name: string, turnId: string) => {
+  const waited = await eventually(
+    () =>
+      served.call<{ done: boolean; result?: { text: string } }>("flotta_wait", { name, turnId, timeoutSeconds: 30 }),
+    (v) => v.done,
+    120_000,
+    `the reply to ${name}'s ${turnId}`
+  )
+  return waited.result?.text ?? ""
+}
+
+interface ReportEntry {
+  readonly seq: number
+  readonly agent: string
+  readonly kind: string
+}
+
+/** The report log's entries after `cursor`, over MCP. */
+const entriesAfter = async (served: Served, cursor: number) =>
+  (await served.call<{ entries: Array<ReportEntry>; next: number }>("flotta_reports", { cursor, limit: 10_000 }))
+    .entries
+
+/** Marks the window: a reload or a navigation would lose the mark. */
+const mark = (page: Page) => page.evaluate(() => (globalThis as { flottaMark?: number }).flottaMark = 1)
+const assertNotReloaded = async (page: Page) =>
+  assert.strictEqual(
+    await page.evaluate(() => (globalThis as { flottaMark?: number }).flottaMark),
+    1,
+    "the page was reloaded or navigated"
+  )
+
+/** The seqs in the "Reports" table, top to bottom (its first column is the seq). */
+const reportSeqs = (page: Page) =>
+  page.getByRole("table", { name: "Reports" }).locator("tbody tr").evaluateAll((rows) =>
+    rows.map((row) => {
+      const cells = row as unknown as {
+        readonly dataset: Record<string, string | undefined>
+        readonly querySelector: (selector: string) => { readonly textContent: string | null } | null
+      }
+      const text = cells.dataset["seq"] ?? cells.querySelector("td, th")?.textContent ?? ""
+      return Number(/\d+/.exec(text)?.[0] ?? NaN)
+    })
+  )
+
+describe("the dashboard in Chromium, against flotta serve --simulate", () => {
+  let served: Served
+  let context: BrowserContext
+  let writesTo: string
+
+  beforeAll(async () => {
+    served = await serve("fleet", {
+      agents: [{ name: "guarded", permission: GUARDED }],
+      schedule: { timezone: "utc", hours: ALL_WEEK },
+      routines: [
+        {
+          name: "nudge",
+          action: "prompt",
+          agent: "guarded",
+          prompt: "ECHO how are things?",
+          every: { intervalMs: 3_600_000 }
+        }
+      ]
+    })
+    writesTo = served.project
+    context = await browser.newContext({ baseURL: served.base, viewport: { width: 1200, height: 700 } })
+  }, 120_000)
+
+  afterAll(async () => {
+    await context?.close()
+    await served?.stop()
+  })
+
+  it("an agent spawned over MCP appears in the Agents table without a reload, and links to its page", async () => {
+    const page = await context.newPage()
+    await page.goto("/")
+    const agents = page.getByRole("table", { name: "Agents" })
+    await agents.getByRole("link", { name: "guarded", exact: true }).waitFor({ timeout: SLOW })
+    await mark(page)
+    const cwd = path.join(served.project, "scout")
+    fs.mkdirSync(cwd)
+    await served.call("flotta_spawn", { name: "scout", cwd })
+    await agents.getByRole("link", { name: "scout", exact: true }).waitFor({ timeout: SLOW })
+    await assertNotReloaded(page)
+    const row = agents.getByRole("row").filter({ has: page.getByRole("link", { name: "scout", exact: true }) })
+    await row.getByText("idle").waitFor({ timeout: SLOW })
+    // The picture for the README: two agents, one of them with a turn behind it.
+    await screenshot(page, "dashboard-agents")
+    await agents.getByRole("link", { name: "scout", exact: true }).click()
+    await page.waitForURL(/\/agents\/scout$/, { timeout: SLOW })
+    await page.close()
+  }, 180_000)
+
+  it("Send on an agent page queues a turn and its reply shows in the transcript", async () => {
+    const page = await context.newPage()
+    await page.goto("/agents/scout")
+    await mark(page)
+    const prompt = page.getByRole("textbox", { name: "Prompt" })
+    await prompt.fill("ECHO hello from the browser")
+    await page.getByRole("button", { name: "Send" }).click()
+    const transcript = page.getByRole("region", { name: "Transcript" })
+    await transcript.getByText("ECHO: hello from the browser").waitFor({ timeout: SLOW })
+    await assertNotReloaded(page)
+    assert.strictEqual(await prompt.inputValue(), "", "Send clears the textbox")
+    // The transcript shows the prompt too, and the turn is in the log as the MCP client sees it.
+    await transcript.getByText("ECHO hello from the browser", { exact: false }).first().waitFor({ timeout: SLOW })
+    const turns = await served.call<{ turns: Array<{ prompt: string }> }>("flotta_transcript", { name: "scout" })
+    assert.include(turns.turns.map((t) => t.prompt), "ECHO hello from the browser")
+    await screenshot(page, "dashboard-agent")
+    await page.close()
+  }, 180_000)
+
+  it("an approval appears on /approvals live; Approve lets the Write happen, Deny does not", async () => {
+    const page = await context.newPage()
+    await page.goto("/approvals")
+    await page.getByText("No approvals are waiting.").waitFor({ timeout: SLOW })
+    await mark(page)
+
+    // Approved: the file lands.
+    const approved = path.join(writesTo, "approved.txt")
+    const first = await served.call<{ turnId: string }>("flotta_prompt", {
+      name: "guarded",
+      text: `WRITE ${approved} approved in the browser`
+    })
+    const card = page.getByRole("article", { name: /^Approval / })
+    await card.waitFor({ timeout: SLOW })
+    await assertNotReloaded(page)
+    await card.getByText("Write", { exact: true }).first().waitFor()
+    await card.getByText(approved, { exact: false }).first().waitFor()
+    assert.isFalse(fs.existsSync(approved), "nothing is written before the decision")
+    await screenshot(page, "dashboard-approvals")
+    await card.getByRole("button", { name: "Approve" }).click()
+    assert.strictEqual(await replyOf(served, "guarded", first.turnId), `WROTE ${approved}`)
+    assert.strictEqual(fs.readFileSync(approved, "utf8"), "approved in the browser\n")
+    await page.getByText("No approvals are waiting.").waitFor({ timeout: SLOW })
+
+    // Denied with a message: no file, and the model saw the denial and the message.
+    const denied = path.join(writesTo, "denied.txt")
+    const second = await served.call<{ turnId: string }>("flotta_prompt", {
+      name: "guarded",
+      text: `WRITE ${denied} should never land`
+    })
+    await card.waitFor({ timeout: SLOW })
+    await card.getByRole("textbox", { name: "Message" }).fill("not from the browser")
+    await card.getByRole("button", { name: "Deny" }).click()
+    assert.match(await replyOf(served, "guarded", second.turnId), /^DENIED: .*not from the browser/)
+    assert.isFalse(fs.existsSync(denied))
+    await page.getByText("No approvals are waiting.").waitFor({ timeout: SLOW })
+    await assertNotReloaded(page)
+
+    const decided = await served.call<{ approvals: Array<{ status: string; decidedBy: string }> }>("flotta_approvals", {
+      agent: "guarded",
+      all: true
+    })
+    assert.sameMembers(decided.approvals.map((a) => a.status), ["allowed", "denied"])
+    await page.close()
+  }, 240_000)
+
+  it("Pause on /schedule pauses the scheduler, and Resume resumes it", async () => {
+    const page = await context.newPage()
+    await page.goto("/schedule")
+    await page.getByRole("table", { name: "Routines" }).getByText("nudge").waitFor({ timeout: SLOW })
+    await mark(page)
+    await screenshot(page, "dashboard-schedule")
+    const status = () => served.call<{ mode: string; working: boolean }>("flotta_schedule_status")
+    assert.strictEqual((await status()).mode, "working")
+    await page.getByRole("button", { name: "Pause" }).click()
+    await eventually(status, (s) => s.mode === "paused" && !s.working, SLOW, "the scheduler to pause")
+    await page.locator("main#live").getByText(/paused/i).first().waitFor({ timeout: SLOW })
+    await page.getByRole("button", { name: "Resume" }).click()
+    await eventually(status, (s) => s.mode === "working" && s.working, SLOW, "the scheduler to resume")
+    await assertNotReloaded(page)
+    await page.close()
+  }, 180_000)
+
+  it("a connection cut and restored replays exactly the entries the page missed, from its last cursor", async () => {
+    let proxy: TcpProxy | undefined
+    const page = await context.newPage()
+    try {
+      proxy = await startTcpProxy(served.port)
+      const through = proxy
+      await page.goto(`${through.url}/reports`)
+      const table = page.getByRole("table", { name: "Reports" })
+      await table.waitFor({ timeout: SLOW })
+      await mark(page)
+      const cursor = Number(await page.locator("body").getAttribute("data-cursor"))
+      assert.isFalse(Number.isNaN(cursor), "the body carries data-cursor")
+      await waitUntil(
+        () => through.requests().some((r) => r.target.startsWith("/events")),
+        SLOW,
+        "the page to open /events"
+      )
+
+      // Live first: a turn's entries arrive while connected.
+      const before = await served.call<{ turnId: string }>("flotta_prompt", {
+        name: "scout",
+        text: "ECHO before the cut"
+      })
+      await replyOf(served, "scout", before.turnId)
+      const seen = await entriesAfter(served, cursor)
+      assert.isAtLeast(seen.length, 2)
+      const lastSeen = Math.max(...seen.map((e) => e.seq))
+      await eventually(
+        () => reportSeqs(page),
+        (seqs) => seen.every((e) => seqs.includes(e.seq)),
+        SLOW,
+        `the live entries ${seen.map((e) => e.seq).join(",")} in the table`
+      )
+      // Nothing else was written meanwhile, so the page's last seen entry is the log's last.
+      assert.deepStrictEqual(
+        (await entriesAfter(served, lastSeen)).map((e) => e.seq),
+        [],
+        "no entry beyond the turn's"
+      )
+
+      // Cut: entries are written that the page cannot see.
+      const connectionsBefore = through.connections()
+      await through.cut()
+      const during = await served.call<{ turnId: string }>("flotta_prompt", {
+        name: "scout",
+        text: "ECHO while the connection is cut"
+      })
+      await replyOf(served, "scout", during.turnId)
+      const missed = (await entriesAfter(served, lastSeen)).map((e) => e.seq)
+      assert.isAtLeast(missed.length, 2, "a turn writes turn_started and result")
+      assert.notInclude(await reportSeqs(page), missed[0], "the cut page cannot see the new entries")
+
+      // Restored: the page catches up by itself, each missed entry once.
+      await through.restore()
+      const seqs = await eventually(
+        () => reportSeqs(page),
+        (now) => missed.every((seq) => now.includes(seq)),
+        SLOW,
+        `the missed entries ${missed.join(",")} in the table`
+      )
+      for (const seq of [...seen.map((e) => e.seq), ...missed]) {
+        assert.strictEqual(seqs.filter((s) => s === seq).length, 1, `entry ${seq} once in ${seqs.join(",")}`)
+      }
+      assert.deepStrictEqual(seqs.slice(0, missed.length), [...missed].reverse(), "newest first")
+      await assertNotReloaded(page)
+
+      // The reconnect carried the last seen cursor, and the stream it got replayed only what came after it.
+      const reconnects = through.requests().filter((r) =>
+        r.connection > connectionsBefore && r.method === "GET" && r.target.startsWith("/events")
+      )
+      assert.isAtLeast(reconnects.length, 1, "the page reconnected to /events")
+      const first = reconnects[0]!
+      const since = new URL(first.target, through.url).searchParams.get("since")
+      assert.isTrue(
+        first.headers["last-event-id"] === String(lastSeen) || since === String(lastSeen),
+        `the reconnect carries cursor ${lastSeen}: ${first.lines.join(" | ")} ${first.requestLine}`
+      )
+      const replayed = [...through.received(first.connection).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+      assert.deepStrictEqual(replayed.slice(0, missed.length), missed, "the reconnect replays what was missed")
+      assert.isTrue(replayed.every((seq) => seq > lastSeen), `nothing at or before ${lastSeen} again: ${replayed}`)
+      await screenshot(page, "dashboard-reports")
+    } finally {
+      await page.close()
+      await proxy?.close()
+    }
+  }, 240_000)
+
+  it("a working agent's elapsed time ticks on /, and Interrupt on its page ends the turn", async () => {
+    const page = await context.newPage()
+    await page.goto("/")
+    await mark(page)
+    const slow = await served.call<{ turnId: string }>("flotta_prompt", {
+      name: "scout",
+      text: "SLOW 60000 a long job the browser interrupts"
+    })
+    const agents = page.getByRole("table", { name: "Agents" })
+    const row = agents.getByRole("row").filter({ has: page.getByRole("link", { name: "scout", exact: true }) })
+    await row.getByText("working").waitFor({ timeout: SLOW })
+    const elapsed = row.locator("time[data-since]")
+    const first = await elapsed.textContent()
+    await eventually(() => elapsed.textContent(), (now) => now !== first, SLOW, "the elapsed time to tick")
+    await assertNotReloaded(page)
+    // The README's picture: the fleet with one agent at work, the charts fed by the turns so far.
+    await screenshot(page, "dashboard-readme", { fullPage: false })
+
+    const agentPage = await context.newPage()
+    await agentPage.goto("/agents/scout")
+    await agentPage.getByRole("button", { name: "Interrupt" }).click()
+    const waited = await eventually(
+      () => served.callResult("flotta_wait", { name: "scout", turnId: slow.turnId, timeoutSeconds: 20 }),
+      (v) => v.isError === true || (v.structuredContent as { done?: boolean } | undefined)?.done === true,
+      SLOW,
+      "the interrupted turn to end"
+    )
+    assert.isTrue(waited.isError, JSON.stringify(waited))
+    assert.match(JSON.stringify(waited.content), /TurnInterrupted/)
+    await row.getByText("idle").waitFor({ timeout: SLOW })
+    await assertNotReloaded(page)
+    await agentPage.close()
+    await page.close()
+  }, 180_000)
+
+  it("/reports filters by agent and kind, and the live rows follow the filter", async () => {
+    const page = await context.newPage()
+    await page.goto("/reports")
+    await page.getByRole("textbox", { name: "Agent" }).fill("scout")
+    await page.getByRole("textbox", { name: "Kind" }).fill("result")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.waitForURL(/\/reports\?.*agent=scout/, { timeout: SLOW })
+    const table = page.getByRole("table", { name: "Reports" })
+    await table.waitFor({ timeout: SLOW })
+    await mark(page)
+    const rows = () =>
+      table.locator("tbody tr").evaluateAll((trs) =>
+        trs.map((tr) => (tr as unknown as { readonly textContent: string | null }).textContent ?? "")
+      )
+    const before = await rows()
+    assert.isAbove(before.length, 0)
+    for (const row of before) assert.match(row, /scout\s*result/, "only scout's results")
+
+    const cursor = (await entriesAfter(served, 0)).reduce((max, e) => Math.max(max, e.seq), 0)
+    const { turnId } = await served.call<{ turnId: string }>("flotta_prompt", { name: "scout", text: "ECHO filtered" })
+    await replyOf(served, "scout", turnId)
+    const written = await entriesAfter(served, cursor)
+    const result = written.find((e) => e.kind === "result")!
+    const started = written.find((e) => e.kind === "turn_started")!
+    const seqs = await eventually(() => reportSeqs(page), (now) => now.includes(result.seq), SLOW, "the live result")
+    assert.notInclude(seqs, started.seq, "turn_started is filtered out")
+    assert.strictEqual(seqs[0], result.seq, "newest first")
+    for (const row of await rows()) assert.match(row, /scout\s*result/)
+    await assertNotReloaded(page)
+    await page.close()
+  }, 120_000)
+
+  it("a foreign Origin is refused: from Node (403, no turn queued) and from a page on another origin", async () => {
+    const turnsOf = async () =>
+      (await served.call<{ turns: Array<unknown> }>("flotta_transcript", { name: "scout" })).turns.length
+    const turnsBefore = await turnsOf()
+
+    const evil = await fetch(`${served.base}/agents/scout/prompt`, {
+      method: "POST",
+      headers: {
+        Origin: "http://evil.example",
+        "Content-Type": "application/x-www-form-urlencoded",
+        Accept: "application/json"
+      },
+      body: "text=ECHO+forged",
+      redirect: "manual"
+    })
+    assert.strictEqual(evil.status, 403)
+    const noOrigin = await fetch(`${served.base}/agents/scout/prompt`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "text=ECHO+forged+without+origin",
+      redirect: "manual"
+    })
+    assert.strictEqual(noOrigin.status, 403, "a POST must carry an allowed Origin")
+    const evilGet = await fetch(`${served.base}/events`, { headers: { Origin: "http://evil.example" } })
+    assert.strictEqual(evilGet.status, 403, "a present foreign Origin is refused on a GET too")
+    await evilGet.body?.cancel()
+
+    // A page on another origin (a loopback one: another port), as any local web page could be.
+    const otherPort = await freePort()
+    const other = http.createServer((_req, res) => {
+      res.setHeader("content-type", "text/html")
+      res.end("<!doctype html><title>elsewhere</title><p>elsewhere</p>")
+    })
+    await new Promise<void>((resolve) => other.listen(otherPort, "127.0.0.1", () => resolve()))
+    // The page reaches the server through a proxy, which sees the server's answers the browser hides from the
+    // page (no CORS headers): each must be a 403.
+    const proxy = await startTcpProxy(served.port)
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://localhost:${otherPort}/`)
+      const outcome = await page.evaluate(async (base) => {
+        const events = await new Promise<string>((resolve) => {
+          const source = new EventSource(`${base}/events`)
+          source.addEventListener("entry", () => {
+            source.close()
+            resolve("entry")
+          })
+          source.onopen = () => {
+            source.close()
+            resolve("open")
+          }
+          source.onerror = () => {
+            source.close()
+            resolve("error")
+          }
+        })
+        const read = await fetch(`${base}/api/charts`).then((r) => `status ${r.status}`, (e) => `failed: ${e}`)
+        const post = await fetch(`${base}/agents/scout/prompt`, {
+          method: "POST",
+          mode: "no-cors",
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+          body: "text=ECHO+forged+from+a+page"
+        }).then((r) => r.type, (e) => `failed: ${e}`)
+        return { events, read, post }
+      }, proxy.url)
+      assert.strictEqual(outcome.events, "error")
+      assert.match(outcome.read, /^failed: /)
+      assert.strictEqual(outcome.post, "opaque") // the browser sent it: the server has to refuse it
+      const requests = proxy.requests()
+      assert.sameMembers(requests.map((r) => `${r.method} ${r.target}`), [
+        "GET /events",
+        "GET /api/charts",
+        "POST /agents/scout/prompt"
+      ])
+      for (const r of requests) assert.strictEqual(r.headers["origin"], `http://localhost:${otherPort}`)
+      const statuses = Array.from(
+        { length: proxy.connections() },
+        (_, i) => [...proxy.received(i + 1).matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((m) => m[1])
+      ).flat()
+      assert.deepStrictEqual(statuses, ["403", "403", "403"])
+    } finally {
+      await page.close()
+      await proxy.close()
+      other.close()
+    }
+    // Nothing of the forged prompts was queued (a queued turn shows in the transcript at once).
+    assert.strictEqual(await turnsOf(), turnsBefore)
+    const status = await served.call<{ queued: number }>("flotta_status", { name: "scout" })
+    assert.strictEqual(status.queued, 0)
+  }, 120_000)
+})
+
+describe("the dashboard behind mcp.token", () => {
+  let served: Served
+  beforeAll(async () => {
+    served = await serve("guarded", { agents: [] }, { token: TOKEN })
+  }, 120_000)
+  afterAll(async () => {
+    await served?.stop()
+  })
+
+  it("a missing token gets the login form; ?token= and the form set an HttpOnly SameSite=Strict cookie", async () => {
+    const { base } = served
+    const anonymous = await fetch(`${base}/`, { redirect: "manual" })
+    assert.strictEqual(anonymous.status, 401)
+    const form = await anonymous.text()
+    assert.match(form, /<form[^>]*>/)
+    assert.match(form, /name="token"/)
+    const wrong = await fetch(`${base}/?token=not-the-token-at-all`, { redirect: "manual" })
+    assert.strictEqual(wrong.status, 401)
+    assert.strictEqual((await fetch(`${base}/events`)).status, 401)
+    assert.strictEqual((await fetch(`${base}/api/charts`)).status, 401)
+    const post = await fetch(`${base}/schedule/pause`, {
+      method: "POST",
+      headers: { Origin: base, Accept: "application/json" },
+      redirect: "manual"
+    })
+    assert.strictEqual(post.status, 401, "a POST with an allowed Origin but no cookie")
+
+    // ?token= once: the cookie, then the dashboard without the token in the address.
+    const viaQuery = await browser.newContext({ baseURL: base })
+    try {
+      const page = await viaQuery.newPage()
+      await page.goto(`/?token=${TOKEN}`)
+      await page.getByRole("table", { name: "Agents" }).waitFor({ timeout: SLOW })
+      assert.notInclude(page.url(), TOKEN)
+      const [cookie] = (await viaQuery.cookies()).filter((c) => c.name === "flotta_session")
+      assert.isDefined(cookie)
+      assert.deepInclude(cookie!, { httpOnly: true, sameSite: "Strict", path: "/" })
+      assert.notInclude(
+        await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie),
+        "flotta_session",
+        "HttpOnly hides it from script"
+      )
+      // With the cookie, a same-origin POST from the page works.
+      const paused = await page.evaluate(async () => {
+        const r = await fetch("/schedule/pause", { method: "POST", headers: { Accept: "application/json" } })
+        return r.status
+      })
+      assert.notStrictEqual(paused, 401)
+      assert.notStrictEqual(paused, 403)
+    } finally {
+      await viaQuery.close()
+    }
+
+    // The login form.
+    const viaForm = await browser.newContext({ baseURL: base })
+    try {
+      const page = await viaForm.newPage()
+      const response = await page.goto("/")
+      assert.strictEqual(response?.status(), 401)
+      await screenshot(page, "dashboard-login")
+      await page.getByLabel("Token").fill(TOKEN)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("table", { name: "Agents" }).waitFor({ timeout: SLOW })
+      const cookies = (await viaForm.cookies()).filter((c) => c.name === "flotta_session")
+      assert.lengthOf(cookies, 1)
+      assert.deepInclude(cookies[0]!, { httpOnly: true, sameSite: "Strict" })
+    } finally {
+      await viaForm.close()
+    }
+  }, 180_000)
+})
