@@ -118,7 +118,7 @@ export const run = () =>
       method: `Medians of ${ROUNDS} rounds. ${fmtInt(TURNS)} turns over ${AGENTS} agents of the in-memory Claude ` +
         `(\`Testing.layer\`, TestContext). Baseline: no dashboard. Measured: the dashboard on a loopback port with ` +
         `${STREAMS} event streams open (node:http clients), each reading all ${fmtInt(TURNS * 2)} entries before ` +
-        `the clock stops. Pages: \`/\` for 100 agents fetched over the socket, against \`list()\` alone; a client ` +
+        `the clock stops. Pages: \`/\` for 100 agents fetched over the socket, against \`list\` alone; a client ` +
         `reconnecting ${fmtInt(REPLAYED)} entries behind, until it has read them all.`,
       rows: [
         row(`${fmtInt(TURNS)} turns, no dashboard (baseline)`, fmtMs(plainMs, 1), "", "1.00×"),

@@ -13,6 +13,20 @@ import type * as http from "node:http"
 /** A client this far behind (bytes buffered in the socket) is cut off; it reconnects and catches up by cursor. */
 const MAX_BUFFERED = 4 * 1024 * 1024
 
+/**
+ * An entry's event, written once however many pages follow the log: every subscriber is handed the same entry
+ * object, so the text is kept beside it for as long as the entry lives.
+ */
+const frames = new WeakMap<ReportEntry, string>()
+const frameOf = (entry: ReportEntry) => {
+  let frame = frames.get(entry)
+  if (frame === undefined) {
+    frame = `id: ${entry.seq}\nevent: entry\ndata: ${JSON.stringify(entry)}\n\n`
+    frames.set(entry, frame)
+  }
+  return frame
+}
+
 /** The cursor a request resumes from: `Last-Event-ID` (the browser's own reconnect) wins over `?since=`. */
 export const cursorOf = (request: http.IncomingMessage, url: URL): number | undefined => {
   for (const raw of [request.headers["last-event-id"], url.searchParams.get("since")]) {
@@ -39,7 +53,7 @@ export const stream = (response: http.ServerResponse, cursor: number | undefined
     const send = (entry: ReportEntry) => {
       if (entry.seq <= last || response.writableEnded) return
       last = entry.seq
-      response.write(`id: ${entry.seq}\nevent: entry\ndata: ${JSON.stringify(entry)}\n\n`)
+      response.write(frameOf(entry))
       if (response.writableLength > MAX_BUFFERED) response.end()
     }
 
