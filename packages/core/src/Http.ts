@@ -3,7 +3,7 @@
  * scope, and the checks that keep a loopback server from being reached by other sites or machines (loopback
  * addresses, Host names against DNS rebinding, Origins against cross-site requests).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
@@ -63,3 +63,16 @@ export const listenScoped = <E>(
 /** `http://host:port` of a bound address (IPv6 in brackets). */
 export const originOf = (address: AddressInfo): string =>
   `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`
+
+const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+/** The fields every server section of the config file has (`mcp`, `dashboard`): where it listens, who may call. */
+export const ServerFields = {
+  /** `false` turns the section off. */
+  enabled: exact(Schema.Boolean),
+  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
+  host: exact(Schema.String.pipe(Schema.minLength(1))),
+  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
+  allowedOrigins: exact(Schema.Array(Schema.String)),
+  allowedHosts: exact(Schema.Array(Schema.String))
+}

@@ -6,7 +6,7 @@
  * Without a `port` the dashboard shares the MCP server (`/` beside `/mcp`): it then inherits that server's host,
  * token and allowed names (its own `token` and allowed names still apply on top).
  */
-import { isLoopback, originHostname } from "@flotta/core/Http"
+import { isLoopback, originHostname, ServerFields } from "@flotta/core/Http"
 import { Data, Effect, Option, Redacted, Schema } from "effect"
 
 export interface DashboardSettings {
@@ -90,17 +90,8 @@ export const make = (
     } satisfies DashboardSettings
   })
 
-const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
-
 /** The `dashboard` section of a config file, as written (`enabled: false` turns it off). */
-export const FileSection = Schema.Struct({
-  enabled: exact(Schema.Boolean),
-  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
-  host: exact(Schema.String.pipe(Schema.minLength(1))),
-  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
-  allowedOrigins: exact(Schema.Array(Schema.String)),
-  allowedHosts: exact(Schema.Array(Schema.String))
-})
+export const FileSection = Schema.Struct(ServerFields)
 export type FileSection = typeof FileSection.Type
 
 /** A decoded section as settings input; `undefined` when it is absent or switched off. */

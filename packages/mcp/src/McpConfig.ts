@@ -3,7 +3,7 @@
  * file's `mcp` section (`FileSection`), or the same fields from code. Secure by default: loopback only, Host
  * and Origin checked on every request, and a non-loopback bind without a token refused at start.
  */
-import { isLoopback, originHostname } from "@flotta/core/Http"
+import { isLoopback, originHostname, ServerFields } from "@flotta/core/Http"
 import { Data, Duration, Effect, Option, Redacted, Schema } from "effect"
 
 export interface McpSettings {
@@ -88,16 +88,11 @@ export const make = (input: McpConfigInput = {}): Effect.Effect<McpSettings, Mcp
     } satisfies McpSettings
   })
 
-/** The `mcp` section of a config file, as written (`sessionIdleTimeoutMs`; `enabled: false` turns it off). */
 const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 
+/** The `mcp` section of a config file, as written (`sessionIdleTimeoutMs`; `enabled: false` turns it off). */
 export const FileSection = Schema.Struct({
-  enabled: exact(Schema.Boolean),
-  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
-  host: exact(Schema.String.pipe(Schema.minLength(1))),
-  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
-  allowedOrigins: exact(Schema.Array(Schema.String)),
-  allowedHosts: exact(Schema.Array(Schema.String)),
+  ...ServerFields,
   maxSessions: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
   sessionIdleTimeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive()))
 })
