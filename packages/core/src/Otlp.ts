@@ -161,7 +161,7 @@ const serializeHeaders = (headers: Readonly<Record<string, string>>) =>
  * needs `CLAUDE_CODE_ENHANCED_TELEMETRY_BETA`), exporting OTLP/HTTP JSON to where the fleet exports. Each process
  * adds its agent and its `TRACEPARENT` (`Telemetry.childEnvironment`).
  */
-export const childEnvironment = (settings: Settings): Record<string, string> => ({
+export const sharedChildEnvironment = (settings: Settings): Record<string, string> => ({
   CLAUDE_CODE_ENABLE_TELEMETRY: "1",
   CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: "1",
   OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -182,7 +182,9 @@ export const layerSettings = (settings: Settings): Layer.Layer<never> =>
   Layer.unwrapEffect(
     Effect.map(Effect.promise(() => import("./internal/otlpSdk.js")), (sdk) => sdk.layer(settings))
   ).pipe(
-    Layer.merge(settings.children ? Layer.succeed(Telemetry.ChildTelemetry, childEnvironment(settings)) : Layer.empty)
+    Layer.merge(
+      settings.children ? Layer.succeed(Telemetry.ChildTelemetry, sharedChildEnvironment(settings)) : Layer.empty
+    )
   )
 
 /**

@@ -125,7 +125,7 @@ describe("the children's environment", () => {
   it.effect("Claude Code's telemetry, exporting JSON where the fleet does", () =>
     Effect.gen(function*() {
       const settings = yield* settingsOf({ otlp: "http://127.0.0.1:4318", children: true, headers: { "x-k": "a b,c" } })
-      assert.deepStrictEqual(Otlp.childEnvironment(settings), {
+      assert.deepStrictEqual(Otlp.sharedChildEnvironment(settings), {
         CLAUDE_CODE_ENABLE_TELEMETRY: "1",
         CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: "1",
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",

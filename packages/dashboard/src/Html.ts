@@ -1,6 +1,6 @@
 /**
  * Markup, safely: the `html` tagged template escapes everything it interpolates (agent replies, tool inputs and
- * names are untrusted text), except `Html` values, which are markup already (`html` results and `raw`). Arrays
+ * names are untrusted text), except `Html` values, which are markup already (`html` results). Arrays
  * are joined; `null`, `undefined` and `false` render nothing, so `${cond && html`...`}` works.
  *
  * `document` is the shell every page shares: the nav, `<body data-cursor data-page data-agent>` for the client
@@ -20,7 +20,7 @@ export type Value = Html | string | number | boolean | null | undefined | Readon
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
 
 /** Text as HTML text or attribute content. */
-export const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
+const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
 
 const render = (value: Value): string => {
   if (value instanceof Html) return value.value
@@ -34,9 +34,6 @@ export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Val
   values.forEach((value, i) => (out += render(value) + strings[i + 1]!))
   return new Html(out)
 }
-
-/** Trusted markup, unescaped: only for text that is markup by construction. */
-export const raw = (markup: string): Html => new Html(markup)
 
 export type PageName = "agents" | "agent" | "approvals" | "schedule" | "reports" | "login" | "notFound"
 

@@ -493,12 +493,14 @@ const pageOf = (request: PageRequest): Effect.Effect<Page, never, Flotta> => {
 /** A page, whole or only its live region. A defect shows as a 500 page, logged; the fleet's errors never do. */
 export const render = (request: PageRequest): Effect.Effect<Rendered, never, Flotta> =>
   Effect.gen(function*() {
-    // Read before the data: what happens meanwhile is replayed to the page, never lost.
-    const cursor = request.page === "login" ? 0 : yield* Views.cursor
-    const page = yield* pageOf(request).pipe(
+    const rendered = pageOf(request).pipe(
       Effect.catchAllCause((cause) => Effect.as(Effect.logError("dashboard page failed", cause), failed(cause)))
     )
-    if (request.fragment) return { status: page.status, html: page.live.value }
+    // A fragment goes into a page that already follows the log: it needs no cursor.
+    if (request.fragment) return yield* Effect.map(rendered, (page) => ({ status: page.status, html: page.live.value }))
+    // Read before the data: what happens meanwhile is replayed to the page, never lost.
+    const cursor = request.page === "login" ? 0 : yield* Views.cursor
+    const page = yield* rendered
     return {
       status: page.status,
       html: document({
