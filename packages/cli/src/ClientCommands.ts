@@ -193,6 +193,8 @@ interface AgentRow {
   readonly model: string | null
   readonly queued: number
   readonly totals: { readonly turns: number; readonly costUsd: number }
+  /** In a cluster: the host that runs it. */
+  readonly host?: string
 }
 
 const name = Flags.nameArgument("name", "The agent's name")
@@ -210,7 +212,8 @@ const list = Command.make(
       const width = Math.max(10, ...statuses.map((status) => status.length))
       return agents.map((a, i) =>
         `${a.name.padEnd(24)} ${statuses[i]!.padEnd(width)} ${String(a.model ?? "-").padEnd(12)} ` +
-        `queued ${a.queued}  turns ${a.totals.turns}  $${a.totals.costUsd.toFixed(4)}`
+        `queued ${a.queued}  turns ${a.totals.turns}  $${a.totals.costUsd.toFixed(4)}` +
+        (a.host === undefined ? "" : `  on ${a.host}`)
       ).join("\n")
     }, { storeHealth: true })
 ).pipe(Command.withDescription("List the live agents of a running `flotta serve` (and the store, when degraded)"))

@@ -13,6 +13,7 @@
  */
 import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
+import * as Cluster from "@flotta/cluster/Cluster"
 import * as Flotta from "@flotta/core/Flotta"
 import * as Otlp from "@flotta/core/Otlp"
 import type { StoreConfig, StoreOptions } from "@flotta/core/Store"
@@ -85,13 +86,16 @@ export interface Features {
   readonly schedule?: boolean
   /** Keep state in the config's store, else the default file (serve, repl); otherwise in memory. */
   readonly durable?: boolean
+  /** Join the config's cluster (when it has one): the fleet spans every node of it. */
+  readonly cluster?: boolean
 }
 
 /** What a composition switched on, for the command to report. */
 export const enabled = (config: LoadedConfig, features: Features) => ({
   mcp: features.mcp === true && config.mcp !== undefined,
   dashboard: features.dashboard === true && config.dashboard !== undefined,
-  schedule: features.schedule === true && config.schedule !== undefined
+  schedule: features.schedule === true && config.schedule !== undefined,
+  cluster: features.cluster === true && config.cluster !== undefined
 })
 
 /**
@@ -101,10 +105,14 @@ export const enabled = (config: LoadedConfig, features: Features) => ({
  */
 export const layer = (config: LoadedConfig, features: Features) =>
   Layer.unwrapScoped(Effect.gen(function*() {
-    const durable = features.durable === true
-    const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
     const on = enabled(config, features)
-    const engine = Flotta.layer(fleetOptions(config, env, durable))
+    // In a cluster the shared state is the cluster store's: each node's engine keeps only its own, in memory.
+    const durable = features.durable === true && !on.cluster
+    const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
+    const local = Flotta.layer(fleetOptions(config, env, durable))
+    const engine = on.cluster
+      ? Cluster.layer(config.cluster, { baseDir: config.dir, env }).pipe(Layer.provideMerge(local))
+      : local
     const mcp = on.mcp ? config.mcp : undefined
     // The MCP server and the dashboard are built over the scheduler: they run on the context they capture when
     // they start, so that is where they find the scheduler (or, when it is off, answer SchedulerNotEnabled).

@@ -9,6 +9,7 @@
  * field stops the command; a bad agent or routine entry is reported and skipped, and the rest boots.
  */
 import { FileSystem } from "@effect/platform"
+import * as ClusterConfig from "@flotta/cluster/ClusterConfig"
 import * as Otlp from "@flotta/core/Otlp"
 import * as Spec from "@flotta/core/Spec"
 import type { StoreConfig } from "@flotta/core/Store"
@@ -56,6 +57,11 @@ export interface FlottaConfig {
    * an SQLite file (relative to the project directory), or a Postgres database; `retainDays` (default 30).
    */
   readonly store?: StoreFileValue
+  /**
+   * One fleet over several hosts (`flotta serve` joins it): `{ "store": { "postgres": URL } | { "sqlite": PATH },
+   * "host", "listen": { "host", "port" }, "secret"?, "leaseMs"?, "shardsPerGroup"? }`.
+   */
+  readonly cluster?: ClusterConfig.FileSection
 }
 
 /** The config's `store` value, as written. */
@@ -91,6 +97,7 @@ export const FileSchema = Schema.Struct({
   schedule: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   routines: exact(Schema.Array(Schema.Unknown)),
   telemetry: exact(Otlp.FileSection),
+  cluster: exact(ClusterConfig.FileSection),
   // Checked by `readStore`, which names the bad field within it (a union's own message would not).
   store: exact(Schema.Unknown)
 })
@@ -129,6 +136,8 @@ export interface LoadedConfig {
   readonly schedule: SchedulerConfig.SchedulerConfig | undefined
   /** The config's `telemetry`; export may still come from the OTEL_EXPORTER_OTLP_* environment without it. */
   readonly telemetry: Otlp.FileSection | undefined
+  /** The config's `cluster`: `serve` joins it (relative SQLite paths are taken from `dir`). */
+  readonly cluster: ClusterConfig.FileSection | undefined
 }
 
 /** One environment variable and the config field it overrides. */
@@ -477,7 +486,8 @@ export const decode = (
     mcp: McpConfig.fromFile(config.mcp),
     dashboard: DashboardConfig.fromFile(config.dashboard),
     schedule: Option.getOrUndefined(schedule.right),
-    telemetry: config.telemetry
+    telemetry: config.telemetry,
+    cluster: config.cluster
   })
 }
 
@@ -490,7 +500,8 @@ export const empty = (dir: string): LoadedConfig => ({
   mcp: undefined,
   dashboard: undefined,
   schedule: undefined,
-  telemetry: undefined
+  telemetry: undefined,
+  cluster: undefined
 })
 
 /**

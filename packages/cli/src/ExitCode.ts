@@ -14,7 +14,14 @@ export const EXIT_CODES = [
   },
   {
     code: 3,
-    tags: ["ConfigError", "ConfigFileError", "McpConfigError", "DashboardConfigError", "OtlpConfigError"],
+    tags: [
+      "ConfigError",
+      "ConfigFileError",
+      "McpConfigError",
+      "DashboardConfigError",
+      "OtlpConfigError",
+      "ClusterConfigError"
+    ],
     meaning: "the config file or an environment variable is invalid, or a server it asks for cannot listen"
   },
   { code: 4, tags: ["SpawnFailed"], meaning: "claude could not be started" },

@@ -5,6 +5,7 @@
  * first, and serve says where state lives and what came back once it is ready.
  */
 import { Command } from "@effect/cli"
+import * as Cluster from "@flotta/cluster/Cluster"
 import { Flotta } from "@flotta/core/Flotta"
 import * as McpServer from "@flotta/mcp/McpServer"
 import * as Stdio from "@flotta/mcp/Stdio"
@@ -44,6 +45,18 @@ export const stateLines = (prefix: string) =>
     ]
   })
 
+/** Which host this node is and how many are live (`flotta serve` in a cluster). */
+const clusterLines = Effect.gen(function*() {
+  const joined = yield* Effect.serviceOption(Cluster.Cluster)
+  if (Option.isNone(joined)) return []
+  const cluster = joined.value
+  const hosts = yield* Effect.orElseSucceed(cluster.hosts, () => [])
+  const live = hosts.filter((h) => h.live).map((h) => h.host)
+  return [
+    `cluster: host ${cluster.host} joined (${live.length} hosts live: ${live.join(", ")}); state in ${cluster.store}`
+  ]
+})
+
 export const command = Command.make(
   "serve",
   { simulate: Shared.simulate, config: Shared.config },
@@ -51,7 +64,14 @@ export const command = Command.make(
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
       const config = yield* Shared.loadConfig(flags.config)
-      const features = { simulate: flags.simulate, mcp: true, dashboard: true, schedule: true, durable: true }
+      const features = {
+        simulate: flags.simulate,
+        mcp: true,
+        dashboard: true,
+        schedule: true,
+        durable: true,
+        cluster: true
+      }
       const on = Composition.enabled(config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
@@ -65,7 +85,7 @@ export const command = Command.make(
             `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
             `dashboard ${Option.getOrElse(Option.map(dashboard, (url) => `at ${url}`), () => "off")}; ` +
             `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`,
-            ...(yield* stateLines("flotta serve"))
+            ...(on.cluster ? yield* clusterLines : yield* stateLines("flotta serve"))
           ].join("\n")
         )
         return yield* Effect.never

@@ -72,6 +72,8 @@ export interface AgentOptions {
   readonly resume?: string
   /** Further CLI flags, placed after the ones the options produce. */
   readonly extraArgs?: ReadonlyArray<string>
+  /** The host to run it on, in a fleet spread over several hosts (`@flotta/cluster`); a single fleet refuses it. */
+  readonly host?: string
   /** A run takes one turn and does not report `turn_started` (default: session). */
   readonly lifecycle?: "session" | "run"
   /** A turn that succeeds without `structured_output` fails (the CLI can report success without it). */
@@ -150,6 +152,8 @@ export interface AgentInfo {
   readonly closedReason: string | null
   /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
   readonly parkedUntil: string | null
+  /** The host that runs it, in a fleet spread over several hosts (`@flotta/cluster`). */
+  readonly host?: string
 }
 
 export interface Agent {

@@ -10,7 +10,8 @@ import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
-import type { AgentClosed, AgentNotFound, InvalidSpec, NoResult, TurnError } from "./Errors.js"
+import { InvalidSpec } from "./Errors.js"
+import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Parking } from "./Parking.js"
@@ -75,6 +76,12 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const restored = yield* Restore.restore({ store, registry, runs, reports: reportLog })
 
     const spawn = Effect.fn("Flotta.spawn")(function*(name: string, options: Agent.AgentOptions = {}) {
+      if (options.host !== undefined) {
+        return yield* new InvalidSpec({
+          path: "host",
+          reason: `this fleet runs on one host; choosing one needs a cluster (the config's "cluster" section)`
+        })
+      }
       const agent = yield* registry.spawn(name, options)
       return yield* agent.info
     })

@@ -91,7 +91,8 @@ const empty = (columns: number, text: string) => html`<tr class="empty"><td cols
 
 // ------------------------------------------------------------------------------------------------ agents
 
-const agentRow = ({ currentStartedAt, info, worktree }: AgentRow) =>
+/** `hosted`: the fleet spans several hosts (a cluster), and each row says which runs it. */
+const agentRow = (hosted: boolean) => ({ currentStartedAt, info, worktree }: AgentRow) =>
   html`<tr>
 <td>${agentLink(info.name)}${info.lifecycle === "run" ? html` <span class="tag">run</span>` : ""}</td>
 <td>${pill(info.status)}${
@@ -104,13 +105,19 @@ const agentRow = ({ currentStartedAt, info, worktree }: AgentRow) =>
   }</td>
 <td class="num">${dollars(info.totals.costUsd)}</td>
 <td class="num">${info.restarts}</td>
-<td class="path">${worktree ?? html`<span class="muted">—</span>`}</td>
+<td class="path">${worktree ?? html`<span class="muted">—</span>`}</td>${
+    hosted ?
+      html`
+<td>${info.host ?? ""}</td>` :
+      ""
+  }
 </tr>`
 
 const agentsPage = Effect.gen(function*() {
   const rows = yield* Views.agents
   const cost = rows.reduce((sum, r) => sum + r.info.totals.costUsd, 0)
   const working = rows.filter((r) => r.info.status === "working").length
+  const hosted = rows.some((r) => r.info.host !== undefined)
   return {
     status: 200,
     title: "Agents",
@@ -118,8 +125,10 @@ const agentsPage = Effect.gen(function*() {
     live: html`<h1>Agents</h1>
 <p class="summary">${rows.length} live · ${working} working · ${dollars(cost)} spent</p>
 <table aria-label="Agents">
-<thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col" class="num">Current turn</th><th scope="col" class="num">Queued</th><th scope="col" class="num">Turns</th><th scope="col" class="num">Cost</th><th scope="col" class="num">Restarts</th><th scope="col">Worktree</th></tr></thead>
-<tbody>${rows.length === 0 ? empty(8, "No agents are running.") : rows.map(agentRow)}</tbody>
+<thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col" class="num">Current turn</th><th scope="col" class="num">Queued</th><th scope="col" class="num">Turns</th><th scope="col" class="num">Cost</th><th scope="col" class="num">Restarts</th><th scope="col">Worktree</th>${
+      hosted ? html`<th scope="col">Host</th>` : ""
+    }</tr></thead>
+<tbody>${rows.length === 0 ? empty(8, "No agents are running.") : rows.map(agentRow(hosted))}</tbody>
 </table>`,
     after: html`<section id="charts" class="charts" aria-label="Charts">
 <figure class="chart" data-chart="costPerHour" data-unit="usd"><figcaption>Cost per hour</figcaption><div class="plot"></div></figure>
@@ -178,7 +187,10 @@ const facts = (info: AgentInfo, worktree: string | null) =>
 <div><dt>Turns</dt><dd>${info.totals.turns}${info.totals.failed > 0 ? ` (${info.totals.failed} failed)` : ""}</dd></div>
 <div><dt>Queued</dt><dd>${info.queued}</dd></div>
 <div><dt>Cost</dt><dd>${dollars(info.totals.costUsd)}</dd></div>
-<div><dt>Restarts</dt><dd>${info.restarts}</dd></div>
+<div><dt>Restarts</dt><dd>${info.restarts}</dd></div>${
+    info.host === undefined ? "" : html`
+<div><dt>Host</dt><dd>${info.host}</dd></div>`
+  }
 <div><dt>Started</dt><dd>${at(info.startedAt)}</dd></div>
 <div><dt>${worktree === null ? "Directory" : "Worktree"}</dt><dd class="path">${worktree ?? info.cwd}</dd></div>
 </dl>`

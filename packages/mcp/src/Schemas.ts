@@ -60,7 +60,8 @@ export const SpawnArgs = Schema.Struct({
   turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION + " (default 180)"),
   env: opt(Env, "Added to the agent's environment"),
   role: opt(Schema.Literal("member", "manager")),
-  resume: opt(Text, "A session id to continue (from a run's result or an agent's info)")
+  resume: opt(Text, "A session id to continue (from a run's result or an agent's info)"),
+  host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)")
 })
 
 export const RunArgs = Schema.Struct({
@@ -193,7 +194,8 @@ export const AgentInfo = Schema.Struct({
   restarts: Schema.Number,
   startedAt: Schema.String,
   closedReason: NullableString,
-  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION)
+  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
+  host: opt(Schema.String, "In a cluster: the host that runs it")
 })
 
 export const StatusView = Schema.Struct({
@@ -274,7 +276,8 @@ export const ReportEntry = Schema.Struct({
   agent: Schema.String,
   kind: Schema.String,
   turnId: Schema.optional(Schema.String),
-  data: JsonValue
+  data: JsonValue,
+  host: opt(Schema.String, "In a cluster: the host that wrote it")
 })
 
 export const Started = Schema.Struct({

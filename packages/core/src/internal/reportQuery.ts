@@ -17,6 +17,8 @@ export interface ReportEntry {
   readonly kind: ReportKind
   readonly turnId?: string
   readonly data: unknown
+  /** The host that wrote it, in a fleet spread over several hosts (`@flotta/cluster`). */
+  readonly host?: string
 }
 
 export interface ReportQuery {

@@ -1,0 +1,356 @@
+/**
+ * One fleet over several hosts. `Cluster.layer(section)` sits on a host's engine and replaces its `Flotta` with a
+ * fleet-wide one: an operation on an agent goes to the host that runs it (the `Agent` entity whose id names that
+ * host), `list`, `broadcast` and approvals span every live host, and the report log is the cluster store's, where
+ * every host copies its own entries. Names are unique across the cluster.
+ *
+ * A host whose lease lapses is dead: the live hosts move its agents, each of which starts again on its new host
+ * with `--resume` from the conversation mirrored into the store, and the turns that were in flight there end with
+ * `HostLost` (see Hosting and Membership).
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import type { FileSystem } from "@effect/platform/FileSystem"
+import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
+import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
+import * as Client from "@flotta/core/Client"
+import { AgentAlreadyExists, AgentNotFound, InvalidSpec } from "@flotta/core/Errors"
+import type { StoreUnavailable } from "@flotta/core/Errors"
+import * as Flottas from "@flotta/core/Flotta"
+import { Flotta } from "@flotta/core/Flotta"
+import type { AskOptions, BootReport, BroadcastOutcome } from "@flotta/core/Flotta"
+import type { Registry } from "@flotta/core/Registry"
+import { validateName } from "@flotta/core/Registry"
+import type { ReportLog, ReportNotice, ReportQuery, SubscribeOptions } from "@flotta/core/ReportLog"
+import * as Spec from "@flotta/core/Spec"
+import { errorView } from "@flotta/core/Turn"
+import { Cause, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
+import { randomUUID } from "node:crypto"
+import * as ClusterConfig from "./ClusterConfig.js"
+import type { ClusterConfigInput, ClusterSettings } from "./ClusterConfig.js"
+import { ClusterStore } from "./ClusterStore.js"
+import { closeHere, entities, Hosting, housekeeping, startHere, withHost } from "./Hosting.js"
+import { Membership } from "./Membership.js"
+import * as Protocol from "./Protocol.js"
+import { HostLost, HostUnavailable } from "./Protocol.js"
+import * as Runner from "./Runner.js"
+
+export interface HostView {
+  readonly host: string
+  readonly live: boolean
+  /** Milliseconds since it last renewed its lease. */
+  readonly age: number
+  readonly agents: number
+}
+
+/** This node's place in the cluster. */
+export class Cluster extends Context.Tag("@flotta/cluster/Cluster")<Cluster, {
+  readonly host: string
+  /** The cluster store, described without credentials. */
+  readonly store: string
+  /** Every host the store knows, live or not, with how many agents are placed on it. */
+  readonly hosts: Effect.Effect<ReadonlyArray<HostView>, StoreUnavailable>
+}>() {}
+
+export interface LayerOptions {
+  /** Where a relative SQLite path is taken from (the config file's directory). */
+  readonly baseDir?: string
+  /** The children's extra environment, as given to the engine: where their CLI keeps its session files. */
+  readonly env?: Readonly<Record<string, string>>
+}
+
+/** The cluster over a host's engine (its `Flotta`, `Registry` and `ReportLog`); `Layer.empty` without a section. */
+export const layer = (
+  input: ClusterConfigInput | undefined,
+  options: LayerOptions = {}
+): Layer.Layer<
+  Flotta | Cluster,
+  ClusterConfig.ClusterConfigError | StoreUnavailable,
+  Flotta | Registry | ReportLog | FileSystem
+> =>
+  input === undefined
+    ? Layer.empty as never
+    : Layer.unwrapEffect(
+      Effect.map(
+        ClusterConfig.make(input, options.baseDir === undefined ? {} : { baseDir: options.baseDir }),
+        (settings) => fromSettings(settings, options.env ?? {})
+      )
+    )
+
+const fromSettings = (settings: ClusterSettings, env: Readonly<Record<string, string>>) => {
+  const node = Hosting.layer(env).pipe(
+    Layer.provideMerge(Membership.layer(settings)),
+    Layer.provideMerge(ClusterStore.layer(settings.store))
+  )
+  const runner = Layer.provideMerge(Runner.layer(settings), node)
+  return Layer.scopedContext(fleet(settings)).pipe(Layer.provide(entities), Layer.provide(runner))
+}
+
+const POLL = Duration.millis(200)
+
+/** A call that could not reach its host, or whose host went away under it. */
+const unreachable = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "_tag" in error &&
+  ["RunnerUnavailable", "MailboxFull", "EntityNotAssignedToRunner", "PersistenceError"].includes(
+    (error as { readonly _tag: string })._tag
+  )
+
+const fleet = (settings: ClusterSettings) =>
+  Effect.gen(function*() {
+    const h = yield* Hosting
+    const { local, store, membership } = h
+    const me = settings.host
+    const agentClient = yield* Protocol.AgentEntity.client
+    const hostClient = yield* Protocol.HostEntity.client
+    /** The live hosts as the store has them now (one that joined since this node's last look included). */
+    const liveNow = Effect.map(
+      store.hosts,
+      (rows) => rows.filter((r) => r.age <= settings.leaseMs || r.host === me)
+    )
+
+    /** Fails with HostLost once `host` no longer runs, live, the incarnation it runs now. */
+    const lost = (host: string, name: string) =>
+      Effect.gen(function*() {
+        const since = yield* Clock.currentTimeMillis
+        const known = (yield* SubscriptionRef.get(membership.live)).hosts.get(host)
+        const incarnation = known ?? (yield* liveNow).find((r) => r.host === host)?.incarnation
+        if (incarnation !== undefined) {
+          yield* membership.live.changes.pipe(
+            // A host this node has not seen yet is lost only once a look taken after this call misses it.
+            Stream.filter(({ at, hosts }) => hosts.has(host) ? hosts.get(host) !== incarnation : at > since),
+            Stream.take(1),
+            Stream.runDrain
+          )
+        }
+        return yield* new HostLost({ name, host })
+      })
+
+    /** A call to another host, which ends with HostLost if that host dies under it. */
+    const remote = <A, E>(host: string, name: string, call: Effect.Effect<A, E>) =>
+      Effect.raceFirst(call, lost(host, name)).pipe(
+        Effect.catchIf(unreachable, () => new HostLost({ name, host })),
+        // The host stopped under the call (its entities are interrupted as it shuts down): not this caller's doing.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? new HostLost({ name, host }) : Effect.failCause(cause)
+        )
+      ) as Effect.Effect<A, Exclude<E, { readonly _tag: "RunnerUnavailable" }> | HostLost>
+
+    /** An operation on one agent: here when it lives here, else on its host. */
+    const onAgent = <A, E, E2>(
+      name: string,
+      here: Effect.Effect<A, E>,
+      there: (client: ReturnType<typeof agentClient>) => Effect.Effect<unknown, E2>
+    ) =>
+      Effect.gen(function*() {
+        const placement = yield* store.placement(name)
+        if (Option.isNone(placement)) {
+          return yield* new AgentNotFound({ name, live: (yield* store.placements).map((p) => p.name) })
+        }
+        const host = placement.value.host
+        if (host === me) return yield* here
+        return (yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))) as A
+      })
+
+    const pickHost = (wanted: string | undefined) =>
+      Effect.gen(function*() {
+        const live = (yield* liveNow).map((r) => r.host).sort()
+        if (wanted !== undefined) {
+          if (!live.includes(wanted)) return yield* new HostUnavailable({ host: wanted, live })
+          return wanted
+        }
+        const counts = new Map(live.map((host) => [host, 0]))
+        for (const p of yield* store.placements) if (counts.has(p.host)) counts.set(p.host, counts.get(p.host)! + 1)
+        return [...counts.entries()].sort((a, b) => a[1] - b[1])[0]![0]
+      })
+
+    const spawn = (name: string, options: AgentOptions = {}) =>
+      Effect.gen(function*() {
+        yield* validateName(name)
+        const { host: wanted, ...rest } = options
+        const host = yield* pickHost(wanted)
+        if (host !== me && typeof rest.permission === "function") {
+          return yield* new InvalidSpec({
+            path: "permission",
+            reason:
+              `a permission given as a function cannot be sent to host ${host}: give it as data, or spawn on ${me}`
+          })
+        }
+        const wire = Protocol.toWire(rest)
+        if (!(yield* store.place(name, host, wire.cwd ?? "", wire))) return yield* new AgentAlreadyExists({ name })
+        const started = host === me
+          ? startHere(h, name, rest, 1)
+          : remote(
+            host,
+            name,
+            agentClient(Protocol.agentId(host, name)).spawn({ name, options: wire, epoch: 1, callId: randomUUID() })
+          )
+        return (yield* started.pipe(Effect.tapError(() => Effect.ignore(store.remove(name, 1))))) as AgentInfo
+      }).pipe(Effect.withSpan("flotta.spawn", { attributes: { "flotta.agent": name, "flotta.cluster": true } }))
+
+    const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
+
+    const askResult = (name: string, text: string, options: AskOptions = {}) =>
+      onAgent(name, local.askResult(name, text, options), (c) =>
+        c.ask({ name, text, ...turnOf(options), callId: randomUUID() }))
+
+    /** Every live host's answer (this one's directly); a host that does not answer is left out. */
+    const everyHost = <A>(
+      here: Effect.Effect<A, unknown>,
+      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<unknown, unknown>
+    ) =>
+      Effect.gen(function*() {
+        const hosts = (yield* liveNow).map((r) =>
+          r.host
+        )
+        const answers = yield* Effect.forEach(hosts, (host) =>
+          (host === me ? here : remote(host, host, there(hostClient(host)) as Effect.Effect<A, unknown>)).pipe(
+            Effect.option
+          ), { concurrency: "unbounded" })
+        return answers.flatMap((a) => (Option.isSome(a) ? [a.value] : []))
+      })
+
+    const list = everyHost(
+      Effect.map(local.list, (infos) => infos.map(withHost(me))),
+      (c) => c.list()
+    ).pipe(Effect.map((lists) => lists.flat().sort((a, b) => a.name.localeCompare(b.name))))
+
+    const broadcast = (text: string, options: AskOptions = {}) =>
+      everyHost<ReadonlyArray<BroadcastOutcome>>(
+        local.broadcast(text, options),
+        (c) => c.broadcast({ text, ...turnOf(options) })
+      ).pipe(Effect.map((lists) => lists.flat()))
+
+    const approvals = (query: ApprovalQuery = {}) =>
+      everyHost(local.approvals(query), (c) => c.approvals({ query })).pipe(Effect.map((lists) => lists.flat()))
+
+    const decide = (id: string, decision: ApprovalDecision) =>
+      local.decide(id, decision).pipe(
+        Effect.catchTag("ApprovalNotFound", (notHere) =>
+          Effect.gen(function*() {
+            for (const { host } of yield* liveNow) {
+              if (host === me) continue
+              const answer = yield* Effect.either(remote(host, host, hostClient(host).decide({ id, decision })))
+              if (answer._tag === "Right") return answer.right as Effect.Effect.Success<ReturnType<Flotta["decide"]>>
+            }
+            return yield* notHere
+          }))
+      )
+
+    /** A config's sessions start on the node that boots them; its run templates stay there too. */
+    const bootFleet = (config: Spec.Fleet) =>
+      Effect.gen(function*() {
+        const templates = yield* local.bootFleet({ ...config, sessions: [] })
+        const outcomes = yield* Effect.forEach(
+          config.sessions,
+          (spec) => Effect.either(spawn(spec.name, { ...Flottas.specOptions(spec), host: me })),
+          { concurrency: "unbounded" }
+        )
+        const started: Array<string> = []
+        const failed: Array<BootReport["failed"][number]> = []
+        outcomes.forEach((outcome, i) => {
+          const name = config.sessions[i]!.name
+          if (outcome._tag === "Right") started.push(name)
+          else failed.push({ name, error: errorView(outcome.left) })
+        })
+        return { ...templates, started, failed } satisfies BootReport
+      })
+
+    // The fleet-wide report log: the cluster store's, read by cursor and followed by polling it.
+    const reports = (query: ReportQuery = {}) => Effect.orDie(store.reports(query))
+    const subscribe = (options: SubscribeOptions = {}) =>
+      Effect.gen(function*() {
+        const queue = yield* Effect.acquireRelease(
+          Queue.dropping<ReportNotice>(Math.max(1, options.capacity ?? 1024)),
+          Queue.shutdown
+        )
+        let cursor = (yield* reports({ last: 1 })).next
+        const filter = {
+          ...(options.agent === undefined ? {} : { agent: options.agent }),
+          ...(options.kinds === undefined ? {} : { kinds: options.kinds })
+        }
+        yield* Effect.gen(function*() {
+          const page = yield* reports({ since: cursor, limit: 1000, ...filter })
+          for (const entry of page.entries) {
+            if (!(yield* Queue.offer(queue, { _tag: "Entry", entry }))) {
+              // Full: say what was missed once there is room; it can be read back by cursor.
+              const after = cursor
+              cursor = page.next
+              yield* Queue.offer(queue, { _tag: "Missed", count: page.entries.length, after })
+              return
+            }
+            cursor = entry.seq
+          }
+          cursor = page.next
+          if (page.entries.length < 1000) yield* Effect.sleep(POLL)
+        }).pipe(Effect.forever, Effect.forkScoped)
+        return Stream.fromQueue(queue)
+      })
+
+    const fleetWide = Flotta.make({
+      ...local,
+      spawn,
+      askResult,
+      ask: (name: string, text: string, options?: AskOptions) =>
+        Effect.map(askResult(name, text, options), (r) => (r as { text: string }).text),
+      prompt: (name: string, text: string, options: AskOptions = {}) =>
+        onAgent(name, local.prompt(name, text, options), (c) =>
+          c.prompt({ name, text, ...turnOf(options), callId: randomUUID() })),
+      wait: (name: string, turnId: string) =>
+        onAgent(name, local.wait(name, turnId), (c) =>
+          c.wait({ name, turnId })),
+      watch: (name: string, turnId: string) =>
+        onAgent(name, local.watch(name, turnId), (c) => c.watch({ name, turnId })),
+      status: (name: string) => onAgent(name, local.status(name), (c) => c.status({ name })),
+      result: (name: string, turnId = "latest") =>
+        onAgent(name, local.result(name, turnId), (c) => c.result({ name, turnId })),
+      transcript: (name: string) => onAgent(name, local.transcript(name), (c) => c.transcript({ name })),
+      info: (name: string) => onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })),
+      interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
+      close: (name: string) => onAgent(name, closeHere(h, name), (c) => c.close({ name })),
+      unpark: (options: { readonly agent?: string } = {}) =>
+        options.agent === undefined
+          ? local.unpark(options)
+          : onAgent(options.agent, local.unpark(options), (c) => c.unpark({ name: options.agent! })),
+      list,
+      broadcast,
+      approvals,
+      decide,
+      bootFleet,
+      boot: (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config))),
+      reports,
+      subscribe,
+      stream: (options: SubscribeOptions = {}) => Stream.unwrapScoped(subscribe(options))
+    } as unknown as Flotta)
+
+    yield* Effect.forkScoped(housekeeping.pipe(Effect.provideService(Hosting, h)))
+
+    const cluster = Cluster.of({
+      host: me,
+      store: store.location,
+      hosts: Effect.gen(function*() {
+        const rows = yield* store.hosts
+        const placed = yield* store.placements
+        return rows.map((row) => ({
+          host: row.host,
+          live: row.age <= settings.leaseMs,
+          age: row.age,
+          agents: placed.filter((p) => p.host === row.host).length
+        }))
+      })
+    })
+    return Context.make(Flotta, fleetWide).pipe(Context.add(Cluster, cluster))
+  })
+
+/**
+ * The Promise facade (`createFleet` of `@flotta/core/Client`) for a node of a cluster: this node's engine, joined
+ * to the cluster its `cluster` section names, driving the whole fleet.
+ */
+export const createFleet = <X extends Client.Extensions = Record<never, never>>(
+  options: Client.CreateFleetOptions<X> & { readonly cluster: ClusterConfigInput; readonly baseDir?: string }
+) => {
+  const { baseDir, cluster, extensions, ...fleetOptions } = options
+  const engine = layer(cluster, { env: fleetOptions.env ?? {}, ...(baseDir === undefined ? {} : { baseDir }) }).pipe(
+    Layer.provideMerge(Flottas.layer(fleetOptions)),
+    Layer.provide(NodeContext.layer)
+  )
+  return Client.fromLayer(engine, extensions)
+}

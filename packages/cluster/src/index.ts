@@ -1,0 +1,5 @@
+export * as Cluster from "./Cluster.js"
+export * as ClusterConfig from "./ClusterConfig.js"
+export * as ClusterStore from "./ClusterStore.js"
+export * as Protocol from "./Protocol.js"
+export * as SessionMirror from "./SessionMirror.js"

@@ -1,0 +1,179 @@
+/**
+ * Two nodes in one process, each its own engine over the in-memory Claude, joined through one SQLite cluster
+ * store and real runner sockets on 127.0.0.1: placement, calls across hosts, the fleet-wide list and report log,
+ * unique names, a node whose lease lapses (its agents come back on the other, its turn in flight ends with
+ * HostLost), and the start-up checks. The clock is the real one (leases are the database's time); every wait
+ * waits for a condition.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { assert, describe, it } from "@effect/vitest"
+import type { AgentInfo } from "@flotta/core/Agent"
+import type { Flotta } from "@flotta/core/Flotta"
+import { Flotta as FlottaTag } from "@flotta/core/Flotta"
+import * as Testing from "@flotta/core/Testing"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { freePort } from "../../../test/support/ports.js"
+import * as Cluster from "../src/Cluster.js"
+import type { ClusterConfigInput } from "../src/ClusterConfig.js"
+
+const LEASE_MS = 3000
+
+const model: Testing.Model = ({ prompt }) =>
+  prompt.startsWith("slow") ? Testing.delay("30 seconds", "late") : `echo: ${prompt}`
+
+interface Node {
+  readonly fleet: Flotta
+  readonly cluster: Cluster.Cluster["Type"]
+  readonly scope: Scope.CloseableScope
+}
+
+const section = (dir: string, host: string, port: number, extra: Partial<ClusterConfigInput> = {}) => ({
+  store: { sqlite: path.join(dir, "cluster.db") },
+  host,
+  listen: { host: "127.0.0.1", port },
+  leaseMs: LEASE_MS,
+  ...extra
+})
+
+const startNode = (dir: string, host: string, extra: Partial<ClusterConfigInput> = {}) =>
+  Effect.gen(function*() {
+    const port = yield* Effect.promise(freePort)
+    const scope = yield* Scope.make()
+    const layer = Cluster.layer(section(dir, host, port, extra)).pipe(
+      Layer.provideMerge(Testing.layer({ model })),
+      Layer.provide(NodeContext.layer)
+    )
+    const context = yield* Layer.buildWithScope(layer, scope)
+    return { fleet: Context.get(context, FlottaTag), cluster: Context.get(context, Cluster.Cluster), scope } as Node
+  })
+
+/** Polls on the real clock until `check` holds (at most 30 s). */
+const until = <A, E>(read: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
+  Effect.gen(function*() {
+    const end = Date.now() + 30_000
+    while (Date.now() < end) {
+      const value = yield* Effect.either(read)
+      if (value._tag === "Right" && check(value.right)) return value.right
+      yield* Effect.sleep("50 millis")
+    }
+    return assert.fail(`timed out waiting until ${what}`)
+  })
+
+const hostsOf = (infos: ReadonlyArray<AgentInfo>) => Object.fromEntries(infos.map((i) => [i.name, i.host]))
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "flotta-cluster-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+describe("a cluster of two nodes", () => {
+  it.scopedLive(
+    "places agents, calls across hosts, lists and logs fleet-wide, and keeps names unique",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const a = yield* startNode(dir, "node-a")
+        const b = yield* startNode(dir, "node-b")
+        yield* until(a.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 2, "both hosts are live")
+        yield* until(
+          Effect.zipRight(
+            a.fleet.spawn("probe", {}),
+            Effect.zipRight(a.fleet.close("probe"), Effect.succeed(true))
+          ).pipe(Effect.orElseSucceed(() => false)),
+          Boolean,
+          "a's engine works"
+        )
+
+        const onB = yield* a.fleet.spawn("scout", { host: "node-b" })
+        assert.strictEqual(onB.host, "node-b")
+        const onA = yield* b.fleet.spawn("keeper", { host: "node-a" })
+        assert.strictEqual(onA.host, "node-a")
+        // Without a host: the live host with the fewest agents (a tie here, so either).
+        const third = yield* a.fleet.spawn("third")
+        assert.include(["node-a", "node-b"], third.host)
+
+        assert.strictEqual(yield* a.fleet.ask("scout", "hello from a"), "echo: hello from a")
+        assert.strictEqual(yield* b.fleet.ask("keeper", "hello from b"), "echo: hello from b")
+        assert.strictEqual((yield* a.fleet.status("scout")).turns, 1)
+        assert.strictEqual((yield* a.fleet.result("scout")).text, "echo: hello from a")
+
+        const fromA = hostsOf(yield* a.fleet.list)
+        const fromB = hostsOf(yield* b.fleet.list)
+        assert.deepStrictEqual(fromA, fromB)
+        assert.strictEqual(fromA["scout"], "node-b")
+        assert.strictEqual(fromA["keeper"], "node-a")
+
+        const taken = yield* Effect.flip(b.fleet.spawn("scout", { host: "node-a" }))
+        assert.strictEqual(taken._tag, "AgentAlreadyExists")
+        const nowhere = yield* Effect.flip(a.fleet.spawn("lost", { host: "node-z" }))
+        assert.strictEqual(nowhere._tag, "HostUnavailable")
+        assert.include(nowhere.message, "node-z")
+
+        // The report log is the cluster's: one cursor, both hosts' entries, each naming its host.
+        const log = yield* until(
+          a.fleet.reports({ kinds: ["result"] }),
+          (page) => page.entries.length === 2,
+          "both results are in the cluster's log"
+        )
+        assert.deepStrictEqual(log.entries.map((e) => [e.agent, e.host]).sort(), [
+          ["keeper", "node-a"],
+          ["scout", "node-b"]
+        ])
+
+        yield* b.fleet.close("scout")
+        const missing = yield* Effect.flip(a.fleet.ask("scout", "still there?"))
+        assert.strictEqual(missing._tag, "AgentNotFound")
+        // The name is free again, anywhere.
+        assert.strictEqual((yield* a.fleet.spawn("scout", { host: "node-a" })).host, "node-a")
+
+        yield* Scope.close(a.scope, Exit.void)
+        yield* Scope.close(b.scope, Exit.void)
+      }),
+    90_000
+  )
+
+  it.scopedLive(
+    "moves a lost host's agents to a live one, and its turn in flight ends with HostLost",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const a = yield* startNode(dir, "node-a")
+        const b = yield* startNode(dir, "node-b")
+        yield* until(b.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 2, "both hosts are live")
+        yield* b.fleet.spawn("mover", { host: "node-a" })
+        yield* b.fleet.ask("mover", "before")
+        const inFlight = yield* Effect.fork(b.fleet.ask("mover", "slow one"))
+        yield* until(b.fleet.status("mover"), (s) => s.current !== null, "the slow turn runs on node-a")
+
+        // Node a goes away: it renews no more, and b finds its lease lapsed.
+        yield* Scope.close(a.scope, Exit.void)
+        const lost = yield* Effect.flip(inFlight)
+        assert.strictEqual(lost._tag, "HostLost")
+
+        const moved = yield* until(b.fleet.info("mover"), (info) => info.host === "node-b", "mover is on node-b")
+        assert.strictEqual(moved.status, "idle")
+        assert.strictEqual(yield* b.fleet.ask("mover", "after"), "echo: after")
+        const entry = yield* until(
+          b.fleet.reports({ agent: "mover", kinds: ["moved"] }),
+          (page) => page.entries.length === 1,
+          "the move is in the log"
+        )
+        assert.deepInclude(entry.entries[0]!.data as object, { from: "node-a", to: "node-b" })
+        yield* Scope.close(b.scope, Exit.void)
+      }),
+    90_000
+  )
+
+  it.scopedLive("refuses a node whose shards per group differ from the cluster's", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const a = yield* startNode(dir, "node-a")
+      const refused = yield* Effect.flip(startNode(dir, "node-b", { shardsPerGroup: 32 }))
+      assert.strictEqual(refused._tag, "ClusterConfigError")
+      assert.include(refused.message, "cluster.shardsPerGroup")
+      yield* Scope.close(a.scope, Exit.void)
+    }), 60_000)
+})
