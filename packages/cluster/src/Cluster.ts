@@ -239,15 +239,18 @@ const fleet = (settings: ClusterSettings) =>
     const bootFleet = (config: Spec.Fleet) =>
       Effect.gen(function*() {
         const templates = yield* local.bootFleet({ ...config, sessions: [] })
+        // Every node may boot the same config: a session the cluster runs already (anywhere) is left as it is.
+        const placed = new Set((yield* Effect.orElseSucceed(store.placements, () => [])).map((p) => p.name))
+        const sessions = config.sessions.filter((spec) => !placed.has(spec.name))
         const outcomes = yield* Effect.forEach(
-          config.sessions,
+          sessions,
           (spec) => Effect.either(spawn(spec.name, { ...Flottas.specOptions(spec), host: me })),
           { concurrency: "unbounded" }
         )
         const started: Array<string> = []
         const failed: Array<BootReport["failed"][number]> = []
         outcomes.forEach((outcome, i) => {
-          const name = config.sessions[i]!.name
+          const name = sessions[i]!.name
           if (outcome._tag === "Right") started.push(name)
           else failed.push({ name, error: errorView(outcome.left) })
         })

@@ -257,6 +257,35 @@ describe("html", () => {
   })
 })
 
+describe("a fleet over several hosts", () => {
+  // What a cluster's Flotta gives: every agent names the host that runs it.
+  const hosted = Layer.effect(
+    Flotta,
+    Effect.map(Flotta, (local) =>
+      Flotta.make({
+        ...local,
+        list: Effect.map(local.list, (infos) => infos.map((info) => ({ ...info, host: "node-b" }))),
+        info: (name: string) => Effect.map(local.info(name), (info) => ({ ...info, host: "node-b" }))
+      }))
+  ).pipe(Layer.provideMerge(fleet))
+
+  it.effect("shows each agent's host in the table and on its page", () =>
+    Effect.gen(function*() {
+      yield* (yield* Flotta).spawn("alpha")
+      const agents = (yield* page("agents")).html
+      assert.include(agents, `<th scope="col">Host</th>`)
+      assert.include(agents, `<td>node-b</td>`)
+      const one = (yield* page("agent", { name: "alpha" })).html
+      assert.include(one, `<div><dt>Host</dt><dd>node-b</dd></div>`)
+    }).pipe(Effect.provide(hosted)))
+
+  it.effect("has no Host column on one host", () =>
+    Effect.gen(function*() {
+      yield* (yield* Flotta).spawn("alpha")
+      assert.notInclude((yield* page("agents")).html, `>Host</th>`)
+    }).pipe(Effect.provide(fleet)))
+})
+
 describe("assets", () => {
   it.effect("the script, the stylesheet and uPlot, with their types; anything else is none", () =>
     Effect.gen(function*() {
