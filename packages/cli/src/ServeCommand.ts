@@ -53,7 +53,9 @@ const clusterLines = Effect.gen(function*() {
   const hosts = yield* Effect.orElseSucceed(cluster.hosts, () => [])
   const live = hosts.filter((h) => h.live).map((h) => h.host)
   return [
-    `cluster: host ${cluster.host} joined (${live.length} hosts live: ${live.join(", ")}); state in ${cluster.store}`
+    `cluster: host ${cluster.host} joined (${live.length} ${live.length === 1 ? "host" : "hosts"} live: ${
+      live.join(", ")
+    }); state in ${cluster.store}`
   ]
 })
 

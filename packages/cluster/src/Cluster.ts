@@ -28,7 +28,7 @@ import { randomUUID } from "node:crypto"
 import * as ClusterConfig from "./ClusterConfig.js"
 import type { ClusterConfigInput, ClusterSettings } from "./ClusterConfig.js"
 import { ClusterStore } from "./ClusterStore.js"
-import { closeHere, entities, Hosting, housekeeping, startHere, withHost } from "./Hosting.js"
+import { closeHere, entities, Hosting, housekeeping, startHere, whenReady, withHost } from "./Hosting.js"
 import { Membership } from "./Membership.js"
 import * as Protocol from "./Protocol.js"
 import { HostLost, HostUnavailable } from "./Protocol.js"
@@ -146,7 +146,7 @@ const fleet = (settings: ClusterSettings) =>
           return yield* new AgentNotFound({ name, live: (yield* store.placements).map((p) => p.name) })
         }
         const host = placement.value.host
-        if (host === me) return yield* here
+        if (host === me) return yield* whenReady(h, name, here)
         return (yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))) as A
       })
 

@@ -18,6 +18,7 @@ import {
   Duration,
   Effect,
   FiberId,
+  FiberSet,
   Layer,
   Option,
   Ref,
@@ -43,6 +44,8 @@ export interface HostingShape {
   readonly membership: Membership["Type"]
   /** Starting or taking over, not claimed yet: the fencing check leaves them alone. */
   readonly starting: Set<string>
+  /** Being stopped here (moved away, or closed elsewhere). */
+  readonly stopping: Set<string>
   /** Each local agent's own environment (where its CLI keeps its session files), and how much is mirrored. */
   readonly agents: Map<
     string,
@@ -66,6 +69,7 @@ export class Hosting extends Context.Tag("@flotta/cluster/Hosting")<Hosting, Hos
           store: yield* ClusterStore,
           membership: yield* Membership,
           starting: new Set(),
+          stopping: new Set(),
           agents: new Map(),
           childEnv,
           calls: new Map()
@@ -93,6 +97,20 @@ export const startHere = (h: HostingShape, name: string, options: AgentOptions, 
     }
     return withHost(me)(info)
   }).pipe(Effect.ensuring(Effect.sync(() => h.starting.delete(name))))
+
+/**
+ * Waits while an agent placed here is still starting (taken over after a move, say), so that a call in that
+ * moment finds it rather than `AgentNotFound`.
+ */
+export const whenReady = <A, E, R>(h: HostingShape, name: string, call: Effect.Effect<A, E, R>) =>
+  Effect.suspend(() =>
+    h.starting.has(name)
+      ? Effect.zipRight(
+        Effect.sleep("50 millis").pipe(Effect.repeat({ while: () => h.starting.has(name) })),
+        call
+      )
+      : call
+  )
 
 /** Closes a local agent and frees its name in the cluster. */
 export const closeHere = (h: HostingShape, name: string) =>
@@ -130,18 +148,26 @@ export const entities = Layer.mergeAll(
             guard(p.name, startHere(h, p.name, Protocol.fromWire(p.options as Protocol.WireOptions), p.epoch))
           ),
         ask: ({ payload: p }) =>
-          once(h, p.callId, guard(p.name, h.local.askResult(p.name, p.text, timeoutOf(p.timeoutMs)))),
+          once(
+            h,
+            p.callId,
+            guard(p.name, whenReady(h, p.name, h.local.askResult(p.name, p.text, timeoutOf(p.timeoutMs))))
+          ),
         prompt: ({ payload: p }) =>
-          once(h, p.callId, guard(p.name, h.local.prompt(p.name, p.text, timeoutOf(p.timeoutMs)))),
-        wait: ({ payload: p }) => h.local.wait(p.name, p.turnId),
-        watch: ({ payload: p }) => h.local.watch(p.name, p.turnId),
-        status: ({ payload: p }) => h.local.status(p.name),
-        result: ({ payload: p }) => h.local.result(p.name, p.turnId),
-        transcript: ({ payload: p }) => h.local.transcript(p.name),
-        info: ({ payload: p }) => Effect.map(h.local.info(p.name), withHost(me)),
-        interrupt: ({ payload: p }) => h.local.interrupt(p.name),
-        close: ({ payload: p }) => closeHere(h, p.name),
-        unpark: ({ payload: p }) => h.local.unpark({ agent: p.name })
+          once(
+            h,
+            p.callId,
+            guard(p.name, whenReady(h, p.name, h.local.prompt(p.name, p.text, timeoutOf(p.timeoutMs))))
+          ),
+        wait: ({ payload: p }) => whenReady(h, p.name, h.local.wait(p.name, p.turnId)),
+        watch: ({ payload: p }) => whenReady(h, p.name, h.local.watch(p.name, p.turnId)),
+        status: ({ payload: p }) => whenReady(h, p.name, h.local.status(p.name)),
+        result: ({ payload: p }) => whenReady(h, p.name, h.local.result(p.name, p.turnId)),
+        transcript: ({ payload: p }) => whenReady(h, p.name, h.local.transcript(p.name)),
+        info: ({ payload: p }) => whenReady(h, p.name, Effect.map(h.local.info(p.name), withHost(me))),
+        interrupt: ({ payload: p }) => whenReady(h, p.name, h.local.interrupt(p.name)),
+        close: ({ payload: p }) => whenReady(h, p.name, closeHere(h, p.name)),
+        unpark: ({ payload: p }) => whenReady(h, p.name, h.local.unpark({ agent: p.name }))
       })
     }),
     { concurrency: "unbounded" }
@@ -162,32 +188,55 @@ export const entities = Layer.mergeAll(
 
 /** Runs for the life of the node: the lease and what depends on it, and the copying of reports. */
 export const housekeeping = Effect.flatMap(Hosting, (h) =>
-  Effect.all([
-    tend(h).pipe(Effect.repeat(Schedule.spaced(tickOf(h.membership.settings)))),
-    copyReports(h)
-  ], { concurrency: "unbounded", discard: true }))
+  Effect.gen(function*() {
+    // Starting and stopping agents takes seconds: it runs beside the ticks, so the lease is always renewed on time.
+    const background = yield* FiberSet.make()
+    const every = Schedule.spaced(tickOf(h.membership.settings))
+    yield* Effect.all([
+      renew(h).pipe(Effect.repeat(every)),
+      tend(h, background).pipe(Effect.repeat(every)),
+      copyReports(h)
+    ], { concurrency: "unbounded", discard: true })
+  }))
 
-/** One quarter-lease tick: renew, see who is live, stop what is not ours, move the dead's agents, take ours. */
-const tend = (h: HostingShape) =>
+/** Renews this process's lease, and reads which hosts are live. */
+const renew = (h: HostingShape) =>
   Effect.gen(function*() {
     const { settings } = h.membership
     const me = settings.host
     const incarnation = yield* Ref.get(h.membership.incarnation)
     const renewed = yield* h.store.renew(me, incarnation).pipe(Effect.orElseSucceed(() => false))
     const now = yield* Clock.currentTimeMillis
-    if (renewed) yield* Ref.set(h.membership.renewedAt, now)
-    else if (now - (yield* Ref.get(h.membership.renewedAt)) >= settings.leaseMs) return yield* rejoin(h)
-    if (!renewed) return
+    if (!renewed) {
+      if (now - (yield* Ref.get(h.membership.renewedAt)) >= settings.leaseMs) yield* rejoin(h)
+      return
+    }
+    yield* Ref.set(h.membership.renewedAt, now)
     const live = new Map(
       (yield* h.store.hosts).filter((r) => r.age <= settings.leaseMs).map((r) => [r.host, r.incarnation] as const)
     )
     live.set(me, incarnation)
     yield* SubscriptionRef.set(h.membership.live, { at: now, hosts: live })
+  }).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("cluster: renewing the lease failed; it runs again", cause))
+  )
+
+/** One tick, while this node surely holds its lease: stop what is not ours, move the dead's agents, take ours. */
+const tend = (h: HostingShape, background: FiberSet.FiberSet) =>
+  Effect.gen(function*() {
+    if (!(yield* h.membership.fresh)) return
+    const me = h.membership.settings.host
+    const incarnation = yield* Ref.get(h.membership.incarnation)
+    const { hosts: live } = yield* SubscriptionRef.get(h.membership.live)
     const placements = yield* h.store.placements
-    yield* fence(h, placements, incarnation)
+    yield* fence(h, placements, incarnation, background)
     yield* failover(h, placements, live)
     // Epoch 1 and no incarnation: a spawn in progress, which its caller's call finishes (or undoes).
-    yield* takeOver(h, placements.filter((p) => p.host === me && p.incarnation !== incarnation && p.epoch > 1))
+    yield* takeOver(
+      h,
+      placements.filter((p) => p.host === me && p.incarnation !== incarnation && p.epoch > 1),
+      background
+    )
   }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("cluster: housekeeping failed; it runs again", cause)))
 
 /**
@@ -212,7 +261,12 @@ const rejoin = (h: HostingShape) =>
   })
 
 /** Stops the local copy of every agent whose placement is no longer this process's (moved, or closed elsewhere). */
-const fence = (h: HostingShape, placements: ReadonlyArray<Placement>, incarnation: string) =>
+const fence = (
+  h: HostingShape,
+  placements: ReadonlyArray<Placement>,
+  incarnation: string,
+  background: FiberSet.FiberSet
+) =>
   Effect.gen(function*() {
     const byName = new Map(placements.map((p) => [p.name, p]))
     const me = h.membership.settings.host
@@ -220,9 +274,13 @@ const fence = (h: HostingShape, placements: ReadonlyArray<Placement>, incarnatio
       if (agent.lifecycle !== "session" || h.starting.has(agent.name)) continue
       const p = byName.get(agent.name)
       if (p !== undefined && p.host === me && p.incarnation === incarnation) continue
+      if (h.stopping.has(agent.name)) continue
       h.agents.delete(agent.name)
-      yield* Effect.ignore(
-        h.registry.close(agent.name, p === undefined ? "closed on another host" : `moved to ${p.host}`)
+      h.stopping.add(agent.name)
+      yield* FiberSet.run(
+        background,
+        Effect.ignore(h.registry.close(agent.name, p === undefined ? "closed on another host" : `moved to ${p.host}`))
+          .pipe(Effect.ensuring(Effect.sync(() => h.stopping.delete(agent.name))))
       )
     }
   })
@@ -244,15 +302,19 @@ const failover = (h: HostingShape, placements: ReadonlyArray<Placement>, live: R
   })
 
 /** Starts here the agents placed on this host that no process of it runs: moved here, or left by an earlier one. */
-const takeOver = (h: HostingShape, mine: ReadonlyArray<Placement>) =>
+const takeOver = (h: HostingShape, mine: ReadonlyArray<Placement>, background: FiberSet.FiberSet) =>
   Effect.forEach(mine, (p) => {
-    if (h.starting.has(p.name)) return Effect.void
+    if (h.starting.has(p.name) || h.stopping.has(p.name)) return Effect.void
     h.starting.add(p.name)
-    return takeOne(h, p).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning(`cluster: could not take over ${p.name}`, cause)),
-      Effect.ensuring(Effect.sync(() => h.starting.delete(p.name)))
+    // In the background; the engine admits starts a few at a time.
+    return FiberSet.run(
+      background,
+      takeOne(h, p).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning(`cluster: could not take over ${p.name}`, cause)),
+        Effect.ensuring(Effect.sync(() => h.starting.delete(p.name)))
+      )
     )
-  }, { concurrency: 4, discard: true })
+  }, { discard: true })
 
 const takeOne = (h: HostingShape, p: Placement) =>
   Effect.gen(function*() {
