@@ -99,7 +99,7 @@ const make = (config: ClusterStoreConfig) =>
     const sql: SqlClient.SqlClient = "postgres" in config
       ? yield* PgClient.make({
         url: Redacted.make(config.postgres),
-        maxConnections: 6,
+        maxConnections: 10,
         connectTimeout: "10 seconds",
         applicationName: "flotta-cluster"
       }).pipe(Effect.provide(Reactivity.layer), Effect.mapError(unavailable))

@@ -227,7 +227,10 @@ const tend = (h: HostingShape, background: FiberSet.FiberSet) =>
     if (!(yield* h.membership.fresh)) return
     const me = h.membership.settings.host
     const incarnation = yield* Ref.get(h.membership.incarnation)
-    const { hosts: live } = yield* SubscriptionRef.get(h.membership.live)
+    // Read now, not from the last renewal: a host that joined since must never look dead.
+    const hosts = yield* h.store.hosts
+    const live = new Set(hosts.filter((r) => r.age <= h.membership.settings.leaseMs).map((r) => r.host))
+    live.add(me)
     const placements = yield* h.store.placements
     yield* fence(h, placements, incarnation, background)
     yield* failover(h, placements, live)
@@ -272,9 +275,12 @@ const fence = (
     const me = h.membership.settings.host
     for (const agent of yield* h.registry.agents) {
       if (agent.lifecycle !== "session" || h.starting.has(agent.name)) continue
-      const p = byName.get(agent.name)
-      if (p !== undefined && p.host === me && p.incarnation === incarnation) continue
+      const read = byName.get(agent.name)
+      if (read !== undefined && read.host === me && read.incarnation === incarnation) continue
       if (h.stopping.has(agent.name)) continue
+      // The snapshot may predate a start that finished since: only the placement as it is now decides.
+      const p = Option.getOrUndefined(yield* h.store.placement(agent.name))
+      if (p !== undefined && p.host === me && p.incarnation === incarnation) continue
       h.agents.delete(agent.name)
       h.stopping.add(agent.name)
       yield* FiberSet.run(
@@ -286,11 +292,11 @@ const fence = (
   })
 
 /** Gives each agent of a dead host to the live host with the fewest agents; the epoch decides between movers. */
-const failover = (h: HostingShape, placements: ReadonlyArray<Placement>, live: ReadonlyMap<string, string>) =>
+const failover = (h: HostingShape, placements: ReadonlyArray<Placement>, live: ReadonlySet<string>) =>
   Effect.gen(function*() {
     const orphans = placements.filter((p) => !live.has(p.host))
     if (orphans.length === 0) return
-    const counts = new Map([...live.keys()].map((host) => [host, 0]))
+    const counts = new Map([...live].map((host) => [host, 0]))
     for (const p of placements) if (counts.has(p.host)) counts.set(p.host, counts.get(p.host)! + 1)
     for (const p of orphans) {
       const [to] = [...counts.entries()].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))[0]!

@@ -1,8 +1,8 @@
 /**
  * This process's membership: the host name it holds (one process per host name at a time), its incarnation, its
  * lease in the cluster store, and the live hosts as of the last renewal. A host is live while its lease is younger
- * than `leaseMs`; a process that cannot renew for half a lease starts no more turns (it may be the one thought
- * dead), and one that could not for a whole lease stops its agents and comes back as a new incarnation.
+ * than `leaseMs`; a process that cannot renew for three quarters of a lease starts no more turns (it may be the
+ * one thought dead), and one that could not for a whole lease stops its agents and comes back as a new incarnation.
  */
 import { Clock, Context, Duration, Effect, Layer, Ref, SubscriptionRef } from "effect"
 import { randomUUID } from "node:crypto"
@@ -25,7 +25,7 @@ export interface MembershipShape {
   readonly live: SubscriptionRef.SubscriptionRef<LiveView>
   /** When this process last renewed its lease (Clock millis). */
   readonly renewedAt: Ref.Ref<number>
-  /** Renewed within half a lease: this process surely still holds its host, and may start turns. */
+  /** Renewed within three quarters of a lease: this process surely still holds its host, and may start turns. */
   readonly fresh: Effect.Effect<boolean>
 }
 
@@ -82,7 +82,11 @@ const join = (settings: ClusterSettings) =>
         ])
       }),
       renewedAt,
-      fresh: Effect.zipWith(Ref.get(renewedAt), Clock.currentTimeMillis, (at, now) => now - at < settings.leaseMs / 2)
+      fresh: Effect.zipWith(
+        Ref.get(renewedAt),
+        Clock.currentTimeMillis,
+        (at, now) => now - at < settings.leaseMs * 3 / 4
+      )
     } satisfies MembershipShape
   })
 

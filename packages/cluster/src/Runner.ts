@@ -11,7 +11,7 @@ import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as SocketRunner from "@effect/cluster/SocketRunner"
 import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { ClusterConfigError } from "./ClusterConfig.js"
 import type { ClusterSettings } from "./ClusterConfig.js"
@@ -29,8 +29,11 @@ export const shardingConfig = (settings: ClusterSettings) => {
     // Shard locks in a table that expires with the lease, not Postgres advisory locks: those number each group
     // by its place in the list of all groups, which no node knows in advance here.
     shardLockDisableAdvisory: true,
-    shardLockExpiration: Duration.millis(settings.leaseMs),
-    shardLockRefreshInterval: tickOf(settings),
+    // A host's liveness is its lease (Membership), not its shard locks: no other runner serves its group, and
+    // the same host restarted has the same address, which may take its locks back at once. Timeouts here
+    // (the refresh interval is also the lock operations' deadline) would interrupt its entities under load.
+    shardLockExpiration: Duration.seconds(35),
+    shardLockRefreshInterval: Duration.seconds(10),
     refreshAssignmentsInterval: tickOf(settings),
     // Entities hold no state (the engine does): an idle one may go, it comes back on the next message.
     entityMaxIdleTime: Duration.minutes(10),
@@ -69,7 +72,12 @@ export const layer = (settings: ClusterSettings) => {
     Layer.provide(RunnerHealth.layerNoop),
     // Calls between hosts are not persisted: a host that dies takes its turns in flight with it (HostLost).
     Layer.provide(MessageStorage.layerNoop),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    // Nodes starting together race to create @effect/cluster's tables: the loser tries again.
+    Layer.provide(
+      Layer.orDie(
+        Layer.retry(SqlRunnerStorage.layer, Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(5))))
+      )
+    ),
     Layer.provide(shardingConfig(settings)),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
