@@ -114,7 +114,12 @@ export const whenReady = <A, E, R>(h: HostingShape, name: string, call: Effect.E
 
 /** Closes a local agent and frees its name in the cluster. */
 export const closeHere = (h: HostingShape, name: string) =>
-  Effect.zipRight(h.local.close(name), Effect.asVoid(h.store.remove(name)))
+  h.local.close(name).pipe(
+    // Placed here but not running: a reservation whose spawn never finished (its caller died). Freeing it is the close.
+    Effect.catchTag("AgentNotFound", (notHere) =>
+      Effect.flatMap(h.store.remove(name), (freed) => (freed ? Effect.void : Effect.fail(notHere)))),
+    Effect.zipRight(Effect.asVoid(h.store.remove(name)))
+  )
 
 const RECENT_CALLS = 10_000
 

@@ -11,13 +11,14 @@ import type { AgentInfo } from "@flotta/core/Agent"
 import type { Flotta } from "@flotta/core/Flotta"
 import { Flotta as FlottaTag } from "@flotta/core/Flotta"
 import * as Testing from "@flotta/core/Testing"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { freePort } from "../../../test/support/ports.js"
 import * as Cluster from "../src/Cluster.js"
 import type { ClusterConfigInput } from "../src/ClusterConfig.js"
+import { ClusterStore } from "../src/ClusterStore.js"
 
 const LEASE_MS = 3000
 
@@ -122,6 +123,15 @@ describe("a cluster of two nodes", () => {
           ["keeper", "node-a"],
           ["scout", "node-b"]
         ])
+
+        // A name reserved for a spawn whose caller died before its host claimed it: close frees it.
+        const store = Context.get(
+          yield* Layer.build(ClusterStore.layer({ sqlite: path.join(dir, "cluster.db") })),
+          ClusterStore
+        )
+        assert.isTrue(yield* store.place("orphan", "node-a", dir, {}))
+        yield* b.fleet.close("orphan")
+        assert.isTrue(Option.isNone(yield* store.placement("orphan")))
 
         yield* b.fleet.close("scout")
         const missing = yield* Effect.flip(a.fleet.ask("scout", "still there?"))
