@@ -49,7 +49,7 @@ const WARMUP = 20
 const STARTS = 8
 /** Spawn calls in flight at once: enough to keep every node's admission (STARTS) busy. */
 const IN_FLIGHT = Number(process.env["BENCH_CLUSTER_IN_FLIGHT"] ?? 3 * STARTS)
-const FLOTTA = path.join(ROOT, "packages/cli/bin/flotta.js")
+const FLOTTA = path.join(ROOT, "packages/flotta/bin/flotta.js")
 const TEXT = "hello"
 const EXPECTED = `echo: ${TEXT}`
 const HOSTS = ["node-a", "node-b", "node-c"] as const

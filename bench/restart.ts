@@ -5,12 +5,12 @@
  * the time the first host took to start the same sessions fresh, in the same run.
  *   npx tsx bench/restart.ts        (BENCH_RESTART_AGENTS=100)
  */
-import Database from "better-sqlite3"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
+import * as Sqlite from "../packages/core/src/Sqlite.js"
 import { fmtRatio, fmtS, isMain, main, ROOT, row } from "./lib.js"
 
 const AGENTS = Number(process.env["BENCH_RESTART_AGENTS"] ?? 100)
@@ -56,11 +56,11 @@ const startApi = async () => {
 
 const committedTurns = (db: string) => {
   try {
-    const database = new Database(db, { readonly: true, fileMustExist: true })
+    const database = Sqlite.openSync(db, { readOnly: true })
     try {
-      return (database.prepare("select count(*) as n from flotta_turns where status = 'succeeded'").get() as {
-        n: number
-      }).n
+      return Number(
+        database.prepare("select count(*) as n from flotta_turns where status = 'succeeded'").all()[0]!["n"]
+      )
     } finally {
       database.close()
     }

@@ -1,19 +1,26 @@
 /**
  * The durable store: report-log appends per second, committed (the clock stops when `flush` says everything is
  * on disk), and cursor reads out of a million entries, on SQLite and on Postgres, against the memory store
- * measured in the same run.
+ * measured in the same run. SQLite runs on the driver this Node uses (node:sqlite on 22.13 and later,
+ * better-sqlite3 on 20); beside node:sqlite the appends are measured on better-sqlite3 too, in a child process
+ * (on Node 24.19 and later better-sqlite3 12 can abort it: that is reported), from the repository's own or from
+ * the copy BENCH_STORE_BETTER_SQLITE3 names (a directory to resolve it from).
  *   npx tsx bench/store.ts        (BENCH_STORE_APPENDS=200000, BENCH_STORE_ENTRIES=1000000)
  */
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { openSqlite } from "../packages/core/src/internal/sqliteStore.js"
 import { ReportLog } from "../packages/core/src/ReportLog.js"
+import * as Sqlite from "../packages/core/src/Sqlite.js"
 import { Store } from "../packages/core/src/Store.js"
 import { makeMemory } from "../packages/core/src/Store.js"
 import type { StoreShape } from "../packages/core/src/Store.js"
 import { findPostgresBinaries, startPostgres } from "../test/support/postgres.js"
-import { fmtInt, fmtMs, fmtRate, fmtRatio, fmtUs, isMain, main, median, row, targetRow } from "./lib.js"
+import { fmtInt, fmtMs, fmtRate, fmtRatio, fmtUs, isMain, main, median, ROOT, row, targetRow } from "./lib.js"
 
 const APPENDS = Number(process.env["BENCH_STORE_APPENDS"] ?? 200_000)
 const ENTRIES = Number(process.env["BENCH_STORE_ENTRIES"] ?? 1_000_000)
@@ -67,6 +74,46 @@ const readTime = (o: Open, agent?: string) =>
     return { ms: median(times), ok }
   })
 
+/** The store on one SQLite driver, for the append comparison. */
+const sqliteOn = (file: string, driver: Sqlite.DriverChoice) => Layer.scoped(Store, openSqlite(file, { driver }))
+
+const APPENDS_ON = "--appends-on"
+
+/**
+ * The appends on better-sqlite3, in a child process (this file with `--appends-on <driver>`): its rate, or why
+ * there is none (it does not load here, or it aborted the child).
+ */
+const betterSqlite3Appends = (dir: string) => {
+  const driver = process.env["BENCH_STORE_BETTER_SQLITE3"] ?? "better-sqlite3"
+  const child = spawnSync(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(import.meta.url), APPENDS_ON, driver, path.join(dir, "better-sqlite3.db")],
+    { cwd: ROOT, encoding: "utf8", env: process.env }
+  )
+  const last = child.stdout.trim().split("\n").at(-1) ?? ""
+  const aborted = child.signal === "SIGABRT"
+    ? `better-sqlite3 12 aborted the process (SIGABRT${
+      child.stderr.includes("RemoveEnvironmentCleanupHook") ? ", the RemoveEnvironmentCleanupHook assertion" : ""
+    }) on Node ${process.versions.node}`
+    : undefined
+  try {
+    const measured = JSON.parse(last) as { readonly name: string; readonly rate: number } | string
+    if (typeof measured !== "string") return { ...measured, aborted }
+  } catch {
+    // no figure: it died first
+  }
+  if (aborted !== undefined) return `${aborted} before its appends were committed`
+  return `better-sqlite3 not measured: ${last || child.stderr.slice(-500)}`
+}
+
+const appendsOnly = (layer: Layer.Layer<Store, unknown>) =>
+  Effect.gen(function*() {
+    const appends = yield* open(layer)
+    const appendMs = yield* appendCommitted(appends, APPENDS)
+    yield* appends.close
+    return APPENDS / (appendMs / 1000)
+  })
+
 const measure = (layer: Layer.Layer<Store, unknown>) =>
   Effect.gen(function*() {
     const appends = yield* open(layer)
@@ -91,6 +138,12 @@ export const run = () =>
     const memory = await Effect.runPromise(measure(Layer.succeed(Store, makeMemory())))
     const sqlite = await Effect.runPromise(measure(Store.sqlite(path.join(dir, "state.db"))))
     const sizeMiB = fs.statSync(path.join(dir, "state.db")).size / 1024 / 1024
+    const driver = await Effect.runPromise(Sqlite.driver(dir))
+    const other = driver === "node:sqlite"
+      ? betterSqlite3Appends(dir)
+      : `Node ${process.versions.node} has no node:sqlite`
+    if (typeof other === "string") notes.push(`Only ${driver} measured: ${other}.`)
+    else if (other.aborted !== undefined) notes.push(`${other.aborted} after its appends were measured.`)
     let postgres: Effect.Effect.Success<ReturnType<typeof measure>> | undefined
     const found = findPostgresBinaries()
     if ("missing" in found) notes.push(`Postgres skipped: ${found.missing}.`)
@@ -123,13 +176,21 @@ export const run = () =>
       rows: [
         row("memory: appends (baseline)", fmtRate(memory.appendRate), "", "1.00×"),
         targetRow(
-          "SQLite: committed appends",
+          `SQLite (${driver}): committed appends`,
           fmtRate(sqlite.appendRate),
           `${fmtRate(memory.appendRate)} memory`,
           fmtRatio(sqlite.appendRate, memory.appendRate),
           "≥ 50,000/s",
           appendPass
         ),
+        ...(typeof other === "string" ? [] : [
+          row(
+            `SQLite (${other.name}): committed appends`,
+            fmtRate(other.rate),
+            `${fmtRate(sqlite.appendRate)} ${driver}`,
+            fmtRatio(other.rate, sqlite.appendRate)
+          )
+        ]),
         ...(postgres === undefined ? [] : [
           row(
             "Postgres: committed appends",
@@ -140,7 +201,7 @@ export const run = () =>
         ]),
         row(`memory: read ${LIMIT} of ${fmtInt(ENTRIES)} (baseline)`, fmtUs(memory.plain.ms), "", "1.00×"),
         targetRow(
-          `SQLite: read ${LIMIT} of ${fmtInt(ENTRIES)}`,
+          `SQLite (${driver}): read ${LIMIT} of ${fmtInt(ENTRIES)}`,
           fmtMs(sqlite.plain.ms),
           `${fmtUs(memory.plain.ms)} memory`,
           fmtRatio(sqlite.plain.ms, memory.plain.ms),
@@ -172,4 +233,16 @@ export const run = () =>
     }
   })
 
-if (isMain(import.meta.url)) void run()
+const appendsOn = process.argv.indexOf(APPENDS_ON)
+if (appendsOn >= 0) {
+  const [text, file] = process.argv.slice(appendsOn + 1) as [string, string]
+  const choice: Sqlite.DriverChoice = text === "better-sqlite3" ? text : { betterSqlite3From: text }
+  const measured = await Effect.runPromise(
+    Effect.gen(function*() {
+      const name = yield* Sqlite.driver(file, choice)
+      return { name, rate: yield* appendsOnly(sqliteOn(file, choice)) }
+    }).pipe(Effect.catchAll((e) => Effect.succeed(e.message)))
+  )
+  process.stdout.write(JSON.stringify(measured) + "\n")
+  process.exitCode = typeof measured === "string" ? 3 : 0
+} else if (isMain(import.meta.url)) void run()

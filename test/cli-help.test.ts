@@ -33,6 +33,15 @@ describe("--help through a pipe", () => {
     "transcript",
     "close",
     "unpark",
+    "spawn",
+    "info",
+    "interrupt",
+    "wait",
+    "broadcast",
+    "runs",
+    "worktrees",
+    "gc",
+    "verify",
     "schedule",
     ...["status", "keep-going", "work-today", "work-on", "pause", "resume", "stop-for-today", "run", "scan"].map(
       (sub) => `schedule ${sub}`
@@ -40,7 +49,8 @@ describe("--help through a pipe", () => {
     "findings",
     "approvals",
     "approve",
-    "deny"
+    "deny",
+    "completion"
   ]
 
   it("is plain text with a real description under every option and argument", { timeout: 300_000 }, async () => {
@@ -56,6 +66,39 @@ describe("--help through a pipe", () => {
     const run = results[1]!.stdout
     assert.include(run, "[--permission read_only | full | ask]", "the usage line lists the choices")
     assert.match(run, /\n--permission read_only \| full \| ask\n\n {2}One of /, "and so does the option's help")
-    assert.match(run, /\n<prompt>\n\n {2}The task: what the agent should do\n/)
+    assert.match(run, /\n<prompt>\n\n {2}The task: what the agent should do\.\n/)
+
+    // `flotta --help` lists every command, each with its description.
+    const listed = results[0]!.stdout.split("\n").filter((l) => l.startsWith("  - ")).map((l) => l.split(" ")[3])
+    assert.sameMembers(
+      [...new Set(listed)],
+      [...new Set(COMMANDS.map((c) => c.split(" ")[0]!))],
+      "the root's help lists every command"
+    )
+    // Every description (the command's, each argument's, each option's) is a sentence: the CLI reference is made
+    // from them. @effect/cli's own lines (the kind of value, optional or not, its built-in options) are left out.
+    const BUILT_IN =
+      /^(This setting is optional|A true or false value|One of the following|Generate a completion|Sets the minimum log level|Show the help|Start wizard|Show the version|This setting is a |This argument is optional|\d+ {2})/
+    results.slice(1).forEach((ran, i) => {
+      const line = `flotta ${argvs[i + 1]!.join(" ")}`
+      let section = ""
+      const paragraphs: Array<string> = []
+      let previous = ""
+      for (const text of ran.stdout.split("\n")) {
+        if (/^[A-Z]+$/.test(text)) section = text
+        else if (section === "DESCRIPTION" && text.length > 0 && !text.startsWith(" ")) {
+          // A paragraph may be wrapped by hand: its lines follow one another.
+          if (previous.length > 0) paragraphs[paragraphs.length - 1] += ` ${text}`
+          else paragraphs.push(text)
+        } else if ((section === "ARGUMENTS" || section === "OPTIONS") && /^ {2}\S/.test(text)) {
+          paragraphs.push(text.trim())
+        }
+        previous = section === "DESCRIPTION" && !/^[A-Z]+$/.test(text) && !text.startsWith(" ") ? text : ""
+      }
+      assert.isNotEmpty(paragraphs, `${line} has a description`)
+      for (const paragraph of paragraphs.filter((p) => !BUILT_IN.test(p))) {
+        assert.match(paragraph, /[.:]$/, `${line}: "${paragraph}" is not a sentence`)
+      }
+    })
   })
 })

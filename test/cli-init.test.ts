@@ -63,6 +63,14 @@ describe("flotta init", () => {
     assert.strictEqual(filer.worktree, true)
     assert.deepStrictEqual(filer.permission, { allow: ["Read", "Bash"] })
     assert.isTrue(Permission.canWrite(filer.permission), "Bash can write: so the worktree is what isolates it")
+    // Both run templates are sandboxed, keeping the network gh needs.
+    for (const template of fleet.templates) {
+      assert.deepStrictEqual(
+        template.sandbox,
+        { network: { allow: ["github.com", "api.github.com"] } },
+        template.name
+      )
+    }
     assert.include(filer.appendSystemPrompt, "gh issue list")
     assert.include(filer.appendSystemPrompt, "gh issue create")
     assert.include(filer.appendSystemPrompt, "Never close, reopen, edit, comment on, label or merge")

@@ -97,8 +97,9 @@ describe("flotta schedule and flotta findings against a running serve", () => {
       )
       assert.match(status.stdout, /\n {2}survey {2}scan {4}every 1 h {2}idle {2}next [^\n]+today \$0\.0000 of \$5\n/)
       assert.match(status.stdout, /\nspend today: \$0\.0000\n$/)
-      // `flotta schedule` alone is the status.
+      // `flotta schedule` alone is the status (and takes the connection flags, --json too).
       assert.strictEqual((await flotta("schedule")).stdout.split("\n")[0], "scheduler: working")
+      assert.strictEqual(json<Status>((await flotta("schedule", "--json")).stdout).mode, "working")
 
       // Paused from the CLI: MCP sees it; resumed over MCP: the CLI sees it.
       const paused = await flotta("schedule", "pause")

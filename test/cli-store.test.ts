@@ -24,6 +24,9 @@ afterAll(() => {
 const start = (args: ReadonlyArray<string>, cwd: string) => startFlotta(args, cwd, "ignore")
 const stop = stopFlotta
 
+/** The SQLite driver this Node uses, as doctor names it. */
+const DRIVER = process.getBuiltinModule?.("node:sqlite") !== undefined ? "node:sqlite" : "better-sqlite3 12\\.[\\d.]+"
+
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /** The kinds of report lines (`seq at agent kind ...`). */
@@ -83,7 +86,7 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
         const doctor = await runFlotta(project, ["doctor"])
         assert.match(
           doctor.stdout,
-          new RegExp(`ok {4}store: sqlite ${escape(db)} \\(schema v\\d+, [\\d.]+ [kMG]?B\\), ok\\n`)
+          new RegExp(`ok {4}store: sqlite ${escape(db)} \\(schema v\\d+, [\\d.]+ [kMG]?B, ${DRIVER}\\), ok\\n`)
         )
         assert.include(doctor.stdout, `ok    store: in use by the serve at ${url}, ok`)
 

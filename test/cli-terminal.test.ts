@@ -5,15 +5,17 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, ROOT, runFlotta } from "./support/cli.js"
 
 let project: string
 beforeAll(() => {
-  // Inside the repository, so that `import { defineConfig } from "@flotta/cli"` resolves as it does for a user.
-  const cache = path.join(ROOT, "node_modules", ".cache")
-  fs.mkdirSync(cache, { recursive: true })
-  project = fs.mkdtempSync(path.join(cache, "cli-terminal-"))
+  // A project of a user's: outside any node_modules (Node 24 strips no types there), a CommonJS one (no
+  // package.json), where `import { defineConfig } from "@flotta/cli"` resolves to this workspace's package.
+  project = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "cli-terminal-")))
+  fs.mkdirSync(path.join(project, "node_modules", "@flotta"), { recursive: true })
+  fs.symlinkSync(path.join(ROOT, "packages", "cli"), path.join(project, "node_modules", "@flotta", "cli"))
 })
 afterAll(() => {
   fs.rmSync(project, { recursive: true, force: true })
@@ -50,7 +52,7 @@ describe("--help on a terminal", () => {
   it("is coloured, and plain with NO_COLOR; either way without @effect/cli's filler", async () => {
     const coloured = await onTerminal("run --help")
     assert.include(coloured, "\u001b[")
-    assert.include(coloured, "The task: what the agent should do")
+    assert.include(coloured, "The task: what the agent should do.")
     assert.notInclude(coloured, "A user-defined piece of text.")
     const plain = await onTerminal("run --help", { NO_COLOR: "1" })
     assert.notInclude(plain, "\u001b[")

@@ -117,9 +117,58 @@ describe("bad command-line input", () => {
       [["findings", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
       [
         ["lsit"],
-        "<command>: \"lsit\" is not one of approvals, approve, ask, close, deny, doctor, findings, init, list, mcp, " +
-        "prompt, repl, reports, result, run, schedule, serve, status, transcript, unpark"
+        "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, close, completion, deny, doctor, " +
+        "findings, gc, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, schedule, serve, " +
+        "spawn, status, transcript, unpark, verify, wait, worktrees"
       ]
+    ])
+  })
+
+  it("the agent, run, worktree and completion commands do the same", { timeout: 300_000 }, async () => {
+    const missing = path.join(dir, "no-such-dir")
+    await expectUsageErrors([
+      [["spawn"], "Missing argument <name>"],
+      [["spawn", "Bad Name"], `<name>: "Bad Name" is not a valid name (${NAME_RULE})`],
+      [
+        ["spawn", "scout", "--timeout", "abc"],
+        "--timeout: \"abc\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
+      ],
+      [["spawn", "scout", "--permission", "root"], "--permission: \"root\" is not one of read_only, full, ask"],
+      [["spawn", "scout", "--role", "boss"], "--role: \"boss\" is not one of member, manager"],
+      [
+        ["spawn", "scout", "--env", "NOEQUALS"],
+        "--env: \"NOEQUALS\" is not KEY=VALUE (a variable name, then =, then its value)"
+      ],
+      [["spawn", "scout", "--cwd", missing], `--cwd: ${JSON.stringify(missing)} is not a directory`],
+      [["spawn", "scout", "--model", ""], "--model: \"\" is empty"],
+      [["spawn", "scout", "--allow", ",", "--json"], "--allow: \",\" names no tool"],
+      [
+        ["spawn", "scout", "--permission", "full", "--allow", "Read"],
+        "--allow: give either --permission or --allow, not both"
+      ],
+      [["info"], "Missing argument <name>"],
+      [["interrupt", "Bad"], `<name>: "Bad" is not a valid name (${NAME_RULE})`],
+      [["wait", "scout", "7"], "<turn>: \"7\" is not a turn id (t1, t2, ...)"],
+      [
+        ["wait", "scout", "--timeout", "0"],
+        "--timeout: \"0\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
+      ],
+      [["broadcast"], "Missing argument <text>"],
+      [
+        ["broadcast", "hi", "--timeout", "-5"],
+        "--timeout: \"-5\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
+      ],
+      [["runs", "--state", "done"], "--state: \"done\" is not one of running, succeeded, failed"],
+      [["runs", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
+      [["runs", "errand", "--state", "failed"], "--state: narrows the list of runs: give it without a <name>"],
+      [["worktrees", "--cwd", missing], `--cwd: ${JSON.stringify(missing)} is not a directory`],
+      [["gc", "--cwd", missing, "--force"], `--cwd: ${JSON.stringify(missing)} is not a directory`],
+      [["verify", "main"], "Missing argument <check>"],
+      [
+        ["verify", "main", "true", "--timeout", "soon"],
+        "--timeout: \"soon\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
+      ],
+      [["completion", "powershell"], "<shell>: \"powershell\" is not one of bash, zsh, fish"]
     ])
   })
 

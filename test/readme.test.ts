@@ -1,8 +1,11 @@
 /**
- * The README is the user's manual, so every command in it must work: this test extracts its shell blocks and
- * runs each line as a newcomer would (in a fresh project directory, with `--simulate` where the command takes
- * it), runs the library example against the simulator, and runs the "Testing your fleet code" example as the
- * vitest file it is. The install and test commands are checked against
+ * The README and the guides in docs/guides are the user's manual, so every command and program in them must work.
+ * For each page, in a fresh project (a git repository, with `flotta init`'s config unless the page writes its
+ * own): every ```sh line and every `$ ` line of a ```console block runs in order, as a newcomer would type it
+ * (with `--simulate` where the command takes it; `serve` in the background), each with the exit code the page
+ * shows (0 unless it shows `echo $?`); a ```json block marked `flotta.config.json` becomes the config; approval
+ * ids a transcript shows stand for the ones the run makes, in order. Code blocks that are whole programs run
+ * against the simulator, and whole test files run under vitest. The install and test commands are checked against
  * what CI runs rather than run again from inside the test run.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -11,54 +14,86 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, ROOT, runFlotta } from "./support/cli.js"
+import { type Step, steps, words } from "./support/docBlocks.js"
 import { startFakeMessagesApi } from "./support/FakeMessagesApi.js"
 import { type FakeMessagesApi, offlineEnv } from "./support/FakeMessagesApi.js"
 import { freePort, waitUntil } from "./support/realCli.js"
+import { eventually } from "./support/waiting.js"
 
-const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
-
-/** The fenced blocks of one language, in order. */
-const blocks = (language: string) =>
-  [...README.matchAll(new RegExp("```" + language + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!)
-
-/** Shell lines: one command each, comments and blank lines dropped. */
-const shellLines = () =>
-  blocks("sh").flatMap((block) =>
-    block.split("\n").map((l) => l.trim()).filter((l) => l.length > 0 && !l.startsWith("#"))
-  )
-
-/** Splits a command line into words, honouring single and double quotes (all the README uses). */
-export const words = (line: string): Array<string> => {
-  const out: Array<string> = []
-  const pattern = /'([^']*)'|"((?:[^"\\]|\\.)*)"|(\S+)/g
-  for (const m of line.matchAll(pattern)) out.push(m[1] ?? (m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : m[3]!))
-  return out
-}
+const GUIDES = path.join(ROOT, "docs", "guides")
+const PAGES = [
+  "README.md",
+  ...fs.readdirSync(GUIDES).filter((f) => f.endsWith(".md")).sort().map((f) => path.join("docs", "guides", f))
+]
+const read = (page: string) => fs.readFileSync(path.join(ROOT, page), "utf8")
 
 const SIMULATED = new Set(["run", "serve", "repl", "mcp"])
-const CLIENT = new Set(["list", "status", "ask", "prompt", "result", "reports", "close"])
+/** Commands that talk to a running serve (the rest run on their own). */
+const CLIENT = new Set([
+  "list",
+  "status",
+  "ask",
+  "prompt",
+  "result",
+  "close",
+  "spawn",
+  "info",
+  "interrupt",
+  "wait",
+  "broadcast",
+  "runs",
+  "approvals",
+  "approve",
+  "deny",
+  "unpark",
+  "schedule",
+  "findings"
+])
+/** Commands that install or test the workspace: checked (the README's against CI), never run from here. */
+const INSTALLS = /^npm (ci|test|i|install)\b/
 
-let project: string
-let env: Record<string, string>
+/** A transcript's approval ids, which stand for the ones a run makes. */
+const APPROVAL_ID = /\bap_[a-z0-9]{8}\b/g
+
 let api: FakeMessagesApi
 const background: Array<{ child: ChildProcess; exited: () => boolean }> = []
+const scratch: Array<string> = []
 
 beforeAll(async () => {
-  project = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-readme-")))
-  fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "readme-project", private: true }))
-  // The README's commands use the default MCP port; this run uses a free one through the documented override.
-  env = { FLOTTA_MCP_PORT: String(await freePort()), HOME: path.join(project, "home") }
-  fs.mkdirSync(env["HOME"]!, { recursive: true })
   api = await startFakeMessagesApi()
 })
 afterAll(async () => {
   for (const { child, exited } of background) if (!exited()) child.kill("SIGKILL")
   await api.close()
-  fs.rmSync(project, { recursive: true, force: true })
+  for (const dir of scratch) fs.rmSync(dir, { recursive: true, force: true })
 })
+
+const GIT_ENV = {
+  GIT_AUTHOR_NAME: "docs",
+  GIT_AUTHOR_EMAIL: "docs@example.com",
+  GIT_COMMITTER_NAME: "docs",
+  GIT_COMMITTER_EMAIL: "docs@example.com"
+}
+
+/** A fresh project: a package.json committed on `main`, its own HOME, a free MCP port (the documented override). */
+const newProject = async (name: string) => {
+  const project = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `flotta-docs-${name}-`)))
+  scratch.push(project)
+  fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "docs-project", private: true }))
+  const git = (...args: Array<string>) =>
+    execFileSync("git", args, { cwd: project, env: { ...process.env, ...GIT_ENV }, stdio: "ignore" })
+  git("init", "-q", "-b", "main")
+  git("add", "package.json")
+  git("commit", "-q", "-m", "start")
+  const env: Record<string, string> = { FLOTTA_MCP_PORT: String(await freePort()), HOME: path.join(project, "home") }
+  fs.mkdirSync(env["HOME"]!, { recursive: true })
+  return { project, env }
+}
 
 /** Starts a long-running command (serve, repl) and returns once it is ready. */
 const startBackground = async (
+  project: string,
+  env: Record<string, string>,
   args: ReadonlyArray<string>,
   ready: (out: { stdout: string; stderr: string }) => boolean
 ) => {
@@ -80,10 +115,22 @@ const startBackground = async (
   return { child, out }
 }
 
-/** Runs a Node script to its end, collecting what it prints. */
-const runNode = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
+type Background = Awaited<ReturnType<typeof startBackground>>
+
+const stop = async (server: Background) => {
+  server.child.kill("SIGTERM")
+  await waitUntil(() => server.out.exited, 20_000, "serve to stop")
+  assert.strictEqual(server.out.code, 0, server.out.stderr)
+}
+
+/** Runs a program to its end, collecting what it prints. */
+const runProcess = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }
+) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
@@ -91,123 +138,213 @@ const runNode = (args: ReadonlyArray<string>, options: { readonly cwd: string; r
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
 
+/** A directory inside this repository, where `flotta`, `@flotta/*` and `@effect/vitest` resolve as for a user. */
+const insideRepository = (name: string) => {
+  const cache = path.join(ROOT, "node_modules", ".cache")
+  fs.mkdirSync(cache, { recursive: true })
+  const dir = fs.mkdtempSync(path.join(cache, `docs-${name}-`))
+  scratch.push(dir)
+  return dir
+}
+
+/** The server a `claude mcp add [options] <name> ...` line adds: the first word after `add` that is no option's. */
+const serverName = (argv: ReadonlyArray<string>): string => {
+  const valued = new Set(["-t", "--transport", "-H", "--header", "-e", "--env", "-s", "--scope"])
+  const rest = argv.slice(argv.indexOf("add") + 1)
+  for (let i = 0; i < rest.length; i++) {
+    if (valued.has(rest[i]!)) i++
+    else if (!rest[i]!.startsWith("-")) return rest[i]!
+  }
+  return ""
+}
+
+const commandsOf = (page: string) => steps(read(page)).filter((s) => s._tag === "Command" || s._tag === "Config")
+
+/** Runs one page's commands in order, in a project of its own; returns the lines it ran. */
+const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
+  const { env, project } = await newProject(path.basename(page, ".md"))
+  const initialised = pageSteps.some((s) => s._tag === "Command" && / flotta init\b/.test(s.line))
+  if (!initialised) assert.strictEqual((await runFlotta(project, ["init"], env)).code, 0)
+  let server: Background | undefined
+  const approvals = new Map<string, string>()
+  const ran: Array<string> = []
+  /** The real id a transcript's approval id stands for: the next approval the run made, in order. */
+  const approvalFor = async (shown: string) => {
+    const known = approvals.get(shown)
+    if (known !== undefined) return known
+    const taken = new Set(approvals.values())
+    const list = await eventually(
+      async () => {
+        const result = await runFlotta(project, ["approvals", "--all", "--json"], env)
+        const listed = JSON.parse(result.stdout) as {
+          approvals: Array<{ readonly id: string; readonly requestedAt: string }>
+        }
+        return listed.approvals.filter((a) => !taken.has(a.id)).sort((a, b) =>
+          a.requestedAt.localeCompare(b.requestedAt)
+        )
+      },
+      (fresh) => fresh.length > 0,
+      60_000,
+      `an approval for ${shown}`
+    )
+    approvals.set(shown, list[0]!.id)
+    return list[0]!.id
+  }
+  for (const step of pageSteps) {
+    if (step._tag === "Config") {
+      fs.writeFileSync(path.join(project, "flotta.config.json"), step.json)
+      continue
+    }
+    if (step._tag !== "Command") continue
+    let line = step.line
+    for (const shown of line.match(APPROVAL_ID) ?? []) line = line.replace(shown, await approvalFor(shown))
+    const argv = words(line)
+    if (INSTALLS.test(line)) continue
+    if (argv[0] === "npm" && argv[1] === "run") {
+      const pkg = JSON.parse(read("package.json")) as { scripts: Record<string, string> }
+      assert.isString(pkg.scripts[argv[2]!], `${page}: ${line}: no such script`)
+      continue
+    }
+    if (argv[0] === "claude") {
+      // `claude mcp add` writes the user's Claude Code config: here, in this project's own HOME.
+      const home = env["HOME"]!
+      const claude = path.join(ROOT, "node_modules", ".bin", "claude")
+      const result = await runProcess(claude, argv.slice(1), {
+        cwd: project,
+        env: { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: path.join(home, ".claude") }
+      })
+      assert.strictEqual(result.code, 0, `${page}: ${line}: ${result.stdout}${result.stderr}`)
+      const saved = fs.readFileSync(path.join(home, ".claude", ".claude.json"), "utf8")
+      assert.include(saved, `"${serverName(argv)}"`)
+      ran.push(line)
+      continue
+    }
+    assert.deepStrictEqual(argv.slice(0, 2), ["npx", "flotta"], `${page}: an unexpected command: ${line}`)
+    const args = argv.slice(2)
+    const command = args[0]!
+    if (SIMULATED.has(command) && !args.includes("--simulate")) args.push("--simulate")
+    if (command === "serve") {
+      if (server !== undefined) await stop(server)
+      server = await startBackground(project, env, args, (out) => out.stderr.includes("flotta serve:"))
+      ran.push(line)
+      continue
+    }
+    if (command === "repl") {
+      const repl = await startBackground(project, env, args, (out) => out.stdout.includes("flotta> "))
+      repl.child.stdin!.write("await fleet.spawn(\"from-the-docs\")\n")
+      await waitUntil(() => (repl.out.stdout.match(/flotta> /g) ?? []).length >= 2, 60_000, "the REPL to answer")
+      assert.include(repl.out.stdout, "name: 'from-the-docs'")
+      repl.child.stdin!.write(".exit\n")
+      await waitUntil(() => repl.out.exited, 20_000, "the REPL to exit")
+      assert.strictEqual(repl.out.code, 0, repl.out.stderr)
+      ran.push(line)
+      continue
+    }
+    if (CLIENT.has(command)) assert.isDefined(server, `${page}: ${line} needs \`flotta serve\` earlier on the page`)
+    const result = await runFlotta(project, args, env)
+    assert.strictEqual(
+      result.code,
+      step.exitCode,
+      `${page}: ${line}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`
+    )
+    if (command === "run") assert.isAbove(result.stdout.length, 0, `${page}: ${line} printed no answer`)
+    if (command === "init") assert.isTrue(fs.existsSync(path.join(project, "flotta.config.json")))
+    ran.push(line)
+  }
+  if (server !== undefined) await stop(server)
+  return ran
+}
+
 describe("the README", () => {
   it("gives exactly the two commands CI runs: one installs, one tests", () => {
-    const lines = shellLines()
-    assert.deepStrictEqual(lines.slice(0, 2), ["npm ci", "npm test"])
+    const blocks = [...read("README.md").matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!.trim())
+    assert.include(blocks, "npm ci\nnpm test", "a block of exactly the install and the test command")
     const ci = fs.readFileSync(path.join(ROOT, ".ci", "run"), "utf8")
-    assert.match(ci, /^npm ci\b/m)
-    assert.match(ci, /^npm test$/m)
-    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-      scripts: Record<string, string>
-    }
+    assert.match(ci, /^\s*(if\s+)?npm ci\b/m)
+    assert.match(ci, /^\s*npm test\b/m)
+    const pkg = JSON.parse(read("package.json")) as { scripts: Record<string, string> }
     assert.isString(pkg.scripts["test"])
     assert.isString(pkg.scripts["prepare"], "the install command compiles the packages")
     // After the install command, `npx flotta` is the compiled command (linked, never downloaded).
     const version = execFileSync("npx", ["--no-install", "flotta", "--version"], { cwd: ROOT, encoding: "utf8" })
-    assert.strictEqual(
-      version.trim(),
-      JSON.parse(fs.readFileSync(path.join(ROOT, "packages", "cli", "package.json"), "utf8")).version
-    )
+    assert.strictEqual(version.trim(), JSON.parse(read(path.join("packages", "cli", "package.json"))).version)
   })
 
-  // A dozen commands, each a Node start-up, and \`init\`'s fleet (three sessions) booted by repl and by serve.
-  it("every other shell command works as written (with --simulate)", { timeout: 180_000 }, async () => {
-    let server: Awaited<ReturnType<typeof startBackground>> | undefined
-    const ran: Array<string> = []
-    for (const line of shellLines().slice(2)) {
-      const argv = words(line)
-      if (argv[0] === "claude") {
-        // `claude mcp add` writes the user's Claude Code config: here, in this test's own HOME.
-        const home = path.join(project, "home")
-        const claude = path.join(ROOT, "node_modules", ".bin", "claude")
-        const result = await new Promise<{ code: number | null; out: string }>((resolve) => {
-          const child = spawn(claude, argv.slice(1), {
-            cwd: project,
-            env: { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: path.join(home, ".claude") },
-            stdio: ["ignore", "pipe", "pipe"]
-          })
-          let out = ""
-          child.stdout.on("data", (d) => (out += d))
-          child.stderr.on("data", (d) => (out += d))
-          child.on("close", (code) => resolve({ code, out }))
-        })
-        assert.strictEqual(result.code, 0, `${line}: ${result.out}`)
-        const saved = fs.readFileSync(path.join(home, ".claude", ".claude.json"), "utf8")
-        assert.include(saved, "\"flotta\"")
-        ran.push(line)
-        continue
-      }
-      assert.deepStrictEqual(argv.slice(0, 2), ["npx", "flotta"], `an unexpected command in the README: ${line}`)
-      const args = argv.slice(2)
-      const command = args[0]!
-      if (SIMULATED.has(command) && !args.includes("--simulate")) args.push("--simulate")
-      if (command === "serve") {
-        server = await startBackground(args, (out) => out.stderr.includes("flotta serve:"))
-        ran.push(line)
-        continue
-      }
-      if (command === "repl") {
-        const repl = await startBackground(args, (out) => out.stdout.includes("flotta> "))
-        repl.child.stdin!.write("await fleet.spawn(\"from-readme\")\n")
-        await waitUntil(() => (repl.out.stdout.match(/flotta> /g) ?? []).length >= 2, 60_000, "the REPL to answer")
-        assert.include(repl.out.stdout, "name: 'from-readme'")
-        repl.child.stdin!.write(".exit\n")
-        await waitUntil(() => repl.out.exited, 20_000, "the REPL to exit")
-        assert.strictEqual(repl.out.code, 0, repl.out.stderr)
-        ran.push(line)
-        continue
-      }
-      if (CLIENT.has(command)) assert.isDefined(server, `${line} needs \`flotta serve\` earlier in the README`)
-      const result = await runFlotta(project, args, env)
-      assert.strictEqual(result.code, 0, `${line}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`)
-      if (command === "run") assert.isAbove(result.stdout.length, 0, `${line} printed no answer`)
-      if (command === "init") assert.isTrue(fs.existsSync(path.join(project, "flotta.config.json")))
-      ran.push(line)
-    }
-    if (server !== undefined) {
-      server.child.kill("SIGTERM")
-      await waitUntil(() => server!.out.exited, 20_000, "serve to stop")
-      assert.strictEqual(server.out.code, 0, server.out.stderr)
-    }
-    assert.isAtLeast(ran.length, 12)
+  it("stays a front door: about 250 lines, linking onward to the guides and the references", () => {
+    const readme = read("README.md")
+    assert.isAtMost(readme.split("\n").length, 260)
+    for (const guide of fs.readdirSync(GUIDES)) assert.include(readme, `docs/guides/${guide}`)
+    for (const reference of ["config", "cli", "mcp-tools"]) assert.include(readme, `docs/reference/${reference}.md`)
   })
+})
 
-  it("the library example runs as written", async () => {
-    const example = blocks("js").find((b) => b.includes("createFleet()"))
-    assert.isDefined(example)
-    // It must run where @flotta/core resolves: inside this repository.
-    const cache = path.join(ROOT, "node_modules", ".cache")
-    fs.mkdirSync(cache, { recursive: true })
-    const dir = fs.mkdtempSync(path.join(cache, "readme-"))
-    const file = path.join(dir, "quickstart.mjs")
-    fs.writeFileSync(file, example!)
-    const output = await runNode([file], {
-      cwd: ROOT,
-      env: { ...process.env, ...offlineEnv(api, path.join(project, "library")) }
+describe("the docs' commands", () => {
+  for (const page of PAGES) {
+    const pageSteps = commandsOf(page)
+    if (!pageSteps.some((s) => s._tag === "Command" && !INSTALLS.test(s.line))) continue
+    it(`${page}: every shell command works as written (with --simulate)`, { timeout: 240_000 }, async () => {
+      const ran = await runCommands(page, pageSteps)
+      assert.isAtLeast(ran.length, 1)
     })
-    fs.rmSync(dir, { recursive: true, force: true })
-    assert.strictEqual(output.code, 0, output.stderr)
-    assert.include(output.stdout, "ECHO: Read package.json and name the dependencies.")
-    assert.include(output.stdout, "ECHO: Summarize the README.")
+  }
+
+  it("the README runs the whole path: a run, init, the REPL, serve and its clients, MCP", () => {
+    const lines = commandsOf("README.md").flatMap((s) => (s._tag === "Command" ? [s.line] : []))
+    for (const needed of ["flotta run", "flotta init", "flotta repl", "flotta serve", "flotta ask", "claude mcp add"]) {
+      assert.isTrue(lines.some((l) => l.includes(needed)), needed)
+    }
+  })
+})
+
+describe("the docs' programs", () => {
+  const programs = PAGES.flatMap((page) =>
+    steps(read(page)).filter((step) => step._tag === "Program").map((step, i) => ({ page, step, i: i + 1 }))
+  )
+
+  it("include the README's library example", () => {
+    assert.isTrue(programs.some(({ page, step }) => page === "README.md" && step.code.includes("createFleet()")))
   })
 
-  it("the \"Testing your fleet code\" example runs as written, under vitest", { timeout: 180_000 }, async () => {
-    const example = blocks("ts").find((b) => b.startsWith("// fleet.test.ts"))
-    assert.isDefined(example)
-    // Inside this repository, where @flotta/* and @effect/vitest resolve as they do for a user who installed them.
-    const cache = path.join(ROOT, "node_modules", ".cache")
-    fs.mkdirSync(cache, { recursive: true })
-    const dir = fs.mkdtempSync(path.join(cache, "readme-testing-"))
-    fs.writeFileSync(path.join(dir, "fleet.test.ts"), example!)
-    fs.writeFileSync(path.join(dir, "vitest.config.mjs"), "export default { test: { testTimeout: 60000 } }\n")
-    const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
-    const output = await runNode([vitest, "run", "--root", dir, "--reporter", "verbose"], {
-      cwd: dir,
-      env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" }
+  for (const { i, page, step } of programs) {
+    it(`${page}: program ${i} (${step.language}) runs as written`, { timeout: 120_000 }, async () => {
+      const dir = insideRepository("program")
+      const file = path.join(dir, step.language === "js" ? "program.mjs" : "program.mts")
+      fs.writeFileSync(file, step.code)
+      const args = step.language === "js" ? [file] : ["--import", "tsx", file]
+      const output = await runProcess(process.execPath, args, {
+        cwd: dir,
+        env: { ...process.env, ...offlineEnv(api, path.join(dir, "claude")) }
+      })
+      assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
+      if (step.code.includes("createFleet()")) {
+        assert.include(output.stdout, "ECHO: Read package.json and name the dependencies.")
+        assert.include(output.stdout, "ECHO: Summarize the README.")
+      }
     })
-    fs.rmSync(dir, { recursive: true, force: true })
-    assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
-    assert.match(output.stdout, /Tests\s+5 passed \(5\)/)
+  }
+})
+
+describe("the docs' test files", () => {
+  const files = PAGES.flatMap((page) => steps(read(page)).flatMap((s) => (s._tag === "TestFile" ? [{ page, s }] : [])))
+
+  it("include the Testing guide's fleet.test.ts", () => {
+    assert.isTrue(files.some(({ page, s }) => page.endsWith("testing.md") && s.name === "fleet.test.ts"))
   })
+
+  for (const { page, s } of files) {
+    it(`${page}: ${s.name} passes under vitest, as written`, { timeout: 180_000 }, async () => {
+      const dir = insideRepository("test")
+      fs.writeFileSync(path.join(dir, s.name), s.code)
+      fs.writeFileSync(path.join(dir, "vitest.config.mjs"), "export default { test: { testTimeout: 60000 } }\n")
+      const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
+      const output = await runProcess(process.execPath, [vitest, "run", "--root", dir, "--reporter", "verbose"], {
+        cwd: dir,
+        env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" }
+      })
+      assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
+      const tests = (s.code.match(/^\s*it(\.\w+)?\(/gm) ?? []).length
+      assert.isAbove(tests, 0)
+      assert.match(output.stdout, new RegExp(`Tests\\s+${tests} passed \\(${tests}\\)`))
+    })
+  }
 })

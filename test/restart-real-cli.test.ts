@@ -6,12 +6,12 @@
  * notice that its pipes are gone): the new host ends it before anything resumes.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import type { RestoreReport } from "../packages/core/src/Restore.js"
+import * as Sqlite from "../packages/core/src/Sqlite.js"
 import type { StoreInfo } from "../packages/core/src/Store.js"
 import { CLAUDE, isAlive, ROOT, useOfflineApi, waitUntil } from "./support/realCli.js"
 
@@ -67,12 +67,10 @@ const startHost = (dir: string, phase: "teach" | "resume"): Host => {
 }
 
 const turnStatus = (db: string, turnId: string) => {
-  const database = new Database(db, { readonly: true, fileMustExist: true })
+  const database = Sqlite.openSync(db, { readOnly: true })
   try {
-    const row = database.prepare("select status from flotta_turns where agent = 'mem' and turn_id = ?").get(turnId) as
-      | { status: string }
-      | undefined
-    return row?.status
+    const row = database.prepare("select status from flotta_turns where agent = 'mem' and turn_id = ?").all([turnId])[0]
+    return row?.["status"] as string | undefined
   } catch {
     return undefined
   } finally {

@@ -5,13 +5,13 @@
  * its info and the report log, and once the disk takes writes again every acknowledged turn is on it.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import Database from "better-sqlite3"
 import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Flotta } from "../packages/core/src/Flotta.js"
+import * as Sqlite from "../packages/core/src/Sqlite.js"
 import * as Store from "../packages/core/src/Store.js"
 import * as Testing from "../packages/core/src/Testing.js"
 
@@ -65,9 +65,9 @@ const fleetOn = (file: string) =>
   })
 
 const committedResults = (file: string) => {
-  const db = new Database(file, { readonly: true })
+  const db = Sqlite.openSync(file, { readOnly: true })
   try {
-    return (db.prepare("select count(*) as n from flotta_turns where status = 'succeeded'").get() as { n: number }).n
+    return Number(db.prepare("select count(*) as n from flotta_turns where status = 'succeeded'").all()[0]!["n"])
   } finally {
     db.close()
   }

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..")
-export const FLOTTA = path.join(ROOT, "packages", "cli", "bin", "flotta.js")
+export const FLOTTA = path.join(ROOT, "packages", "flotta", "bin", "flotta.js")
 
 export interface Ran {
   readonly code: number | null

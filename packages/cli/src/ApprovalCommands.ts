@@ -14,8 +14,8 @@ import type { Flotta } from "@flotta/core/Flotta"
 import type { Client } from "@modelcontextprotocol/client"
 import { Clock, Duration, Effect, Option, Schema, Stream } from "effect"
 import * as readline from "node:readline"
-import { call, connection, ToolFailed, withClient } from "./ClientCommands.js"
-import type { Connection } from "./ClientCommands.js"
+import { call, connection, ToolFailed, withClient } from "./Connection.js"
+import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 
@@ -104,7 +104,7 @@ const forTheCommandLine = (error: ToolFailed) => {
 
 const id = Flags.argument(
   "id",
-  "The approval's id, as `flotta approvals` lists it (ap_...)",
+  "The approval's id, as `flotta approvals` lists it (ap_...).",
   Schema.String.pipe(Schema.pattern(/^\S+$/)),
   "is not an approval id (ap_...)"
 )
@@ -122,9 +122,9 @@ const approvals = Command.make(
   {
     ...connection,
     all: Options.boolean("all").pipe(
-      Options.withDescription("Also the approvals that ended lately (allowed, denied, expired), newest first")
+      Options.withDescription("Also the approvals that ended lately (allowed, denied, expired), newest first.")
     ),
-    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's approvals"), Options.optional)
+    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's approvals."), Options.optional)
   },
   (flags) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -140,7 +140,7 @@ const approvals = Command.make(
 ).pipe(
   Command.withDescription(
     "List the tool calls waiting for a human in a running `flotta serve`: id, agent, tool, its input and the time " +
-      "left before it expires (a deny). Decide them with `flotta approve ID` or `flotta deny ID`"
+      "left before it expires (a deny). Decide them with `flotta approve ID` or `flotta deny ID`."
   )
 )
 
@@ -169,22 +169,22 @@ const approve = Command.make(
     ...connection,
     id,
     always: Options.boolean("always").pipe(
-      Options.withDescription("Also allow this tool for the rest of the agent's life, without asking again")
+      Options.withDescription("Also allow this tool for the rest of the agent's life, without asking again.")
     ),
-    message: message("A note kept with the decision")
+    message: message("A note kept with the decision.")
   },
   (flags) => decide(flags, "allow", flags.always)
-).pipe(Command.withDescription("Allow a pending approval: the waiting tool call runs"))
+).pipe(Command.withDescription("Allow a pending approval: the waiting tool call runs."))
 
 const deny = Command.make(
   "deny",
   {
     ...connection,
     id,
-    message: message("Why: the model sees it with the denial")
+    message: message("Why: the model sees it with the denial.")
   },
   (flags) => decide(flags, "deny", false)
-).pipe(Command.withDescription("Deny a pending approval: the tool call does not run, and the model is told why"))
+).pipe(Command.withDescription("Deny a pending approval: the tool call does not run, and the model is told why."))
 
 export const commands = [approvals, approve, deny] as const
 

@@ -1,8 +1,6 @@
 /**
- * Commands that drive a running `flotta serve` over its MCP endpoint: list, status, ask, prompt, result,
- * reports, transcript, close. The endpoint is `--url`, else the decoded config's `mcp` section (with its
- * environment variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST, applied), else 127.0.0.1:4099; the token is
- * `--token`, else the config's (FLOTTA_MCP_TOKEN overrides it).
+ * Commands that drive a running `flotta serve` over its MCP endpoint (see Connection): list, status, ask, prompt,
+ * result, reports, transcript, close, unpark.
  *
  * `reports` and `transcript` also read the store itself, read-only (no lock, so beside a running serve too):
  * with `--store`, or when no serve answers and the config's store (the default `.flotta/state.db` included) is an
@@ -10,181 +8,19 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { TurnRecord } from "@flotta/core/Agent"
-import type { ReportEntry, StoreHealth, StoreShape } from "@flotta/core/Store"
-import * as McpConfig from "@flotta/mcp/McpConfig"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Effect, Either, Option, Redacted, Schema } from "effect"
+import type { ReportEntry, StoreShape } from "@flotta/core/Store"
+import type { Client } from "@modelcontextprotocol/client"
+import { Effect, Either, Option, Schema } from "effect"
 import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
+import type { Connection } from "./Connection.js"
+import { call, clientConfig, connection, connectTo, endpointOf, withClient } from "./Connection.js"
+import type { ServerUnreachable, ToolFailed } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
 import * as Views from "./Views.js"
-
-/** No server answered at the endpoint. */
-export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("ServerUnreachable", {
-  url: Schema.String,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `no flotta server answered at ${this.url} (${this.reason}): start one with \`flotta serve\`, or pass --url`
-  }
-}
-
-/** The server refused a tool call with a typed failure; `_tag` is the fleet's own (AgentNotFound, ...). */
-export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
-  tool: Schema.String,
-  error: Schema.Struct({ _tag: Schema.String, message: Schema.String }),
-  text: Schema.String
-}) {
-  override get message() {
-    return this.text
-  }
-}
-
-export const connection = {
-  url: Flags.url("url").pipe(
-    Options.withDescription("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)"),
-    Options.optional
-  ),
-  token: Options.redacted("token").pipe(
-    Options.withPseudoName("token"),
-    Options.withDescription("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)"),
-    Options.optional
-  ),
-  json: Options.boolean("json").pipe(Options.withDescription("Print the server's structured answer as JSON")),
-  config: Shared.config
-}
-
-export type Connection = {
-  readonly url: Option.Option<string>
-  readonly token: Option.Option<Redacted.Redacted<string>>
-  readonly json: boolean
-  readonly config: Option.Option<string>
-}
-
-/** The config as the client commands read it: the `mcp` section assumed, so its variables always apply. */
-const clientConfig = (flags: Pick<Connection, "config">) =>
-  ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
-
-/** The endpoint and token this command should use: the flags, else the config's `mcp` section and its variables. */
-const endpointOf = (
-  flags: Pick<Connection, "url" | "token">,
-  config: ConfigFile.LoadedConfig
-) => {
-  const mcp = config.mcp ?? {}
-  const host = mcp.host ?? McpConfig.DEFAULT_HOST
-  const port = mcp.port ?? McpConfig.DEFAULT_PORT
-  const url = Option.getOrElse(
-    flags.url,
-    () => `http://${host.includes(":") ? `[${host}]` : host}:${port}${McpConfig.PATH}`
-  )
-  const token = Option.orElse(
-    Option.map(flags.token, Redacted.value),
-    () => Option.map(Option.fromNullable(mcp.token), (t) => (typeof t === "string" ? t : Redacted.value(t)))
-  )
-  return { url, token }
-}
-
-/** A connected client for the duration of the scope. */
-const connect = (flags: Connection) =>
-  Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
-
-/** A client connected to `url` for the duration of the scope. */
-const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: () => {
-        const client = new Client({ name: "flotta-cli", version: "0.1.0" })
-        const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
-        const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
-        return client.connect(transport).then(() => client)
-      },
-      catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
-    }),
-    (client) => Effect.promise(() => client.close().catch(() => undefined))
-  )
-
-interface ToolResult {
-  readonly isError?: boolean
-  readonly content: ReadonlyArray<{ readonly type: string; readonly text?: string }>
-  readonly structuredContent?: Record<string, unknown>
-}
-
-/** Calls one tool; a typed failure becomes ToolFailed (its exit code is the failure's own). */
-export const call = (client: Client, tool: string, args: Record<string, unknown>) =>
-  Effect.tryPromise({
-    try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }) as Promise<ToolResult>,
-    catch: (e) => new ServerUnreachable({ url: "the server", reason: e instanceof Error ? e.message : String(e) })
-  }).pipe(
-    Effect.flatMap((result) => {
-      const text = result.content.map((block) => block.text ?? "").join("\n")
-      if (result.isError === true) {
-        const error = (result.structuredContent?.["error"] as { _tag: string; message: string } | undefined) ??
-          { _tag: "ToolFailed", message: text }
-        return Effect.fail(new ToolFailed({ tool, error, text }))
-      }
-      return Effect.succeed(result.structuredContent ?? {})
-    })
-  )
-
-/** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
-const STORE_KINDS = ["store_degraded", "store_recovered"] as const
-
-/**
- * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only
- * reader of the file cannot know: the writes that fail are the serve's). None when it is ok, or unknown.
- */
-export const liveStoreHealth = (client: Client) =>
-  Effect.gen(function*() {
-    let cursor = 0
-    let latest: ReportEntry | undefined
-    while (true) {
-      const page = yield* call(client, "flotta_reports", { agent: "store", kinds: STORE_KINDS, cursor, limit: 10_000 })
-      const entries = page["entries"] as ReadonlyArray<ReportEntry>
-      latest = entries[entries.length - 1] ?? latest
-      cursor = page["next"] as number
-      if (entries.length < 10_000) break
-    }
-    return latest?.kind === "store_degraded" ? Option.some(latest.data as StoreHealth) : Option.none<StoreHealth>()
-  }).pipe(Effect.orElseSucceed(() => Option.none<StoreHealth>()))
-
-/**
- * The store's health through the serve a config points at, if one answers (only a config with an `mcp`
- * section serves over HTTP): for `doctor`. None when no serve answers.
- */
-export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
-  config.mcp === undefined
-    ? Effect.succeed(Option.none<{ readonly url: string; readonly health: Option.Option<StoreHealth> }>())
-    : Effect.scoped(Effect.gen(function*() {
-      const endpoint = endpointOf({ url: Option.none(), token: Option.none() }, config)
-      const client = yield* connectTo(endpoint)
-      return Option.some({ url: endpoint.url, health: yield* liveStoreHealth(client) })
-    })).pipe(Effect.orElseSucceed(() => Option.none()))
-
-/**
- * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
- * store gets a line of its own after the answer.
- */
-export const withClient = <A extends Record<string, unknown>>(
-  flags: Connection,
-  body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
-  render: (value: A) => string,
-  options: { readonly storeHealth?: boolean } = {}
-) =>
-  Effect.scoped(
-    Effect.gen(function*() {
-      const client = yield* connect(flags)
-      const value = yield* body(client)
-      if (flags.json) return yield* Output.stdout(JSON.stringify(value, null, 2))
-      yield* Output.stdout(render(value))
-      if (options.storeHealth === true) {
-        const health = yield* liveStoreHealth(client)
-        if (Option.isSome(health)) yield* Output.stdout(`store: ${Views.describeHealth(health.value)}`)
-      }
-    })
-  )
 
 interface AgentRow {
   readonly name: string
@@ -197,8 +33,8 @@ interface AgentRow {
   readonly host?: string
 }
 
-const name = Flags.nameArgument("name", "The agent's name")
-const text = Flags.textArgument("text", "The prompt: what the agent should do")
+const name = Flags.nameArgument("name", "The agent's name.")
+const text = Flags.textArgument("text", "The prompt: what the agent should do.")
 
 const list = Command.make(
   "list",
@@ -216,7 +52,7 @@ const list = Command.make(
         (a.host === undefined ? "" : `  on ${a.host}`)
       ).join("\n")
     }, { storeHealth: true })
-).pipe(Command.withDescription("List the live agents of a running `flotta serve` (and the store, when degraded)"))
+).pipe(Command.withDescription("List the live agents of a running `flotta serve` (and the store, when degraded)."))
 
 const status = Command.make("status", { ...connection, name }, (flags) =>
   withClient(
@@ -227,7 +63,7 @@ const status = Command.make("status", { ...connection, name }, (flags) =>
       `${v["current"] ? ` (turn ${v["current"]})` : ""}, ${v["queued"]} queued, ` +
       `${v["turns"]} turns`,
     { storeHealth: true }
-  )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)"))
+  )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)."))
 
 /** Waits in bounded steps until the turn is done (each server-side wait is at most 50 s). */
 const waitUntilDone = (client: Client, agent: string, first: Record<string, unknown>) =>
@@ -249,14 +85,14 @@ const ask = Command.make("ask", { ...connection, name, text }, (flags) =>
         Effect.flatMap((first) => waitUntilDone(client, flags.name, first))
       ),
     replyText
-  )).pipe(Command.withDescription("Ask an agent and print its reply"))
+  )).pipe(Command.withDescription("Ask an agent and print its reply."))
 
 const prompt = Command.make("prompt", { ...connection, name, text }, (flags) =>
   withClient(
     flags,
     (client) => call(client, "flotta_prompt", { name: flags.name, text: flags.text }),
     (v) => String(v["turnId"])
-  )).pipe(Command.withDescription("Queue a prompt and print its turn id at once"))
+  )).pipe(Command.withDescription("Queue a prompt and print its turn id at once."))
 
 const result = Command.make(
   "result",
@@ -265,7 +101,7 @@ const result = Command.make(
     name,
     turn: Flags.argument(
       "turn",
-      "The turn id `prompt` printed (t1, t2, ...), or latest (the default)",
+      "The turn id `prompt` printed (t1, t2, ...), or latest (the default).",
       Schema.String.pipe(Schema.pattern(/^(latest|t[1-9][0-9]*)$/)),
       "is not a turn id (t1, t2, ...) or latest"
     ).pipe(Args.optional)
@@ -277,13 +113,13 @@ const result = Command.make(
         call(client, "flotta_result", { name: flags.name, turnId: Option.getOrElse(flags.turn, () => "latest") }),
       (v) => replyText(v)
     )
-).pipe(Command.withDescription("Print a finished turn's reply (TurnPending while it runs)"))
+).pipe(Command.withDescription("Print a finished turn's reply (TurnPending while it runs)."))
 
 const unpark = Command.make(
   "unpark",
   {
     ...connection,
-    name: Flags.nameArgument("name", "Only this agent (the rest of its credentials' group stays parked); default: all")
+    name: Flags.nameArgument("name", "Only this agent (the rest of its credentials' group stays parked); default: all.")
       .pipe(Args.optional)
   },
   (flags) =>
@@ -303,7 +139,7 @@ const unpark = Command.make(
 ).pipe(
   Command.withDescription(
     "Resume agents parked at a usage limit now, instead of at the reset (staggered); a parked turn resumes with a " +
-      "short continuation"
+      "short continuation."
   )
 )
 
@@ -312,7 +148,7 @@ const close = Command.make("close", { ...connection, name }, (flags) =>
     flags,
     (client) => call(client, "flotta_close", { name: flags.name }),
     (v) => `closed ${v["name"]}`
-  )).pipe(Command.withDescription("Close an agent"))
+  )).pipe(Command.withDescription("Close an agent."))
 
 // ------------------------------------------------------------------------------- the serve, or the store
 
@@ -367,7 +203,7 @@ const storeFlag = Options.text("store").pipe(
   Options.withPseudoName("path"),
   Options.withDescription(
     "Read this store directly (read-only; beside a running serve too) instead of asking a serve: an SQLite " +
-      "file such as .flotta/state.db, or a postgres:// URL. Without it, the store is read when no serve answers"
+      "file such as .flotta/state.db, or a postgres:// URL. Without it, the store is read when no serve answers."
   ),
   Options.optional
 )
@@ -416,11 +252,11 @@ const reports = Command.make(
     store: storeFlag,
     follow: Options.boolean("follow").pipe(
       Options.withAlias("f"),
-      Options.withDescription("Keep printing new entries")
+      Options.withDescription("Keep printing new entries.")
     ),
-    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's entries"), Options.optional),
+    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's entries."), Options.optional),
     since: Flags.nonNegativeInteger("since").pipe(
-      Options.withDescription("Entries after this sequence number"),
+      Options.withDescription("Entries after this sequence number."),
       Options.optional
     )
   },
@@ -440,7 +276,7 @@ const reports = Command.make(
         }
       }))
 ).pipe(
-  Command.withDescription("Print the report log (--follow keeps printing), from a running serve or the store itself")
+  Command.withDescription("Print the report log (--follow keeps printing), from a running serve or the store itself.")
 )
 
 const transcript = Command.make(
@@ -449,7 +285,7 @@ const transcript = Command.make(
     ...connection,
     store: storeFlag,
     name,
-    last: Flags.positiveInteger("last").pipe(Options.withDescription("Only the last N turns"), Options.optional)
+    last: Flags.positiveInteger("last").pipe(Options.withDescription("Only the last N turns."), Options.optional)
   },
   (flags) =>
     withSource(flags, (source) =>
@@ -462,7 +298,7 @@ const transcript = Command.make(
 ).pipe(
   Command.withDescription(
     "Print an agent's turns, oldest first: prompt, tool calls, permission decisions, reply or error, cost and " +
-      "time (--json: the records), from a running serve or the store itself"
+      "time (--json: the records), from a running serve or the store itself."
   )
 )
 

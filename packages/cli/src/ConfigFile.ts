@@ -15,6 +15,7 @@ import * as Spec from "@flotta/core/Spec"
 import type { StoreConfig } from "@flotta/core/Store"
 import * as DashboardConfig from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
+import * as Routine from "@flotta/scheduler/Routine"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Config, Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as path from "node:path"
@@ -84,22 +85,102 @@ export const CONFIG_FILES: ReadonlyArray<string> = [
 
 const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 
+/** An optional field described for the config reference (docs/reference/config.md); `shape`: see `ShapeAnnotationId`. */
+const field = <A, I>(schema: Schema.Schema<A, I>, description: string, shape?: Schema.Schema.All) =>
+  exact(schema).annotations({ description, ...(shape === undefined ? {} : { [Spec.ShapeAnnotationId]: shape }) })
+
+/** What `readStore` accepts (it checks it field by field, naming the bad one). */
+export const StoreSchema = Schema.Union(
+  Schema.Literal("memory"),
+  Schema.Struct({
+    sqlite: Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({
+      description: "An SQLite file (WAL mode), relative to the project directory."
+    }),
+    retainDays: exact(Schema.Number.pipe(Schema.int(), Schema.positive())).annotations({
+      description: "Report entries, finished turns and closed agents older than this are pruned (default 30)."
+    })
+  }),
+  Schema.Struct({
+    postgres: Schema.propertySignature(Schema.Union(
+      Schema.String,
+      Schema.Struct({ url: Schema.String, schema: exact(Schema.String) })
+    )).annotations({
+      description: "A `postgres://user:password@host:port/database` URL, or `{ url, schema }` to keep the " +
+        "fleet's tables in a schema of their own (one host writes a schema at a time)."
+    }),
+    retainDays: exact(Schema.Number.pipe(Schema.int(), Schema.positive())).annotations({
+      description: "As for sqlite (default 30)."
+    })
+  })
+)
+
 /** The whole file, every section. Agent and routine entries are checked one by one (a bad one is skipped). */
 export const FileSchema = Schema.Struct({
-  $schema: exact(Schema.String),
-  claudePath: exact(Schema.String.pipe(Schema.minLength(1))),
-  maxConcurrentStarts: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  approvalTimeout: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  fleetDefaults: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  agents: exact(Schema.Array(Schema.Unknown)),
-  mcp: exact(McpConfig.FileSection),
-  dashboard: exact(DashboardConfig.FileSection),
-  schedule: exact(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  routines: exact(Schema.Array(Schema.Unknown)),
-  telemetry: exact(Otlp.FileSection),
-  cluster: exact(ClusterConfig.FileSection),
+  $schema: field(Schema.String, "Ignored: room for an editor's JSON Schema reference."),
+  claudePath: field(
+    Schema.String.pipe(Schema.minLength(1)),
+    "The claude executable. Else `FLOTTA_CLAUDE_PATH`, then the pinned `@anthropic-ai/claude-code` (its " +
+      "platform package's binary), then `claude` on PATH."
+  ),
+  maxConcurrentStarts: field(
+    Schema.Number.pipe(Schema.int(), Schema.positive()),
+    "Children starting at once (default: twice the cores); more wait for a slot, which never times out."
+  ),
+  approvalTimeout: field(
+    Schema.Number.pipe(Schema.int(), Schema.positive()),
+    "How long a tool call under `ask` waits for a human, in milliseconds, before it is denied (default 15 minutes)."
+  ),
+  fleetDefaults: field(
+    Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    "Agent fields (any but `name`) merged under every agent entry; the entry's own fields win.",
+    Spec.Spec
+  ),
+  agents: field(
+    Schema.Array(Schema.Unknown),
+    "The declared fleet: `session` entries start with `serve` and `repl`; `run` entries are templates for runs. " +
+      "A bad entry is reported with the path of its bad field and skipped; the rest boots.",
+    Schema.Array(Spec.Spec)
+  ),
+  mcp: field(
+    McpConfig.FileSection,
+    "Serve the fleet over MCP (Streamable HTTP) at `http://127.0.0.1:4099/mcp`. Absent: no port is opened."
+  ),
+  dashboard: field(
+    DashboardConfig.FileSection,
+    "Serve the live dashboard: at `/` of the MCP server (`{}`), or on a `port` of its own. Absent: none."
+  ),
+  schedule: field(
+    Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    "Working hours: switches the scheduler on. Absent: no timer runs.",
+    SchedulerConfig.ScheduleSection
+  ),
+  routines: field(
+    Schema.Array(Schema.Unknown),
+    "Recurring work for the scheduler (with a `schedule`). A bad routine is reported and skipped.",
+    Schema.Array(Routine.RoutineSchema)
+  ),
+  telemetry: field(
+    Otlp.FileSection,
+    "Export spans and metrics over OpenTelemetry (OTLP/HTTP). Absent, and no `OTEL_EXPORTER_OTLP_*` in the " +
+      "environment: nothing is exported."
+  ),
+  cluster: field(
+    ClusterConfig.FileSection,
+    "One fleet over several hosts: `flotta serve` joins the cluster. Absent: one host."
+  ),
   // Checked by `readStore`, which names the bad field within it (a union's own message would not).
-  store: exact(Schema.Unknown)
+  store: field(
+    Schema.Unknown,
+    "Where `serve` and `repl` keep the fleet's state, so that a restart brings every agent back. Absent: " +
+      "`{ \"sqlite\": \".flotta/state.db\" }` in the project directory; `run` and `mcp` keep it in memory.",
+    StoreSchema
+  )
+}).annotations({
+  description: "`flotta.config.json` (JSON with comments) in the project directory, or `.flotta/config.json`, or " +
+    "`flotta.config.ts` exporting `defineConfig({...})` from `flotta` (type-checked), or the file `--config` names. " +
+    "It is decoded once, by one Schema, into one section per layer; a section that is absent switches its layer " +
+    "off. An error names the file, the path of the bad field and what was expected (`flotta.config.json: " +
+    "mcp.port: Expected number, actual \"eighty\"`)."
 })
 
 const decodeFile = Schema.decodeUnknownEither(FileSchema, { errors: "first", onExcessProperty: "error" })
@@ -287,19 +368,33 @@ export const locate = (dir: string, explicit?: string) =>
     return null
   })
 
+/**
+ * A TypeScript config, compiled on the fly (tsx), so users get type checking without a build step. It is loaded on
+ * the process's own loader (not a namespaced one), so that the config's `import { defineConfig } from "@flotta/cli"`
+ * gets the modules already loaded, not a second copy; and once per file and process. A CommonJS project's config
+ * needs a fresh URL on a Node without type stripping (else tsx's require of it is a cycle on Node 20), and must
+ * keep its plain URL on a Node with it (Node 24 takes the query for part of the file's name).
+ */
+const typeScriptConfigs = new Map<string, Promise<{ readonly default?: unknown }>>()
+const importTypeScript = (file: string) => {
+  const loaded = typeScriptConfigs.get(file) ??
+    import("tsx/esm/api").then(({ register }) => {
+      const unregister = register()
+      const plain = pathToFileURL(file).href
+      const typeStripping = (process.features as { readonly typescript?: unknown }).typescript
+      const url = typeof typeStripping === "string" ? plain : `${plain}?t=${process.hrtime.bigint()}`
+      return (import(url) as Promise<{ readonly default?: unknown }>).finally(() => unregister())
+    })
+  typeScriptConfigs.set(file, loaded)
+  return loaded
+}
+
 const readRaw = (file: string) =>
   Effect.gen(function*() {
     if (file.endsWith(".ts") || file.endsWith(".mts")) {
       // A TypeScript config is compiled on the fly (tsx), so users get type checking without a build step.
       const module = yield* Effect.tryPromise({
-        try: () =>
-          // Registered on the process's own loader (not a namespaced one), so that the config's
-          // `import { defineConfig } from "@flotta/cli"` gets the modules already loaded, not a second copy.
-          import("tsx/esm/api").then(({ register }) => {
-            const unregister = register()
-            const url = `${pathToFileURL(file).href}?t=${process.hrtime.bigint()}`
-            return (import(url) as Promise<{ readonly default?: unknown }>).finally(() => unregister())
-          }),
+        try: () => importTypeScript(file),
         catch: (e) => new ConfigFileError({ file, path: "", reason: `cannot load: ${String(e)}` })
       })
       const value = module.default

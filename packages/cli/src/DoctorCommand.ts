@@ -1,20 +1,23 @@
 /**
  * `flotta doctor`: is this machine ready? The claude binary in use and its version against the tested one,
- * whether credentials are present, whether the config is valid, and the store `serve` would use: its kind,
+ * whether credentials are present, whether the config is valid, the store `serve` would use: its kind,
  * place, size, schema version and health (read-only, so beside a running serve too; and as that serve sees it,
- * when one answers). Exits non-zero when something blocks work.
+ * when one answers), and whether the CLI's sandbox works here (its tools, then one command run in it). Exits
+ * non-zero when something blocks work (a missing sandbox does when the config has sandboxed entries).
  */
 import { Command } from "@effect/cli"
 import { Command as Process, FileSystem } from "@effect/platform"
 import * as ClaudeCli from "@flotta/core/ClaudeCli"
-import { SpawnFailed } from "@flotta/core/Errors"
+import { SandboxUnavailable, SpawnFailed } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
-import { Config, Effect, Either, Option } from "effect"
+import * as Sandbox from "@flotta/core/Sandbox"
+import type { Spec } from "@flotta/core/Spec"
+import { Config, Effect, Either, Option, Stream } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as ClientCommands from "./ClientCommands.js"
 import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
+import * as Connection from "./Connection.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
@@ -30,6 +33,68 @@ const claudeVersion = (executable: ClaudeCli.ClaudeExecutable) =>
     Effect.map((out) => out.trim()),
     Effect.either
   )
+
+/** Runs a command to its end: its exit code and stderr (the sandbox's probe). */
+const runProbe = (argv: ReadonlyArray<string>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const proc = yield* Process.start(Process.make(argv[0]!, ...argv.slice(1)))
+    return yield* Effect.all({
+      stderr: proc.stderr.pipe(Stream.decodeText(), Stream.mkString),
+      stdout: proc.stdout.pipe(Stream.runDrain),
+      code: proc.exitCode
+    }, { concurrency: "unbounded" })
+  })).pipe(Effect.timeout("20 seconds"), Effect.either)
+
+/**
+ * Whether the CLI's sandbox works here: its tools on PATH, then one command run in a sandbox as the CLI sets it up
+ * (`bwrap` with its own network and pids). Without it, `fail` when a sandboxed session of the config could not
+ * boot, else `warn` (naming the sandboxed run templates, which would fail when fired).
+ */
+const sandboxLine = (
+  sandboxed: { readonly sessions: ReadonlyArray<string>; readonly templates: ReadonlyArray<string> },
+  say: { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> },
+  bad: (text: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const PATH = Option.getOrElse(yield* env("PATH"), () => "")
+    const names = [...sandboxed.sessions, ...sandboxed.templates]
+    const needed = names.length === 0
+      ? " (only sandboxed agents need it)"
+      : ` (sandboxed in the config: ${names.join(", ")})`
+    const blocks = sandboxed.sessions.length > 0
+    const fail = (reason: string, install: string, missing: ReadonlyArray<string>) =>
+      blocks
+        ? new SandboxUnavailable({ name: sandboxed.sessions[0]!, reason, install, missing: [...missing] })
+        : undefined
+    const problem = Sandbox.availability(Sandbox.here(PATH))
+    if (Option.isSome(problem)) {
+      const { install, missing, reason } = problem.value
+      const fix = install.length === 0 ? "" : `; install ${missing.length === 1 ? "it" : "them"}: ${install}`
+      yield* (blocks ? bad : say.warn)(`sandbox: ${reason}${fix}${needed}`)
+      return fail(reason, install, missing)
+    }
+    const probe = Sandbox.probe(process.platform)!
+    const ran = yield* runProbe(probe)
+    if (Either.isRight(ran) && ran.right.code === 0) {
+      yield* say.ok(`sandbox: works (\`${probe.join(" ")}\` ran)`)
+      return undefined
+    }
+    const why = Either.isLeft(ran)
+      ? String(ran.left)
+      : `exit code ${ran.right.code}: ${ran.right.stderr.trim().split("\n")[0] ?? ""}`
+    const reason = `its tools are here, but a sandboxed command fails (\`${probe.join(" ")}\`: ${why})`
+    yield* (blocks ? bad : say.warn)(`sandbox: ${reason}${needed}`)
+    return fail(reason, "", [])
+  })
+
+/** The names of the config's sandboxed sessions and run templates. */
+const sandboxedEntries = (
+  fleet: { readonly sessions: ReadonlyArray<Spec>; readonly templates: ReadonlyArray<Spec> }
+) => {
+  const names = (specs: ReadonlyArray<Spec>) =>
+    specs.filter((s) => s.sandbox !== undefined && s.sandbox !== false).map((s) => s.name)
+  return { sessions: names(fleet.sessions), templates: names(fleet.templates) }
+}
 
 /** Where credentials come from, if anywhere. */
 const credentials = Effect.gen(function*() {
@@ -52,7 +117,10 @@ export const storeLine = (
     case "Memory":
       return say.ok("store: memory (serve and repl keep no state across restarts)")
     case "NotCreated":
-      return say.ok(`store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` makes it)`)
+      return say.ok(
+        `store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` makes it, on ` +
+          `${inspected.driver})`
+      )
     case "Found":
       return (inspected.info.health.state === "ok" ? say.ok : say.warn)(
         `store: ${Views.describeStoreWithHealth(inspected.info)}`
@@ -60,13 +128,34 @@ export const storeLine = (
   }
 }
 
-export const command = Command.make("doctor", { config: Shared.config }, (flags) =>
+/** One line of the doctor's findings: `ok`, `warn` (works, but look) or `fail` (blocks work). */
+export interface Check {
+  readonly level: "ok" | "warn" | "fail"
+  /** What was checked: config, claude, credentials, endpoint, store. */
+  readonly topic: string
+  readonly text: string
+}
+
+const LABELS = { ok: "ok  ", warn: "warn", fail: "FAIL" } as const
+
+const DESCRIPTION = "Check that this machine is ready: the claude binary and its version, credentials, the config, " +
+  "the store and the sandbox (with --json, the checks as JSON). Exits non-zero when something blocks work."
+
+/** Each check as it is found (some take seconds), or with `json` all of them as one JSON object at the end. */
+const doctor = (flags: { readonly config: Option.Option<string>; readonly json: boolean }) =>
   Effect.gen(function*() {
-    const ok = (text: string) => Output.stdout(`  ok    ${text}`)
-    const warn = (text: string) => Output.stdout(`  warn  ${text}`)
-    const bad = (text: string) => Output.stdout(`  FAIL  ${text}`)
-    let failure: ConfigFile.ConfigFileError | SpawnFailed | StoreError | undefined
-    yield* Output.stdout(`flotta doctor (node ${process.version}, ${os.platform()} ${os.arch()})`)
+    const checks: Array<Check> = []
+    /** Printed as it is found (some checks take seconds), or kept for the JSON at the end. */
+    const say = (level: Check["level"]) => (text: string) => {
+      const colon = text.indexOf(":")
+      checks.push({ level, topic: colon === -1 ? "" : text.slice(0, colon), text: text.slice(colon + 1).trim() })
+      return flags.json ? Effect.void : Output.stdout(`  ${LABELS[level]}  ${text}`)
+    }
+    const ok = say("ok")
+    const warn = say("warn")
+    const bad = say("fail")
+    let failure: ConfigFile.ConfigFileError | SpawnFailed | StoreError | SandboxUnavailable | undefined
+    if (!flags.json) yield* Output.stdout(`flotta doctor (node ${process.version}, ${os.platform()} ${os.arch()})`)
 
     const loaded = yield* Effect.either(ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config)))
     if (Either.isLeft(loaded)) {
@@ -118,7 +207,7 @@ export const command = Command.make("doctor", { config: Shared.config }, (flags)
       } else {
         yield* storeLine(inspected.right, { ok, warn })
       }
-      const live = yield* ClientCommands.serveStoreHealth(loaded.right)
+      const live = yield* Connection.serveStoreHealth(loaded.right)
       if (Option.isSome(live)) {
         const { health, url } = live.value
         yield* Option.match(health, {
@@ -128,5 +217,26 @@ export const command = Command.make("doctor", { config: Shared.config }, (flags)
       }
     }
 
+    const sandboxed = Either.isRight(loaded)
+      ? sandboxedEntries(loaded.right.fleet.fleet)
+      : { sessions: [], templates: [] }
+    failure ??= yield* sandboxLine(sandboxed, { ok, warn }, bad)
+
+    if (flags.json) {
+      yield* Output.stdout(JSON.stringify(
+        {
+          ok: failure === undefined,
+          node: process.version,
+          platform: `${os.platform()} ${os.arch()}`,
+          checks
+        },
+        null,
+        2
+      ))
+    }
     if (failure !== undefined) return yield* Effect.fail(failure)
-  })).pipe(Command.withDescription("Check the claude binary, its version, credentials, the config and the store"))
+  })
+
+export const command = Command.make("doctor", { config: Shared.config, json: Shared.json }, doctor).pipe(
+  Command.withDescription(DESCRIPTION)
+)

@@ -60,6 +60,12 @@ export const EXIT_CODES = [
     tags: ["StoreLocked", "StoreUnavailable", "StoreSchemaTooNew"],
     meaning: "the store cannot be used: another fleet holds it, or it is unreadable, corrupt or of a newer flotta"
   },
+  { code: 14, tags: ["ChecksFailed"], meaning: "`flotta verify`: a check failed (or timed out)" },
+  {
+    code: 15,
+    tags: ["SandboxUnavailable"],
+    meaning: "a sandboxed agent or run could not start: the sandbox cannot run here (`flotta doctor` says why)"
+  },
   { code: 130, tags: ["Interrupted"], meaning: "stopped by a signal (Ctrl-C)" }
 ] as const
 

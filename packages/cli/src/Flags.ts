@@ -47,6 +47,25 @@ export const checked = <A>(
   )
 }
 
+/** A repeatable `--name` option (`--name a --name b`), each value checked with `schema` as `checked` does. */
+export const repeatedChecked = <A>(
+  name: string,
+  schema: Schema.Schema<A, string>,
+  { description, pseudoName, reason }: {
+    readonly pseudoName: string
+    readonly reason?: string
+    readonly description: string
+  }
+): Options.Options<Array<A>> => {
+  const check = checker(`--${name}`, schema, reason)
+  return Options.text(name).pipe(
+    Options.withPseudoName(pseudoName),
+    Options.withDescription(description),
+    Options.repeated,
+    Options.mapEffect((values) => Effect.mapError(Either.all(values.map(check)), failOption))
+  )
+}
+
 /** One of a fixed set of words. */
 export const choice = <const C extends ReadonlyArray<string>>(name: string, choices: C): Options.Options<C[number]> =>
   checked(name, Schema.Literal(...choices) as unknown as Schema.Schema<C[number], string>, {

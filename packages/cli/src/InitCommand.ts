@@ -14,7 +14,7 @@ import * as Output from "./Output.js"
 import { invalid } from "./SharedOptions.js"
 
 export const STARTER =
-  `// flotta's config. JSON with comments; see the README's "Configuration" section for every field.
+  `// flotta's config. JSON with comments; every field: https://github.com/flotta-dev/flotta/blob/main/docs/reference/config.md
 {
   // Merged under every agent entry (an entry's own fields win).
   "fleetDefaults": { "model": "sonnet", "permission": "read_only", "cwd": "." },
@@ -30,12 +30,16 @@ export const STARTER =
     },
 
     // Run templates: never started at boot; fire one with run({ template: "issue-runner", prompt }).
-    // Write authority lives only in runs, each in its own git worktree.
+    // Write authority lives only in runs, each in its own git worktree. Both are sandboxed: their commands write
+    // only in the worktree and reach only GitHub (what \`gh\` needs; give it its token in GH_TOKEN, since the
+    // system keyring is out of the sandbox's reach). The sandbox needs bubblewrap and socat on Linux
+    // (\`flotta doctor\` checks); a run never starts without it.
     {
       "name": "issue-runner",
       "lifecycle": "run",
       "worktree": true,
       "permission": { "allow": ["Read", "Glob", "Grep", "Edit", "Write", "Bash"] },
+      "sandbox": { "network": { "allow": ["github.com", "api.github.com"] } },
       "appendSystemPrompt": "Work one issue in a worktree, run the checks, report.",
       "maxTurns": 40,
       "maxBudgetUsd": 2
@@ -48,6 +52,7 @@ export const STARTER =
       "lifecycle": "run",
       "worktree": true,
       "permission": { "allow": ["Read", "Bash"] },
+      "sandbox": { "network": { "allow": ["github.com", "api.github.com"] } },
       "appendSystemPrompt": "You file GitHub issues with the gh CLI, and do nothing else. Before filing, search the open issues (gh issue list --state open --search \\"<key words>\\") and file only work that no open issue already covers (gh issue create --title \\"...\\" --body \\"...\\"). Never close, reopen, edit, comment on, label or merge an issue or pull request, and change no files. Report each issue you opened, with its URL, and each task you skipped with the open issue that already covers it.",
       "prompt": "File this task as a GitHub issue if it is genuinely new.",
       "maxTurns": 20,
@@ -96,28 +101,49 @@ export const withStoreIgnored = (text: string): string =>
 export const command = Command.make(
   "init",
   {
-    force: Options.boolean("force").pipe(Options.withDescription("Overwrite an existing flotta.config.json"))
+    force: Options.boolean("force").pipe(Options.withDescription("Overwrite an existing flotta.config.json.")),
+    json: Options.boolean("json").pipe(
+      Options.withDescription(
+        "Print what was written as JSON (the config file, and the .gitignore line if one was added) instead of " +
+          "the notes on stderr."
+      )
+    )
   },
-  ({ force }) =>
+  ({ force, json }) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
+      const note = (text: string) => (json ? Effect.void : Output.stderr(`flotta: ${text}`))
       const file = path.join(process.cwd(), "flotta.config.json")
       if ((yield* fs.exists(file)) && !force) {
         return yield* invalid("init", `${file} already exists (use --force to overwrite it)`)
       }
       yield* fs.writeFileString(file, STARTER)
-      yield* Output.stderr(`flotta: wrote ${file}`)
+      yield* note(`wrote ${file}`)
       const gitignore = path.join(process.cwd(), ".gitignore")
+      let ignored: { readonly file: string; readonly line: string } | null = null
       if (yield* fs.exists(gitignore)) {
         const text = yield* fs.readFileString(gitignore)
         if (!ignoresStore(text)) {
           yield* fs.writeFileString(gitignore, withStoreIgnored(text))
-          yield* Output.stderr(`flotta: added ${GITIGNORE_LINE} to ${gitignore} (the fleet's state lives there)`)
+          ignored = { file: gitignore, line: GITIGNORE_LINE }
+          yield* note(`added ${GITIGNORE_LINE} to ${gitignore} (the fleet's state lives there)`)
         }
       } else {
-        yield* Output.stderr(
-          `flotta: the fleet's state will live in ${path.join(".flotta", "state.db")}: keep it out of version control`
+        yield* note(
+          `the fleet's state will live in ${path.join(".flotta", "state.db")}: keep it out of version control`
         )
       }
+      if (json) {
+        yield* Output.stdout(JSON.stringify(
+          { config: file, gitignore: ignored, store: path.join(process.cwd(), ".flotta", "state.db") },
+          null,
+          2
+        ))
+      }
     })
-).pipe(Command.withDescription("Write a commented starter config (flotta.config.json) here"))
+).pipe(
+  Command.withDescription(
+    "Write a commented starter config (flotta.config.json) here, and keep the store's files out of an existing " +
+      ".gitignore."
+  )
+)

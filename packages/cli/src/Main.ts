@@ -6,53 +6,11 @@
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, HashMap, Option } from "effect"
-import { createRequire } from "node:module"
-import * as ApprovalCommands from "./ApprovalCommands.js"
-import * as ClientCommands from "./ClientCommands.js"
-import * as ConfigFile from "./ConfigFile.js"
-import * as DoctorCommand from "./DoctorCommand.js"
+import { cli, flotta } from "./Cli.js"
 import { exitCodeFor, interruptedExitCode } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
-import * as InitCommand from "./InitCommand.js"
-import * as McpCommand from "./McpCommand.js"
 import * as Output from "./Output.js"
-import * as ReplCommand from "./ReplCommand.js"
-import * as RunCommand from "./RunCommand.js"
-import * as ScheduleCommands from "./ScheduleCommands.js"
-import * as ServeCommand from "./ServeCommand.js"
 import { invalid } from "./SharedOptions.js"
-
-/** Variables the command reads (ConfigFile.ENVIRONMENT maps the rest onto the config); children inherit them all. */
-const ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
-  ["FLOTTA_CLAUDE_PATH", "the claude executable when the config names none (else the pinned dependency, then PATH)"],
-  ...ConfigFile.ENVIRONMENT.map((o) => [o.variable, `${o.meaning}; overrides ${o.path.join(".")}`] as const),
-  ["ANTHROPIC_API_KEY", "passed on to claude (as are ANTHROPIC_BASE_URL and the rest)"]
-]
-
-const version = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
-
-const flotta = Command.make("flotta").pipe(
-  Command.withDescription(
-    "A control plane for fleets of Claude Code agents.\n\n" +
-      "Config: flotta.config.json, .flotta/config.json or flotta.config.ts in the current directory, or --config.\n" +
-      "Environment (wins over the config):\n" +
-      ENVIRONMENT.map(([name, meaning]) => `  ${name.padEnd(30)} ${meaning}`).join("\n") +
-      "\n\nEach command exits 0 on success and with a code per kind of failure (listed under `run`)."
-  ),
-  Command.withSubcommands([
-    RunCommand.command,
-    ServeCommand.command,
-    McpCommand.command,
-    ReplCommand.command,
-    InitCommand.command,
-    DoctorCommand.command,
-    ...ClientCommands.commands,
-    ...ScheduleCommands.commands,
-    ...ApprovalCommands.commands
-  ])
-)
-
-const cli = Command.run(flotta, { name: "flotta", version })
 
 const SUBCOMMANDS: ReadonlyArray<string> = [...HashMap.keys(Command.getSubcommands(flotta))].sort()
 

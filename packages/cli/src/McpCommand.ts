@@ -34,5 +34,5 @@ export const command = Command.make(
       )
     })
 ).pipe(
-  Command.withDescription("Serve the fleet's MCP tools over stdio (for `claude mcp add flotta -- npx flotta mcp`)")
+  Command.withDescription("Serve the fleet's MCP tools over stdio (for `claude mcp add flotta -- npx flotta mcp`).")
 )

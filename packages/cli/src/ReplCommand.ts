@@ -19,10 +19,10 @@ import * as ServeCommand from "./ServeCommand.js"
 import * as Shared from "./SharedOptions.js"
 
 const noMcp = Options.boolean("no-mcp").pipe(
-  Options.withDescription("Do not start the config's MCP server or dashboard (no port is opened)")
+  Options.withDescription("Do not start the config's MCP server or dashboard (no port is opened).")
 )
 const noSchedule = Options.boolean("no-schedule").pipe(
-  Options.withDescription("Do not start the config's scheduler (fleet.scheduler is then undefined)")
+  Options.withDescription("Do not start the config's scheduler (fleet.scheduler is then undefined).")
 )
 
 export const command = Command.make(
@@ -77,5 +77,5 @@ export const command = Command.make(
       })
     }).pipe(Effect.scoped)
 ).pipe(
-  Command.withDescription("A Node REPL with a live fleet as `fleet` (top-level await works)")
+  Command.withDescription("A Node REPL with a live fleet as `fleet` (top-level await works).")
 )

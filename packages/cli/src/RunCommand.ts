@@ -8,7 +8,7 @@ import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
 import type { Policy } from "@flotta/core/Permission"
 import { READ_ONLY_TOOLS } from "@flotta/core/Permission"
-import type { RunOptions, RunResult } from "@flotta/core/Run"
+import type { RunOptions } from "@flotta/core/Run"
 import { Effect, Option } from "effect"
 import * as path from "node:path"
 import * as ApprovalCommands from "./ApprovalCommands.js"
@@ -16,73 +16,82 @@ import * as Composition from "./Composition.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
+import * as RunViews from "./RunViews.js"
+import * as SandboxFlags from "./SandboxFlags.js"
 import * as Shared from "./SharedOptions.js"
 import * as Spinner from "./Spinner.js"
 
 const options = {
   cwd: Flags.directory("cwd").pipe(
-    Options.withDescription("Working directory (default: the current one)"),
+    Options.withDescription("Working directory (default: the current one)."),
     Options.optional
   ),
   model: Flags.nonEmpty("model", "model").pipe(
-    Options.withDescription("Model alias or id, e.g. sonnet"),
+    Options.withDescription("Model alias or id, e.g. sonnet."),
     Options.optional
   ),
   name: Flags.agentName("name").pipe(
-    Options.withDescription(`The run's name (and its worktree's): ${Flags.NAME_RULE}`),
+    Options.withDescription(`The run's name (and its worktree's): ${Flags.NAME_RULE}.`),
     Options.optional
   ),
   permission: Flags.choice("permission", ["read_only", "full", "ask"]).pipe(
     Options.withDescription(
       "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and you are asked about " +
-        "every other one); --allow lists tools instead"
+        "every other one); --allow lists tools instead."
     ),
     Options.optional
   ),
   allow: Options.text("allow").pipe(
     Options.withPseudoName("tools"),
-    Options.withDescription("Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit"),
+    Options.withDescription("Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit."),
     Options.repeated
   ),
   ask: Options.text("ask").pipe(
     Options.withPseudoName("tools"),
     Options.withDescription(
       "Ask you at this terminal before each use of these tools (repeat, or comma-separated): --ask Write --ask " +
-        "Bash. The others are --allow's, else the read-only ones"
+        "Bash. The others are --allow's, else the read-only ones."
     ),
     Options.repeated
   ),
   worktree: Options.boolean("worktree").pipe(
-    Options.withDescription("Run in its own git worktree: <repo>/.claude/worktrees/<name>")
+    Options.withDescription("Run in its own git worktree: <repo>/.claude/worktrees/<name>.")
   ),
   cleanup: Options.boolean("cleanup").pipe(
-    Options.withDescription("After success, commit what the run left and remove its worktree (the branch stays)")
+    Options.withDescription("After success, commit what the run left and remove its worktree (the branch stays).")
   ),
   systemPrompt: Options.text("system-prompt").pipe(
-    Options.withDescription("Replace the system prompt"),
+    Options.withDescription("Replace the system prompt."),
     Options.optional
   ),
   appendSystemPrompt: Options.text("append-system-prompt").pipe(
-    Options.withDescription("Add to the system prompt"),
+    Options.withDescription("Add to the system prompt."),
     Options.optional
   ),
   jsonSchema: Options.text("json-schema").pipe(
     Options.withPseudoName("json"),
-    Options.withDescription("A JSON Schema (inline, or a path to a .json file): print the structured output"),
+    Options.withDescription("A JSON Schema (inline, or a path to a .json file): print the structured output."),
     Options.optional
   ),
   maxTurns: Flags.positiveInteger("max-turns").pipe(
-    Options.withDescription("Stop after this many model calls (a whole number above 0)"),
+    Options.withDescription("Stop after this many model calls (a whole number above 0)."),
     Options.optional
   ),
   maxBudgetUsd: Flags.positiveNumber("max-budget-usd").pipe(
-    Options.withDescription("Stop past this cost in USD (a number above 0, e.g. 0.5)"),
+    Options.withDescription("Stop past this cost in USD (a number above 0, e.g. 0.5)."),
     Options.optional
   ),
   timeout: Flags.duration("timeout").pipe(
-    Options.withDescription("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s)"),
+    Options.withDescription("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s)."),
     Options.optional
   ),
+  json: Options.boolean("json").pipe(
+    Options.withDescription(
+      "Print the run's whole outcome as JSON (answer, structured output, cost, duration, session, worktree) " +
+        "instead of the answer and its footer."
+    )
+  ),
+  ...SandboxFlags.options,
   simulate: Shared.simulate,
   config: Shared.config
 }
@@ -167,24 +176,11 @@ const needsTerminal = (flag: "--ask" | "--permission") =>
       "start the fleet with `flotta serve` and decide with `flotta approvals` and `flotta approve`"
   )
 
-const footer = (result: RunResult) => {
-  const parts = [
-    `$${result.costUsd.toFixed(4)}`,
-    `${(result.durationMs / 1000).toFixed(1)}s`,
-    `${result.modelCalls} model call${result.modelCalls === 1 ? "" : "s"}`,
-    `session ${result.sessionId}`
-  ]
-  if (result.worktree !== undefined) {
-    parts.push(result.worktree.removed ? `branch ${result.worktree.branch}` : `worktree ${result.worktree.path}`)
-  }
-  return `— ${parts.join(" · ")}`
-}
-
 export const command = Command.make(
   "run",
   {
     ...options,
-    prompt: Flags.textArgument("prompt", "The task: what the agent should do")
+    prompt: Flags.textArgument("prompt", "The task: what the agent should do.")
   },
   (flags) =>
     Effect.gen(function*() {
@@ -217,7 +213,8 @@ export const command = Command.make(
         ...(jsonSchema === undefined ? {} : { jsonSchema }),
         ...Option.match(flags.maxTurns, { onNone: () => ({}), onSome: (maxTurns) => ({ maxTurns }) }),
         ...Option.match(flags.maxBudgetUsd, { onNone: () => ({}), onSome: (maxBudgetUsd) => ({ maxBudgetUsd }) }),
-        ...(timeout === undefined ? {} : { timeout })
+        ...(timeout === undefined ? {} : { timeout }),
+        ...SandboxFlags.sandboxOf(flags)
       }
       const result = yield* Effect.flatMap(Flotta, (fleet) =>
         Effect.zipRight(
@@ -228,17 +225,19 @@ export const command = Command.make(
           Effect.ensuring(spinner.stop),
           Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
         )
+      if (flags.json) return yield* Output.stdout(JSON.stringify(result, null, 2))
       yield* Output.stdout(
         jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
       )
-      yield* Output.stderr(footer(result))
+      yield* Output.stderr(RunViews.runFooter(result))
     })
 ).pipe(
   Command.withDescription(
     "Run one task with a single-shot agent and print the answer.\n\n" +
-      "The reply goes to stdout (the structured output as JSON with --json-schema); a cost and duration\n" +
-      "footer goes to stderr. With --ask (or --permission ask), each of those tool calls is put to you on\n" +
-      "stderr first (allow it, deny it, or allow it always); that needs stdin to be a terminal. Exit codes:\n" +
+      "The reply goes to stdout (the structured output as JSON with --json-schema, the whole outcome as JSON\n" +
+      "with --json); a cost and duration footer goes to stderr. With --ask (or --permission ask), each of\n" +
+      "those tool calls is put to you on stderr first (allow it, deny it, or allow it always); that needs\n" +
+      "stdin to be a terminal. Exit codes:\n" +
       describeExitCodes()
   )
 )

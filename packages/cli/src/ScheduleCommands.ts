@@ -15,9 +15,9 @@ import type { TimeZone } from "@flotta/scheduler/WorkingHours"
 import { formatLocal, resolveZone } from "@flotta/scheduler/WorkingHours"
 import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Option, Schema } from "effect"
-import type { ServerUnreachable } from "./ClientCommands.js"
-import { call, connection, ToolFailed, withClient } from "./ClientCommands.js"
-import type { Connection } from "./ClientCommands.js"
+import type { ServerUnreachable } from "./Connection.js"
+import { call, connection, ToolFailed, withClient } from "./Connection.js"
+import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import { invalid } from "./SharedOptions.js"
@@ -282,10 +282,10 @@ const timeOfDay = (name: string, description: string) =>
 
 /** `FROM TO`, both or neither. */
 const windowArgs = {
-  from: timeOfDay("from", "The window's start, local time in the schedule's zone (HH:MM); give TO too").pipe(
+  from: timeOfDay("from", "The window's start, local time in the schedule's zone (HH:MM); give TO too.").pipe(
     Args.optional
   ),
-  to: timeOfDay("to", "The window's end (HH:MM; 24:00 is midnight)").pipe(Args.optional)
+  to: timeOfDay("to", "The window's end (HH:MM; 24:00 is midnight).").pipe(Args.optional)
 }
 
 const windowOf = (flags: { readonly from: Option.Option<string>; readonly to: Option.Option<string> }) =>
@@ -302,7 +302,7 @@ const status = Command.make(
 ).pipe(
   Command.withDescription(
     "The scheduler's status: mode, working now or not and why, today's windows, overrides, routines (next fire, " +
-      "last outcome) and the day's spend"
+      "last outcome) and the day's spend."
   )
 )
 
@@ -312,13 +312,15 @@ const keepGoing = Command.make(
     ...connection,
     minutes: Flags.argument(
       "minutes",
-      "Minutes of working time to add from now (1 to 1440; default 60); stacks on a keep-going already running",
+      "Minutes of working time to add from now (1 to 1440; default 60); stacks on a keep-going already running.",
       Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 24 * 60)),
       "is not a whole number of minutes from 1 to 1440"
     ).pipe(Args.optional)
   },
   (flags) => simple(flags, "flotta_keep_going", { minutes: Option.getOrElse(flags.minutes, () => 60) }, renderSteered)
-).pipe(Command.withDescription("Keep working for MINUTES more (default 60), whatever the hours say; expires by itself"))
+).pipe(
+  Command.withDescription("Keep working for MINUTES more (default 60), whatever the hours say; expires by itself.")
+)
 
 const workToday = Command.make(
   "work-today",
@@ -326,7 +328,7 @@ const workToday = Command.make(
   (flags) => Effect.flatMap(windowOf(flags), (window) => simple(flags, "flotta_work_today", window, renderSteered))
 ).pipe(
   Command.withDescription(
-    "Work today from FROM to TO (local time; default: a usual working day's span), a one-off window"
+    "Work today from FROM to TO (local time; default: a usual working day's span), a one-off window."
   )
 )
 
@@ -336,7 +338,7 @@ const workOn = Command.make(
     ...connection,
     date: Flags.argument(
       "date",
-      "The local date, YYYY-MM-DD (today or up to a year ahead)",
+      "The local date, YYYY-MM-DD (today or up to a year ahead).",
       Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)),
       "is not a date YYYY-MM-DD"
     ),
@@ -348,7 +350,7 @@ const workOn = Command.make(
       (window) => simple(flags, "flotta_work_on", { date: flags.date, ...window }, renderSteered)
     )
 ).pipe(
-  Command.withDescription("Work on DATE from FROM to TO (local time; default: a usual working day's span), once")
+  Command.withDescription("Work on DATE from FROM to TO (local time; default: a usual working day's span), once.")
 )
 
 const pause = Command.make("pause", connection, (flags) =>
@@ -357,7 +359,7 @@ const pause = Command.make("pause", connection, (flags) =>
     "flotta_pause",
     {},
     (v) => `paused: no routine fires and no new work starts until \`flotta schedule resume\`\n${nowLine(v.status)}`
-  )).pipe(Command.withDescription("Pause the scheduler: no routine fires (fires in flight finish) until resume"))
+  )).pipe(Command.withDescription("Pause the scheduler: no routine fires (fires in flight finish) until resume."))
 
 const resume = Command.make("resume", connection, (flags) =>
   simple<{ readonly status: SchedulerStatus }>(
@@ -366,7 +368,7 @@ const resume = Command.make("resume", connection, (flags) =>
     {},
     (v) => `resumed\n${nowLine(v.status)}`
   )).pipe(
-    Command.withDescription("Resume after a pause; also undoes a stop for today and lifts the daily budget rails")
+    Command.withDescription("Resume after a pause; also undoes a stop for today and lifts the daily budget rails.")
   )
 
 const stopForToday = Command.make(
@@ -374,19 +376,19 @@ const stopForToday = Command.make(
   connection,
   (flags) => simple(flags, "flotta_stop_for_today", {}, renderSteered)
 ).pipe(
-  Command.withDescription("No more working time today (until midnight); resume or keep-going undo it")
+  Command.withDescription("No more working time today (until midnight); resume or keep-going undo it.")
 )
 
 const run = Command.make(
   "run",
   {
     ...connection,
-    routine: Flags.nameArgument("routine", "The routine to fire, as `flotta schedule status` lists it")
+    routine: Flags.nameArgument("routine", "The routine to fire, as `flotta schedule status` lists it.")
   },
   (flags) => fire(flags, "flotta_run_routine", { name: flags.routine })
 ).pipe(
   Command.withDescription(
-    "Fire a routine now (whatever its cadence, the hours or a pause) and print its outcome when it ends"
+    "Fire a routine now (whatever its cadence, the hours or a pause) and print its outcome when it ends."
   )
 )
 
@@ -395,27 +397,25 @@ const scan = Command.make(
   {
     ...connection,
     focus: Flags.nonEmpty("focus").pipe(
-      Options.withDescription("What to look for, e.g. \"failing tests, stale docs\""),
+      Options.withDescription("What to look for, e.g. \"failing tests, stale docs\"."),
       Options.optional
     )
   },
   (flags) =>
     fire(flags, "flotta_scan_now", Option.match(flags.focus, { onNone: () => ({}), onSome: (focus) => ({ focus }) }))
-).pipe(Command.withDescription("Run an ad-hoc scan for actionable work now; its tasks join the findings"))
+).pipe(Command.withDescription("Run an ad-hoc scan for actionable work now; its tasks join the findings."))
 
-const DEFAULT_CONNECTION: Connection = { url: Option.none(), token: Option.none(), json: false, config: Option.none() }
-
-/** `flotta schedule` alone is `flotta schedule status` with the config's endpoint. */
-const schedule = Command.make("schedule", {}, () =>
+/** `flotta schedule` alone is `flotta schedule status` (its connection flags come before a subcommand's name). */
+const schedule = Command.make("schedule", connection, (flags) =>
   simple<SchedulerStatus & Record<string, unknown>>(
-    DEFAULT_CONNECTION,
+    flags,
     "flotta_schedule_status",
     {},
     renderStatus
   )).pipe(
     Command.withDescription(
       "Steer the scheduler of a running `flotta serve`: status, keep-going, work-today, work-on, pause, resume, " +
-        "stop-for-today, run ROUTINE, scan (alone: the status)"
+        "stop-for-today, run ROUTINE, scan (alone: the status)."
     ),
     Command.withSubcommands([status, keepGoing, workToday, workOn, pause, resume, stopForToday, run, scan])
   )
@@ -425,11 +425,11 @@ const findings = Command.make(
   {
     ...connection,
     routine: Flags.agentName("routine").pipe(
-      Options.withDescription("Only what this routine's scans found"),
+      Options.withDescription("Only what this routine's scans found."),
       Options.optional
     ),
     limit: Flags.positiveInteger("limit").pipe(
-      Options.withDescription("At most this many, newest first"),
+      Options.withDescription("At most this many, newest first."),
       Options.optional
     )
   },
@@ -444,7 +444,7 @@ const findings = Command.make(
       (v) => renderFindings(v.findings)
     )
 ).pipe(
-  Command.withDescription("The work the scheduler's scans found, deduplicated, newest first, from a running serve")
+  Command.withDescription("The work the scheduler's scans found, deduplicated, newest first, from a running serve.")
 )
 
 export const commands = [schedule, findings] as const

@@ -4,7 +4,7 @@
  * config's store, else `.flotta/state.db` in the project: what was live when the last serve stopped comes back
  * first, and serve says where state lives and what came back once it is ready.
  */
-import { Command } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import * as Cluster from "@flotta/cluster/Cluster"
 import { Flotta } from "@flotta/core/Flotta"
 import * as McpServer from "@flotta/mcp/McpServer"
@@ -45,23 +45,37 @@ export const stateLines = (prefix: string) =>
     ]
   })
 
-/** Which host this node is and how many are live (`flotta serve` in a cluster). */
-const clusterLines = Effect.gen(function*() {
+/** This node's host, the live hosts and the cluster's store (`flotta serve` in a cluster). */
+const clusterView = Effect.gen(function*() {
   const joined = yield* Effect.serviceOption(Cluster.Cluster)
-  if (Option.isNone(joined)) return []
+  if (Option.isNone(joined)) return Option.none()
   const cluster = joined.value
   const hosts = yield* Effect.orElseSucceed(cluster.hosts, () => [])
-  const live = hosts.filter((h) => h.live).map((h) => h.host)
-  return [
-    `cluster: host ${cluster.host} joined (${live.length} ${live.length === 1 ? "host" : "hosts"} live: ${
-      live.join(", ")
-    }); state in ${cluster.store}`
-  ]
+  return Option.some({ host: cluster.host, live: hosts.filter((h) => h.live).map((h) => h.host), store: cluster.store })
 })
+
+/** Which host this node is and how many are live. */
+const clusterLines = (view: Option.Option<{ host: string; live: ReadonlyArray<string>; store: string }>) =>
+  Option.match(view, {
+    onNone: () => [],
+    onSome: ({ host, live, store }) => [
+      `cluster: host ${host} joined (${live.length} ${live.length === 1 ? "host" : "hosts"} live: ${
+        live.join(", ")
+      }); state in ${store}`
+    ]
+  })
+
+const json = Options.boolean("json").pipe(
+  Options.withDescription(
+    "Once the fleet is up, also print one line of JSON on stdout: the agents up and those that failed, the run " +
+      "templates, the MCP and dashboard URLs, whether the scheduler runs, the store and what came back from it " +
+      "(or, in a cluster, this host, the live hosts and the cluster's store). The lines for a person stay on stderr."
+  )
+)
 
 export const command = Command.make(
   "serve",
-  { simulate: Shared.simulate, config: Shared.config },
+  { simulate: Shared.simulate, config: Shared.config, json },
   (flags) =>
     Effect.gen(function*() {
       yield* ExitCode.signalStopsCleanly
@@ -79,7 +93,23 @@ export const command = Command.make(
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
         const dashboard = yield* Composition.dashboardUrl
-        const live = [...(yield* Flotta).restored.restored.map((r) => r.name), ...booted.started]
+        const fleet = yield* Flotta
+        const live = [...fleet.restored.restored.map((r) => r.name), ...booted.started]
+        const cluster = on.cluster ? yield* clusterView : Option.none()
+        if (flags.json) {
+          yield* Output.stdout(JSON.stringify({
+            event: "ready",
+            agents: live,
+            failed: booted.failed,
+            templates: booted.templates,
+            mcp: Option.getOrNull(Option.map(mcp, (server) => server.url)),
+            dashboard: Option.getOrNull(dashboard),
+            scheduler: on.schedule,
+            ...(on.cluster
+              ? { cluster: Option.getOrNull(cluster) }
+              : { store: yield* fleet.store, restored: fleet.restored })
+          }))
+        }
         // One write, so that whoever waits for the first line gets the rest with it.
         yield* Output.stderr(
           [
@@ -87,7 +117,7 @@ export const command = Command.make(
             `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
             `dashboard ${Option.getOrElse(Option.map(dashboard, (url) => `at ${url}`), () => "off")}; ` +
             `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`,
-            ...(on.cluster ? yield* clusterLines : yield* stateLines("flotta serve"))
+            ...(on.cluster ? clusterLines(cluster) : yield* stateLines("flotta serve"))
           ].join("\n")
         )
         return yield* Effect.never
@@ -97,4 +127,9 @@ export const command = Command.make(
         Effect.provide(Stdio.stderrLogger)
       )
     })
-).pipe(Command.withDescription("Boot the configured fleet, with the MCP server and scheduler when configured"))
+).pipe(
+  Command.withDescription(
+    "Boot the configured fleet, with the MCP server, the dashboard and the scheduler when the config has them, " +
+      "and run until Ctrl-C or SIGTERM closes every agent. Its state lives in the config's store."
+  )
+)

@@ -5,11 +5,16 @@ import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 
 export const simulate = Options.boolean("simulate").pipe(
-  Options.withDescription("Use the built-in scripted model on 127.0.0.1 instead of the API (no account, no cost)")
+  Options.withDescription("Use the built-in scripted model on 127.0.0.1 instead of the API (no account, no cost).")
+)
+
+/** `--json` for a command that answers without a serve (the client commands have their own, in Connection). */
+export const json = Options.boolean("json").pipe(
+  Options.withDescription("Print the structured answer as JSON instead of the view for a person.")
 )
 
 export const config = Flags.file("config").pipe(
-  Options.withDescription("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts)"),
+  Options.withDescription("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts)."),
   Options.optional
 )
 

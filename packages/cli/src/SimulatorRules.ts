@@ -12,6 +12,7 @@
  * | `READ <path>`             | a Read tool call; on its result `TOOL_RESULT Read: <first 200 chars>`    |
  * | `WRITE <path> <text>`     | a Write tool call; on its result `WROTE <path>` (or `DENIED: <why>`)     |
  * | `BASH <command>`          | a Bash tool call; on its result `BASH_RESULT: <output>` (or `DENIED: …`) |
+ * | `BASH_UNSANDBOXED <cmd>`  | the same, asking to leave the sandbox (`dangerouslyDisableSandbox: true`) |
  * | `STRUCTURED <json>`       | a StructuredOutput tool call with that object; on its result `Done.`     |
  * | `STRUCTURED_TEXT`         | plain text where structured output was asked for                         |
  * | `LOOP`                    | a Read of /etc/hostname after every tool result (trips `--max-turns`)    |
@@ -243,6 +244,11 @@ const onPrompt = (
     }
     case "BASH":
       return ruled("BASH", toolAnswer(options, "Bash", { command: rest, description: "run" }))
+    case "BASH_UNSANDBOXED":
+      return ruled(
+        "BASH_UNSANDBOXED",
+        toolAnswer(options, "Bash", { command: rest, description: "run", dangerouslyDisableSandbox: true })
+      )
     case "STRUCTURED":
       return ruled(
         "STRUCTURED",

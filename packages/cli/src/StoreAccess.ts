@@ -4,6 +4,7 @@
  */
 import type { TurnRecord } from "@flotta/core/Agent"
 import type { StoreError } from "@flotta/core/Errors"
+import * as Sqlite from "@flotta/core/Sqlite"
 import * as Store from "@flotta/core/Store"
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
@@ -32,13 +33,17 @@ export const exists = (config: Store.StoreConfig): boolean =>
 /** What `doctor` finds: a store's info, or that its file is not made yet (the first serve makes it). */
 export type Inspection =
   | { readonly _tag: "Found"; readonly info: Store.StoreInfo }
-  | { readonly _tag: "NotCreated"; readonly location: string }
+  | { readonly _tag: "NotCreated"; readonly location: string; readonly driver: string }
   | { readonly _tag: "Memory" }
 
 export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, StoreError> => {
   if (config === "memory") return Effect.succeed({ _tag: "Memory" })
   if ("sqlite" in config && !fs.existsSync(config.sqlite)) {
-    return Effect.succeed({ _tag: "NotCreated", location: config.sqlite })
+    // The first serve makes the file; what can be checked now is that its SQLite driver loads.
+    return Effect.map(
+      Sqlite.driver(config.sqlite),
+      (driver) => ({ _tag: "NotCreated", location: config.sqlite, driver })
+    )
   }
   return Effect.scoped(
     Effect.flatMap(

@@ -39,7 +39,11 @@ export const describeHealth = (health: StoreHealth): string => {
 /** `sqlite /p/.flotta/state.db (schema v1, 48.0 kB)`, or `memory (gone when the fleet stops)`. */
 export const describeStore = (info: StoreInfo): string => {
   if (info.kind === "memory") return "memory (gone when the fleet stops)"
-  const facts = [`schema v${info.schemaVersion}`, ...(info.sizeBytes === null ? [] : [formatBytes(info.sizeBytes)])]
+  const facts = [
+    `schema v${info.schemaVersion}`,
+    ...(info.sizeBytes === null ? [] : [formatBytes(info.sizeBytes)]),
+    ...(info.driver === undefined ? [] : [info.driver])
+  ]
   return `${info.kind} ${info.location} (${facts.join(", ")})`
 }
 

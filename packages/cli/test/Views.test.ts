@@ -49,6 +49,10 @@ describe("the store", () => {
   it("kind, place, schema version and size; memory says it does not last", () => {
     assert.strictEqual(Views.describeStore(info()), "sqlite /p/.flotta/state.db (schema v1, 48.0 kB)")
     assert.strictEqual(
+      Views.describeStore(info({ driver: "node:sqlite" })),
+      "sqlite /p/.flotta/state.db (schema v1, 48.0 kB, node:sqlite)"
+    )
+    assert.strictEqual(
       Views.describeStore(info({ kind: "postgres", location: "postgres://u:***@db/fleet", sizeBytes: null })),
       "postgres postgres://u:***@db/fleet (schema v1)"
     )

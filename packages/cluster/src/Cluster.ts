@@ -1,8 +1,9 @@
 /**
  * One fleet over several hosts. `Cluster.layer(section)` sits on a host's engine and replaces its `Flotta` with a
  * fleet-wide one: an operation on an agent goes to the host that runs it (the `Agent` entity whose id names that
- * host), `list`, `broadcast` and approvals span every live host, and the report log is the cluster store's, where
- * every host copies its own entries. Names are unique across the cluster.
+ * host), `list`, `broadcast`, approvals and `runs` span every live host (a run's outcome is found on the host that
+ * started it), and the report log is the cluster store's, where every host copies its own entries. Names of agents
+ * are unique across the cluster.
  *
  * A host whose lease lapses is dead: the live hosts move its agents, each of which starts again on its new host
  * with `--resume` from the conversation mirrored into the store, and the turns that were in flight there end with
@@ -14,6 +15,7 @@ import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
 import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
 import * as Client from "@flotta/core/Client"
 import { AgentAlreadyExists, AgentNotFound, InvalidSpec } from "@flotta/core/Errors"
+import type { RunNotFound } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flottas from "@flotta/core/Flotta"
 import { Flotta } from "@flotta/core/Flotta"
@@ -21,6 +23,8 @@ import type { AskOptions, BootReport, BroadcastOutcome } from "@flotta/core/Flot
 import type { Registry } from "@flotta/core/Registry"
 import { validateName } from "@flotta/core/Registry"
 import type { ReportLog, ReportNotice, ReportQuery, SubscribeOptions } from "@flotta/core/ReportLog"
+import type { RunQuery, RunView } from "@flotta/core/RunList"
+import { selectRuns } from "@flotta/core/RunList"
 import * as Spec from "@flotta/core/Spec"
 import { errorView } from "@flotta/core/Turn"
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
@@ -235,6 +239,38 @@ const fleet = (settings: ClusterSettings) =>
           }))
       )
 
+    // Async runs live on the host that started them: the list spans every live host, and a run this host does
+    // not know is looked for on the others.
+    const runs = (query: RunQuery = {}) =>
+      everyHost(
+        Effect.map(local.runs(query), (views) => views.map((view) => ({ ...view, host: me }))),
+        (c) => c.runs({ query })
+      ).pipe(Effect.map((lists) => selectRuns(lists.flat() as ReadonlyArray<RunView>, query)))
+
+    /** A run's outcome from whichever live host knows it (RunNotFound when none does). */
+    const onRunHost = <A, E>(
+      name: string,
+      here: Effect.Effect<A, E>,
+      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<unknown, unknown>
+    ) =>
+      here.pipe(
+        Effect.catchIf(
+          (e): e is E & RunNotFound => (e as { readonly _tag?: string })._tag === "RunNotFound",
+          (notHere) =>
+            Effect.gen(function*() {
+              for (const { host } of yield* liveNow) {
+                if (host === me) continue
+                const answer = yield* Effect.either(remote(host, name, there(hostClient(host))))
+                if (answer._tag === "Right") return answer.right as A
+                if ((answer.left as { readonly _tag?: string })._tag !== "RunNotFound") {
+                  return yield* Effect.fail(answer.left as E | HostLost)
+                }
+              }
+              return yield* Effect.fail(notHere)
+            })
+        )
+      )
+
     /** A config's sessions start on the node that boots them; its run templates stay there too. */
     const bootFleet = (config: Spec.Fleet) =>
       Effect.gen(function*() {
@@ -317,6 +353,9 @@ const fleet = (settings: ClusterSettings) =>
       broadcast,
       approvals,
       decide,
+      runs,
+      runResult: (name: string) => onRunHost(name, local.runResult(name), (c) => c.runResult({ name })),
+      awaitRun: (name: string) => onRunHost(name, local.awaitRun(name), (c) => c.awaitRun({ name })),
       bootFleet,
       boot: (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config))),
       reports,

@@ -121,16 +121,37 @@ export const make = (
 
 /** The `cluster` section of a config file, as written. */
 export const FileSection = Schema.Struct({
-  store: Schema.Union(
+  store: Schema.propertySignature(Schema.Union(
     Schema.Struct({ postgres: Schema.String }),
     Schema.Struct({ sqlite: Schema.String })
-  ),
-  host: Schema.String,
-  listen: Schema.Struct({ host: Schema.String, port: Schema.Number }),
-  advertise: Schema.optionalWith(Schema.Struct({ host: Schema.String, port: Schema.Number }), { exact: true }),
-  secret: Schema.optionalWith(Schema.String, { exact: true }),
-  leaseMs: Schema.optionalWith(Schema.Number, { exact: true }),
-  shardsPerGroup: Schema.optionalWith(Schema.Number, { exact: true })
+  )).annotations({
+    description: "The cluster's shared state: Postgres for machines that share nothing else, one SQLite file for " +
+      "several nodes on one machine. Every node of one cluster names the same one."
+  }),
+  host: Schema.propertySignature(Schema.String).annotations({
+    description: "This node's host name, unique in the cluster (1 to 63 characters a-z, 0-9, '.', '_' or '-')."
+  }),
+  listen: Schema.propertySignature(Schema.Struct({ host: Schema.String, port: Schema.Number })).annotations({
+    description: "Where this node's runner listens for the others."
+  }),
+  advertise: Schema.optionalWith(Schema.Struct({ host: Schema.String, port: Schema.Number }), { exact: true })
+    .annotations({
+      description: "Where the others reach this node, when that is not `listen` (a `0.0.0.0` bind, a NAT)."
+    }),
+  secret: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "The shared secret every runner connection proves (16 characters or more; else " +
+      "`FLOTTA_CLUSTER_SECRET`). Required unless `listen.host` is loopback: on loopback without one, the nodes " +
+      "share a random one kept in the cluster store."
+  }),
+  leaseMs: Schema.optionalWith(Schema.Number, { exact: true }).annotations({
+    description:
+      `How long a host stays live without renewing its lease, in milliseconds (default ${DEFAULT_LEASE_MS}, ` +
+      "at least 1000); then its agents move to the live hosts."
+  }),
+  shardsPerGroup: Schema.optionalWith(Schema.Number, { exact: true }).annotations({
+    description: `Shards per host (default ${DEFAULT_SHARDS_PER_GROUP}, at most 1000); the same on every node, ` +
+      "checked at start."
+  })
 })
 export type FileSection = typeof FileSection.Type
 

@@ -6,11 +6,11 @@
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { StoreUnavailable } from "@flotta/core/Errors"
 import type { ReportEntry, ReportPage, ReportQuery } from "@flotta/core/ReportLog"
 import { DEFAULT_LIMIT, MAX_LIMIT } from "@flotta/core/ReportLog"
+import * as Sqlite from "@flotta/core/Sqlite"
 import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -49,9 +49,9 @@ const textOf = (error: unknown): string => {
 }
 
 /**
- * One SQLite connection per file in a process, shared by every node in it (tests run several). better-sqlite3
- * waits for another connection's lock synchronously, so two connections in one process could each hold the
- * event loop while the other holds the lock; one connection's own queue serializes them instead.
+ * One SQLite connection per file in a process, shared by every node in it (tests run several). The driver
+ * (core's `Sqlite`) waits for another connection's lock synchronously, so two connections in one process could
+ * each hold the event loop while the other holds the lock; one connection's own queue serializes them instead.
  */
 const sqliteClients = new Map<
   string,
@@ -68,13 +68,12 @@ const sqliteClient = (file: string) =>
       }
       yield* Effect.try(() => fs.mkdirSync(path.dirname(file), { recursive: true }))
       const scope = yield* Scope.make()
-      const client = yield* SqliteClient.make({ filename: file }).pipe(
+      // Several processes share the file: a writer waits up to 5 s for another's lock instead of failing at once.
+      const client = yield* Sqlite.make({ filename: file, busyTimeoutMs: 5_000 }).pipe(
         Effect.provide(Reactivity.layer),
         Scope.extend(scope),
         Effect.tapError(() => Scope.close(scope, Exit.void))
       )
-      // Several processes share the file: a writer waits for another's lock instead of failing at once.
-      yield* client`pragma busy_timeout = 5000`
       sqliteClients.set(file, { client, users: 1, scope })
       return client as SqlClient.SqlClient
     }),
@@ -103,7 +102,10 @@ const make = (config: ClusterStoreConfig) =>
         connectTimeout: "10 seconds",
         applicationName: "flotta-cluster"
       }).pipe(Effect.provide(Reactivity.layer), Effect.mapError(unavailable))
-      : yield* sqliteClient(config.sqlite).pipe(Effect.mapError(unavailable))
+      : yield* sqliteClient(config.sqlite).pipe(
+        // A driver that does not load says what to run: that stands as it is.
+        Effect.mapError((error) => error instanceof StoreUnavailable ? error : unavailable(error))
+      )
     const pg = "postgres" in config
     /** The database's clock, in milliseconds. */
     const now = pg

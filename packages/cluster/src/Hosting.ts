@@ -11,6 +11,7 @@ import { Flotta } from "@flotta/core/Flotta"
 import type { AskOptions } from "@flotta/core/Flotta"
 import { Registry } from "@flotta/core/Registry"
 import { ReportLog } from "@flotta/core/ReportLog"
+import type { RunQuery } from "@flotta/core/RunList"
 import {
   Clock,
   Context,
@@ -183,7 +184,13 @@ export const entities = Layer.mergeAll(
         list: () => Effect.map(h.local.list, (infos) => infos.map(withHost(h.membership.settings.host))),
         broadcast: ({ payload: p }) => h.local.broadcast(p.text, timeoutOf(p.timeoutMs)),
         approvals: ({ payload: p }) => h.local.approvals(p.query as ApprovalQuery),
-        decide: ({ payload: p }) => h.local.decide(p.id, p.decision as ApprovalDecision)
+        decide: ({ payload: p }) => h.local.decide(p.id, p.decision as ApprovalDecision),
+        runs: ({ payload: p }) =>
+          Effect.map(h.local.runs(p.query as RunQuery), (views) =>
+            views.map((view) => ({ ...view, host: h.membership.settings.host }))),
+        runResult: ({ payload: p }) =>
+          h.local.runResult(p.name),
+        awaitRun: ({ payload: p }) => h.local.awaitRun(p.name)
       })),
     { concurrency: "unbounded" }
   )

@@ -1,7 +1,7 @@
 /**
  * What crosses between hosts. An agent is an `Agent` entity whose id is `<host>/<name>`, so it lives in its
  * host's shard group (every runner serves only its own host's group): its process and worktree are there. A
- * host is a `Host` entity (id `<host>`) for what spans its agents: list, broadcast, approvals.
+ * host is a `Host` entity (id `<host>`) for what spans its agents: list, broadcast, approvals, its async runs.
  *
  * Values are plain data (msgpack); failures are the engine's typed errors, decoded back into their classes.
  */
@@ -12,6 +12,7 @@ import * as Rpc from "@effect/rpc/Rpc"
 import type { AgentOptions } from "@flotta/core/Agent"
 import * as Errors from "@flotta/core/Errors"
 import type * as Permission from "@flotta/core/Permission"
+import type * as Sandbox from "@flotta/core/Sandbox"
 import { Duration, Schema } from "effect"
 
 /** A turn in flight on a host that died (its lease lapsed): the agent comes back elsewhere, the turn does not. */
@@ -122,7 +123,12 @@ export const Decide = Rpc.make("decide", {
   error: FleetError
 })
 
-export const HostEntity = Entity.make("Host", [List, Broadcast, Approvals, Decide]).annotate(
+/** The host's async runs and verifies (they run where they were started), and one's outcome by name. */
+export const Runs = Rpc.make("runs", { payload: { query: Data }, success: Data, error: FleetError })
+export const RunResult = Rpc.make("runResult", { payload: Name, success: Data, error: FleetError })
+export const AwaitRun = Rpc.make("awaitRun", { payload: Name, success: Data, error: FleetError })
+
+export const HostEntity = Entity.make("Host", [List, Broadcast, Approvals, Decide, Runs, RunResult, AwaitRun]).annotate(
   ClusterSchema.ShardGroup,
   hostOf
 )
@@ -139,6 +145,8 @@ export interface WireOptions {
   readonly role?: "member" | "manager"
   readonly resume?: string
   readonly extraArgs?: ReadonlyArray<string>
+  /** The sandbox as data (paths absolute): it goes with the agent to every host that runs it. */
+  readonly sandbox?: unknown
 }
 
 export const toWire = (options: AgentOptions): WireOptions => ({
@@ -151,7 +159,8 @@ export const toWire = (options: AgentOptions): WireOptions => ({
   ...(options.env === undefined ? {} : { env: options.env }),
   ...(options.role === undefined ? {} : { role: options.role }),
   ...(options.resume === undefined ? {} : { resume: options.resume }),
-  ...(options.extraArgs === undefined ? {} : { extraArgs: options.extraArgs })
+  ...(options.extraArgs === undefined ? {} : { extraArgs: options.extraArgs }),
+  ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
 })
 
 export const fromWire = (wire: WireOptions): AgentOptions => ({
@@ -164,5 +173,6 @@ export const fromWire = (wire: WireOptions): AgentOptions => ({
   ...(wire.env === undefined ? {} : { env: wire.env }),
   ...(wire.role === undefined ? {} : { role: wire.role }),
   ...(wire.resume === undefined ? {} : { resume: wire.resume }),
-  ...(wire.extraArgs === undefined ? {} : { extraArgs: wire.extraArgs })
+  ...(wire.extraArgs === undefined ? {} : { extraArgs: wire.extraArgs }),
+  ...(wire.sandbox === undefined ? {} : { sandbox: wire.sandbox as Sandbox.SandboxData })
 })

@@ -1,6 +1,6 @@
 /**
  * Two nodes in one process, each its own engine over the in-memory Claude, joined through one SQLite cluster
- * store and real runner sockets on 127.0.0.1: placement, calls across hosts, the fleet-wide list and report log,
+ * store and real runner sockets on 127.0.0.1: placement, calls across hosts, the fleet-wide list, runs and report log,
  * unique names, a node whose lease lapses (its agents come back on the other, its turn in flight ends with
  * HostLost), and the start-up checks. The clock is the real one (leases are the database's time); every wait
  * waits for a condition.
@@ -123,6 +123,24 @@ describe("a cluster of two nodes", () => {
           ["keeper", "node-a"],
           ["scout", "node-b"]
         ])
+
+        // Async runs stay on the host that started them; the list spans both, and either host finds any outcome.
+        yield* a.fleet.runAsync({ prompt: "errand on a", name: "errand-a" })
+        yield* b.fleet.runAsync({ prompt: "errand on b", name: "errand-b" })
+        assert.strictEqual((yield* a.fleet.awaitRun("errand-b")).kind, "run")
+        const errandA = yield* b.fleet.runResult("errand-a")
+        assert.strictEqual(errandA.kind === "run" ? errandA.text : "", "echo: errand on a")
+        const runs = yield* until(
+          a.fleet.runs({ state: "succeeded" }),
+          (views) => views.length === 2,
+          "both runs are listed as succeeded"
+        )
+        assert.deepStrictEqual(runs.map((r) => [r.name, r.host]).sort(), [["errand-a", "node-a"], [
+          "errand-b",
+          "node-b"
+        ]])
+        assert.strictEqual((yield* b.fleet.runs({ limit: 1 })).length, 1)
+        assert.strictEqual((yield* Effect.flip(a.fleet.runResult("no-such-run")))._tag, "RunNotFound")
 
         // A name reserved for a spawn whose caller died before its host claimed it: close frees it.
         const store = Context.get(

@@ -34,13 +34,14 @@ import {
   TurnPending,
   TurnTimeout
 } from "./Errors.js"
-import type { TurnError } from "./Errors.js"
+import type { SandboxUnavailable, TurnError } from "./Errors.js"
 import type { FleetSettings } from "./FleetConfig.js"
 import type { Alarms } from "./internal/alarms.js"
 import { startTicks } from "./internal/processes.js"
 import * as Parking from "./Parking.js"
 import * as Permission from "./Permission.js"
 import type { ReportLog } from "./ReportLog.js"
+import * as Sandbox from "./Sandbox.js"
 import type { AgentRow, StoredOptions, StoreShape, TurnRow } from "./Store.js"
 import * as Supervisor from "./Supervisor.js"
 import * as Telemetry from "./Telemetry.js"
@@ -80,6 +81,12 @@ export interface AgentOptions {
   readonly expectStructuredOutput?: boolean
   /** Told what the agent is doing as its turns stream (a tool it calls, text it writes): for progress displays. */
   readonly onActivity?: (activity: Activity) => void
+  /**
+   * Run its Bash tool in the CLI's OS sandbox: `true` writes only in its cwd (a run's worktree) and reaches no
+   * network; `{ network: { allow: [hosts] }, writable: [paths] }` adds hosts and paths (see `Sandbox`). It never
+   * starts unsandboxed (`SandboxUnavailable`).
+   */
+  readonly sandbox?: Sandbox.SandboxData
 }
 
 export type Activity =
@@ -154,6 +161,8 @@ export interface AgentInfo {
   readonly parkedUntil: string | null
   /** The host that runs it, in a fleet spread over several hosts (`@flotta/cluster`). */
   readonly host?: string
+  /** Its sandbox, when it has one (writable paths absolute). */
+  readonly sandbox?: Sandbox.SandboxData
 }
 
 export interface Agent {
@@ -246,7 +255,7 @@ export interface AgentContext {
   readonly stallMs: number
   readonly graceMs: number
   /** Starts a process for the current session (resuming it when it has a conversation). */
-  readonly startProcess: Effect.Effect<Running, SpawnFailed>
+  readonly startProcess: Effect.Effect<Running, SpawnFailed | SandboxUnavailable>
   /** Off once the fleet shuts down: what that does to the agent is neither stored nor reported. */
   readonly journal: { readonly on: boolean }
   /** The agent's seat in its credentials' group (see `Parking`). */
@@ -270,7 +279,8 @@ const PLAIN_OPTIONS = [
   "env",
   "role",
   "extraArgs",
-  "expectStructuredOutput"
+  "expectStructuredOutput",
+  "sandbox"
 ] as const
 type PlainOptions = Pick<AgentOptions, typeof PLAIN_OPTIONS[number]>
 
@@ -310,20 +320,23 @@ const snapshot = (record: Turn.MutableRecord): TurnRecord => ({
   permissions: [...record.permissions]
 })
 
-/** The CLI flags for one agent's options. */
+/** The CLI flags for one agent's options (a sandboxed one's `--settings` merged with any among `extraArgs`). */
 export const buildArgs = (
   options: AgentOptions,
   permission: Permission.Policy,
   session: { readonly id: string; readonly resume: boolean }
-): ReadonlyArray<string> => [
-  ...ClaudeCli.DUPLEX_FLAGS,
-  ...(session.resume ? ["--resume", session.id] : ["--session-id", session.id]),
-  ...(options.model === undefined ? [] : ["--model", options.model]),
-  ...(options.systemPrompt === undefined ? [] : ["--system-prompt", options.systemPrompt]),
-  ...(options.appendSystemPrompt === undefined ? [] : ["--append-system-prompt", options.appendSystemPrompt]),
-  ...Permission.flags(permission),
-  ...(options.extraArgs ?? [])
-]
+): ReadonlyArray<string> => {
+  const sandbox = Sandbox.confinement(options.sandbox, path.resolve(options.cwd ?? "."))
+  return [
+    ...ClaudeCli.DUPLEX_FLAGS,
+    ...(session.resume ? ["--resume", session.id] : ["--session-id", session.id]),
+    ...(options.model === undefined ? [] : ["--model", options.model]),
+    ...(options.systemPrompt === undefined ? [] : ["--system-prompt", options.systemPrompt]),
+    ...(options.appendSystemPrompt === undefined ? [] : ["--append-system-prompt", options.appendSystemPrompt]),
+    ...Permission.flags(permission, sandbox === null ? [] : Sandbox.GUARDED_TOOLS),
+    ...(sandbox === null ? options.extraArgs ?? [] : Sandbox.settingsArgs(sandbox, options.extraArgs ?? []))
+  ]
+}
 
 /**
  * Starts an agent in the current scope and returns once its process has answered `initialize`.
@@ -334,7 +347,7 @@ export const make = (
   options: AgentOptions,
   deps: AgentDeps,
   restored?: Restored
-): Effect.Effect<Agent, SpawnFailed, Scope.Scope> =>
+): Effect.Effect<Agent, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const { reports, settings } = deps
     const scope = yield* Effect.scope
@@ -342,6 +355,7 @@ export const make = (
     /** The permission in force: an approval given "always" adds its tool for the rest of the agent's life. */
     let policy = options.permission ?? "read_only"
     const cwd = path.resolve(options.cwd ?? ".")
+    const sandbox = Sandbox.confinement(options.sandbox, cwd)
     const env = { ...settings.env, ...options.env }
     const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
     const startedAt = restored?.row.startedAt ?? Turn.iso(clock.unsafeCurrentTimeMillis())
@@ -434,13 +448,18 @@ export const make = (
       const turnId = ctx.active?.turn.id ?? null
       // The decision (and a human's wait for it) is part of the turn in flight: its span nests under the turn's.
       const turnSpan = ctx.active?.span
-      return deps.permission.decide(policy, {
-        agent: name,
-        turnId,
-        tool,
-        input,
-        ...(toolUseId === undefined ? {} : { toolUseId })
-      }, waitingFor()).pipe(
+      // The sandbox refuses first: what it does not allow never reaches the policy, nor a human.
+      const refused = sandbox === null ? undefined : Sandbox.refusal(sandbox, tool, input)
+      const decided: Effect.Effect<Permission.PendingAnswer> = refused !== undefined
+        ? Effect.succeed({ behavior: "deny", message: refused, by: "sandbox" })
+        : deps.permission.decide(policy, {
+          agent: name,
+          turnId,
+          tool,
+          input,
+          ...(toolUseId === undefined ? {} : { toolUseId })
+        }, waitingFor())
+      return decided.pipe(
         (decided) => (turnSpan === undefined ? decided : Effect.withParentSpan(decided, turnSpan)),
         Effect.tap((decision) =>
           decision.behavior === "allow" && decision.always === true
@@ -495,7 +514,7 @@ export const make = (
         )
       )
 
-    const startProcess: Effect.Effect<Running, SpawnFailed> = Effect.gen(function*() {
+    const startProcess: Effect.Effect<Running, SpawnFailed | SandboxUnavailable> = Effect.gen(function*() {
       const processScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       const args = buildArgs(options, policy, { id: state.sessionId, resume: state.resumable })
       const ended = yield* Deferred.make<Turn.ProcessEnd>()
@@ -510,8 +529,11 @@ export const make = (
         else Deferred.unsafeDone(ended, Exit.succeed(end))
       }
       const started = deps.startPermit(
-        deps.cli.start({ name, args, cwd, env, onControlRequest, onFrame, onExit }).pipe(
-          Effect.mapError((e) => new SpawnFailed({ name, reason: e.reason, exitCode: null, stderr: "" })),
+        deps.cli.start({ name, args, cwd, env, onControlRequest, onFrame, onExit, sandboxed: sandbox !== null }).pipe(
+          Effect.catchTag(
+            "StartError",
+            (e) => new SpawnFailed({ name, reason: e.reason, exitCode: null, stderr: "" })
+          ),
           Effect.tap(ready),
           Scope.extend(processScope)
         )
@@ -586,6 +608,7 @@ export const make = (
       permission: Permission.describe(policy),
       role: options.role ?? "member",
       lifecycle: options.lifecycle ?? "session",
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
       ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
     })
     // Its seat at usage limits: an agent whose CLI waits them out itself is never parked (see ClaudeCli.childEnv).
@@ -746,7 +769,8 @@ export const make = (
       restarts: state.restarts,
       startedAt,
       closedReason: state.closedReason,
-      parkedUntil: view.parkedUntil
+      parkedUntil: view.parkedUntil,
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
     }))
 
     const transcript = Effect.sync(() =>

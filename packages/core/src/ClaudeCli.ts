@@ -4,14 +4,18 @@
  * `@anthropic-ai/claude-code` dependency, then `claude` on PATH) with the duplex flags and the inherited
  * environment; `layerCommand` runs any other program that speaks the protocol (a fake CLI script); and
  * `@flotta/core/Testing` provides an in-memory one. The agent above it (queue, permission, supervision,
- * report log, transcripts) is the same in all three.
+ * report log, transcripts) is the same in all three. A sandboxed process (`StartOptions.sandboxed`) starts only
+ * where the CLI's sandbox can run (`checkSandbox`; see `Sandbox`): it is never started unsandboxed.
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import { Config, Context, Data, Deferred, Duration, Effect, Layer, Option, Scope } from "effect"
+import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import type * as Protocol from "./ClaudeProtocol.js"
 import * as ClaudeSession from "./ClaudeSession.js"
+import type { SandboxUnavailable } from "./Errors.js"
+import * as Sandbox from "./Sandbox.js"
 import * as Telemetry from "./Telemetry.js"
 
 /** The `claude` version flotta is tested against (the pinned dependency). */
@@ -68,6 +72,11 @@ export interface StartOptions {
   /** How long a child may take to exit after stdin EOF, then after SIGTERM (default 2 s, then 5 s). */
   readonly eofGrace?: Duration.DurationInput
   readonly termGrace?: Duration.DurationInput
+  /**
+   * The process must run sandboxed (its `--settings` turn the CLI's sandbox on): it does not start unless the
+   * sandbox can run here (`SandboxUnavailable`).
+   */
+  readonly sandboxed?: boolean
 }
 
 /** The process could not be started at all (no binary, no working directory, ...). */
@@ -96,7 +105,17 @@ export class ClaudeCli extends Context.Tag("@flotta/core/ClaudeCli")<ClaudeCli, 
   /** What runs: shown by `doctor` and in errors. */
   readonly executable: ClaudeExecutable
   /** Starts one process in the current scope; closing the scope stops it. */
-  readonly start: (options: StartOptions) => Effect.Effect<ClaudeProcess, StartError, Scope.Scope>
+  readonly start: (
+    options: StartOptions
+  ) => Effect.Effect<ClaudeProcess, StartError | SandboxUnavailable, Scope.Scope>
+  /**
+   * Whether a sandboxed process of agent `name`, with `env` added to the host's environment, could run here:
+   * `SandboxUnavailable` when it could not (checked again by `start` for a sandboxed process).
+   */
+  readonly checkSandbox: (
+    name: string,
+    env: Readonly<Record<string, string>>
+  ) => Effect.Effect<void, SandboxUnavailable>
 }>() {
   /** The real binary; `configuredPath` wins over everything else. */
   static readonly layer = (configuredPath?: string) =>
@@ -132,24 +151,77 @@ const live = (executable: ClaudeExecutable) =>
           }
         })
       )
+    // The CLI looks for the sandbox's tools on the child's own PATH.
+    const checkSandbox = (name: string, env: Readonly<Record<string, string>>) =>
+      Effect.suspend(() => Sandbox.check(name, Sandbox.here(childEnv(env)["PATH"] ?? "")))
     return {
       executable,
+      checkSandbox,
       start: (options: StartOptions) =>
-        withTelemetry(options).pipe(
+        (options.sandboxed === true ? checkSandbox(options.name, options.env) : Effect.void).pipe(
+          Effect.zipRight(withTelemetry(options)),
           Effect.flatMap((started) => ClaudeSession.start({ ...started, executable })),
           Effect.provideService(CommandExecutor.CommandExecutor, executor)
         )
     }
   })
 
-/** The `claude` binary the pinned dependency ships, when it is installed. */
-export const dependencyBinary = (): Option.Option<string> => {
+/** The native packages of `@anthropic-ai/claude-code`, by platform (as its own install script names them). */
+const platformKey = (): string => {
+  if (process.platform !== "linux") return `${process.platform}-${process.arch}`
+  // glibc's runtime version is absent from the report on musl (Alpine).
+  const report = process.report?.getReport() as { readonly header?: { readonly glibcVersionRuntime?: string } }
+  return `linux-${process.arch}${report?.header?.glibcVersionRuntime === undefined ? "-musl" : ""}`
+}
+
+/** Whether a file starts like an executable of some platform (ELF, Mach-O, PE), not a script or a stub. */
+const isNativeExecutable = (file: string): boolean => {
+  let fd: number | undefined
   try {
-    const require = createRequire(import.meta.url)
-    const manifest = require.resolve("@anthropic-ai/claude-code/package.json")
+    fd = fs.openSync(file, "r")
+    const head = Buffer.alloc(4)
+    if (fs.readSync(fd, head, 0, 4, 0) < 4) return false
+    const magic = head.readUInt32BE(0)
+    return head.toString("latin1") === "\x7fELF" || head.toString("latin1", 0, 2) === "MZ" ||
+      [0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe, 0xcafebabe].includes(magic)
+  } catch {
+    return false
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
+  }
+}
+
+/**
+ * The `claude` binary the pinned dependency ships, when it is installed. The native binary lives in the platform
+ * package (`@anthropic-ai/claude-code-linux-x64`, ...); the wrapper's own `bin/claude.exe` is only a placeholder
+ * until its postinstall copies the binary over it, and npm 12 runs no such script unless the project allows it.
+ * So the platform package is read first, and the wrapper's bin is taken only when it is a native binary.
+ * `from` is where the dependency is looked up from (this module, unless a test says otherwise).
+ */
+export const dependencyBinary = (from: string = import.meta.url): Option.Option<string> => {
+  let manifest: string
+  const require = createRequire(from)
+  try {
+    manifest = require.resolve("@anthropic-ai/claude-code/package.json")
+  } catch {
+    return Option.none()
+  }
+  const binary = process.platform === "win32" ? "claude.exe" : "claude"
+  try {
+    const platformManifest = createRequire(manifest).resolve(
+      `@anthropic-ai/claude-code-${platformKey()}/package.json`
+    )
+    const native = path.join(path.dirname(platformManifest), binary)
+    if (isNativeExecutable(native)) return Option.some(native)
+  } catch {
+    // no platform package (installed with --omit=optional, or an unsupported platform): try the wrapper's bin
+  }
+  try {
     const pkg = require(manifest) as { readonly bin?: string | Record<string, string> }
     const bin = typeof pkg.bin === "string" ? pkg.bin : pkg.bin?.["claude"]
-    return bin === undefined ? Option.none() : Option.some(path.join(path.dirname(manifest), bin))
+    if (bin === undefined) return Option.none()
+    const wrapperBin = path.join(path.dirname(manifest), bin)
+    return isNativeExecutable(wrapperBin) ? Option.some(wrapperBin) : Option.none()
   } catch {
     return Option.none()
   }

@@ -11,6 +11,7 @@ import type { Permission } from "./Permission.js"
 import type { Registry } from "./Registry.js"
 import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import type { RunOptions, Runs } from "./Run.js"
+import type { RunQuery } from "./RunList.js"
 import type { Store } from "./Store.js"
 import type { VerifyOptions } from "./Worktrees.js"
 
@@ -155,6 +156,8 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     runAsync: (runOptions: RunOptions) => run((f) => f.runAsync(runOptions)),
     runResult: (name: string) => run((f) => f.runResult(name)),
     awaitRun: (name: string) => run((f) => f.awaitRun(name)),
+    /** The async runs and verifies, running and finished, newest first. */
+    runs: (query?: RunQuery) => run((f) => f.runs(query)),
     verify: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
       run((f) => f.verify(cwd, verifyOptions)),
     verifyAsync: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>

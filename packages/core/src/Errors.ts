@@ -273,6 +273,25 @@ export class ApprovalExpired extends Schema.TaggedError<ApprovalExpired>()("Appr
   }
 }
 
+/**
+ * A sandboxed agent cannot start because the sandbox cannot run on this machine (a tool is missing, or the
+ * platform has none): it is never started unsandboxed. `install` is the command that installs what is missing.
+ */
+export class SandboxUnavailable extends Schema.TaggedError<SandboxUnavailable>()("SandboxUnavailable", {
+  name: Schema.String,
+  reason: Schema.String,
+  missing: Schema.Array(Schema.String),
+  install: Schema.String
+}) {
+  override get message() {
+    const fix = this.install.length === 0
+      ? ""
+      : `; install ${this.missing.length === 1 ? "it" : "them"}: ${this.install}`
+    return `"${this.name}" is sandboxed, but the sandbox cannot run on this machine: ${this.reason}${fix} ` +
+      `(it was not started unsandboxed)`
+  }
+}
+
 /** What a turn can fail with, as seen by `ask` and `result`. */
 export type TurnError =
   | TurnTimeout
@@ -306,6 +325,7 @@ export const RunErrorSchema = Schema.Union(
   AgentAlreadyExists,
   AgentNotFound,
   SpawnFailed,
+  SandboxUnavailable,
   NotAGitRepo,
   WorktreeFailed,
   BranchNotFound

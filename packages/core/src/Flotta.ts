@@ -61,7 +61,8 @@ export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
   role: spec.role,
   ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
   ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
-  ...(spec.env === undefined ? {} : { env: spec.env })
+  ...(spec.env === undefined ? {} : { env: spec.env }),
+  ...(spec.sandbox === undefined ? {} : { sandbox: spec.sandbox })
 })
 
 export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
@@ -241,6 +242,8 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       runAsync: runs.runAsync,
       runResult: runs.runResult,
       awaitRun: runs.awaitRun,
+      /** The async runs and verifies, running and finished, newest first (`{ state, limit }` narrow it). */
+      runs: runs.runs,
       verify: runs.verify,
       verifyAsync: runs.verifyAsync,
       worktrees: runs.worktrees,

@@ -66,13 +66,27 @@ export const originOf = (address: AddressInfo): string =>
 
 const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 
-/** The fields every server section of the config file has (`mcp`, `dashboard`): where it listens, who may call. */
+/**
+ * The fields every server section of the config file has (`mcp`, `dashboard`): where it listens, who may call.
+ * Their descriptions are the config reference's prose; a section may describe a field its own way.
+ */
 export const ServerFields = {
-  /** `false` turns the section off. */
-  enabled: exact(Schema.Boolean),
-  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))),
-  host: exact(Schema.String.pipe(Schema.minLength(1))),
-  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))),
-  allowedOrigins: exact(Schema.Array(Schema.String)),
-  allowedHosts: exact(Schema.Array(Schema.String))
+  enabled: exact(Schema.Boolean).annotations({ description: "`false` turns the section off, as if it were absent." }),
+  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))).annotations({
+    description: "The port to listen on (0 picks a free one)."
+  }),
+  host: exact(Schema.String.pipe(Schema.minLength(1))).annotations({
+    description: "The address to listen on (default 127.0.0.1). Anything but loopback needs a `token`."
+  }),
+  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))).annotations({
+    description: "A bearer token every request must carry (`Authorization: Bearer <token>`)."
+  }),
+  allowedOrigins: exact(Schema.Array(Schema.String)).annotations({
+    description: "Origins allowed besides the loopback ones, as hostnames (any port): `https://app.example.com` " +
+      "is read as its hostname, and `<scheme>://*` allows a whole scheme (browser extensions). A request from " +
+      "any other Origin gets 403."
+  }),
+  allowedHosts: exact(Schema.Array(Schema.String)).annotations({
+    description: "Host header names allowed besides the loopback ones and the bound host (against DNS rebinding)."
+  })
 }

@@ -24,14 +24,20 @@ export const HttpUrl = Schema.String.pipe(
 
 /** The config file's `telemetry` section. */
 export const FileSection = Schema.Struct({
-  /** The collector's base URL: spans go to `<otlp>/v1/traces`, metrics to `<otlp>/v1/metrics`. */
-  otlp: Schema.optionalWith(HttpUrl, { exact: true }),
-  /** Each child `claude` process exports its own telemetry there too, under the fleet's spans. */
-  children: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  /** The `service.name` of the fleet's spans and metrics (default `flotta`, or `OTEL_SERVICE_NAME`). */
-  serviceName: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true }),
-  /** Sent with every export (an API key, say), over any in `OTEL_EXPORTER_OTLP_HEADERS`. */
+  otlp: Schema.optionalWith(HttpUrl, { exact: true }).annotations({
+    description: "The collector's base URL (`http://` or `https://`): spans go to `<otlp>/v1/traces`, metrics to " +
+      "`<otlp>/v1/metrics`. It wins over `OTEL_EXPORTER_OTLP_ENDPOINT`."
+  }),
+  children: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({
+    description: "`true`: each child `claude` process exports its own telemetry there too, under the fleet's spans."
+  }),
+  serviceName: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true }).annotations({
+    description: "The `service.name` of the fleet's spans and metrics (default `flotta`, or `OTEL_SERVICE_NAME`)."
+  }),
   headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true })
+    .annotations({
+      description: "Sent with every export (an API key, say), over any in `OTEL_EXPORTER_OTLP_HEADERS`."
+    })
 })
 export type FileSection = typeof FileSection.Type
 

@@ -68,15 +68,18 @@ const toolOfRule = (rule: string): string => {
 
 /**
  * The CLI flags for a permission. `--tools` restricts what the model is offered at all; `--allowedTools` is what
- * runs without a prompt, so every other offered tool comes to the host as a `can_use_tool` request.
+ * runs without a prompt, so every other offered tool comes to the host as a `can_use_tool` request. The
+ * `alwaysAsk` tools (a sandbox's guarded ones) are offered as allowed, but never pre-allowed as a whole: each call
+ * comes to the host (a rule scoped to a path, such as `Edit(src/**)`, stays the CLI's to apply).
  */
-export const flags = (permission: Policy): ReadonlyArray<string> => {
+export const flags = (permission: Policy, alwaysAsk: ReadonlyArray<string> = []): ReadonlyArray<string> => {
   if (typeof permission === "function" || permission === "full") return []
   const { allow, ask } = asData(permission)
+  const preAllowed = allow.filter((rule) => !alwaysAsk.includes(rule))
   // With `"*"` every tool is offered; the allowed ones need no prompt, and the host asks a human about the rest.
-  if (ask.includes(ANY_TOOL)) return ["--allowedTools", allow.join(",")]
+  if (ask.includes(ANY_TOOL)) return ["--allowedTools", preAllowed.join(",")]
   const tools = [...new Set([...allow, ...ask].map(toolOfRule))]
-  return ["--tools", tools.join(","), "--allowedTools", allow.join(",")]
+  return ["--tools", tools.join(","), "--allowedTools", preAllowed.join(",")]
 }
 
 /** In `ask`: every tool that is not allowed. */

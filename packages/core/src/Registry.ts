@@ -3,17 +3,18 @@
  * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
  * scope closes every agent: children never outlive the fleet.
  */
-import { Effect, ExecutionStrategy, Exit, Metric, Scope } from "effect"
+import { Effect, Either, ExecutionStrategy, Exit, Metric, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
-import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName } from "./Errors.js"
-import type { SpawnFailed } from "./Errors.js"
+import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName, InvalidSpec } from "./Errors.js"
+import type { SandboxUnavailable, SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import * as Alarms from "./internal/alarms.js"
 import { Parking } from "./Parking.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
+import * as Sandbox from "./Sandbox.js"
 import { Store } from "./Store.js"
 import * as Telemetry from "./Telemetry.js"
 
@@ -70,11 +71,13 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     // The fleet's own span name (like flotta.turn, flotta.run): a child started here gets it as its TRACEPARENT.
     const spawn = Effect.fn("flotta.spawn")(function*(
       name: string,
-      options: Agent.AgentOptions = {},
+      given: Agent.AgentOptions = {},
       restored?: Agent.Restored
     ) {
       yield* Effect.annotateCurrentSpan({ "flotta.agent": name, "flotta.restored": restored !== undefined })
       yield* validateName(name)
+      // Its sandbox checked, and its paths made absolute: what the agent keeps and stores.
+      const options = yield* Either.mapLeft(Sandbox.withOptions(given), (bad) => new InvalidSpec(bad))
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       entries.set(name, { _tag: "Starting" })
@@ -98,7 +101,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       return agent
     }) as (name: string, options?: Agent.AgentOptions, restored?: Agent.Restored) => Effect.Effect<
       Agent.Agent,
-      InvalidName | AgentAlreadyExists | SpawnFailed | AgentClosed
+      InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed
     >
 
     const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>

@@ -6,11 +6,12 @@
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Deferred, Effect, Exit, FiberMap, Option, Schema } from "effect"
+import { Clock, Deferred, Effect, Either, Exit, FiberMap, Option, Schema } from "effect"
 import type { Duration } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
+import { ClaudeCli } from "./ClaudeCli.js"
 import {
   AgentAlreadyExists,
   HostRestarted,
@@ -26,6 +27,7 @@ import type {
   BranchNotFound,
   InvalidName,
   NotAGitRepo,
+  SandboxUnavailable,
   SpawnFailed,
   StructuredOutputMissing,
   TurnError
@@ -34,6 +36,9 @@ import { FleetConfig } from "./FleetConfig.js"
 import type * as Permission from "./Permission.js"
 import { Registry, validateName } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
+import type { RunQuery } from "./RunList.js"
+import { selectRuns, viewOf } from "./RunList.js"
+import * as Sandbox from "./Sandbox.js"
 import type { Spec } from "./Spec.js"
 import { Store } from "./Store.js"
 import type { RunRow } from "./Store.js"
@@ -63,6 +68,12 @@ export interface RunOptions {
   readonly template?: string
   /** Told what the run is doing as it streams (for progress displays). */
   readonly onActivity?: Agent.AgentOptions["onActivity"]
+  /**
+   * Run its Bash tool in the CLI's OS sandbox: `true` writes only in its cwd (its worktree, with `worktree`) and
+   * reaches no network; `{ network: { allow: [hosts] }, writable: [paths] }` adds hosts and paths (relative ones
+   * from `cwd`). It never starts unsandboxed (`SandboxUnavailable`).
+   */
+  readonly sandbox?: Sandbox.SandboxData
 }
 
 export interface RunWorktree {
@@ -101,6 +112,7 @@ export type RunError =
   | AgentNotFound
   | AgentClosed
   | SpawnFailed
+  | SandboxUnavailable
   | NotAGitRepo
   | WorktreeFailed
   | StructuredOutputMissing
@@ -123,7 +135,8 @@ const fromTemplate = (spec: Spec): RunOptions => ({
   ...(spec.jsonSchema === undefined ? {} : { jsonSchema: spec.jsonSchema }),
   ...(spec.maxTurns === undefined ? {} : { maxTurns: spec.maxTurns }),
   ...(spec.maxBudgetUsd === undefined ? {} : { maxBudgetUsd: spec.maxBudgetUsd }),
-  ...(spec.env === undefined ? {} : { env: spec.env })
+  ...(spec.env === undefined ? {} : { env: spec.env }),
+  ...(spec.sandbox === undefined ? {} : { sandbox: spec.sandbox })
 })
 
 /** The CLI flags for a run's bounds and schema. */
@@ -178,6 +191,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const executor = yield* CommandExecutor.CommandExecutor
     const fileSystem = yield* FileSystem.FileSystem
     const store = yield* Store
+    const cli = yield* ClaudeCli
     const background = yield* FiberMap.make<string>()
     /** Async runs in progress, by name; a finished one's outcome is in the store. */
     const outcomes = new Map<string, Outcome>()
@@ -206,6 +220,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           options = { ...fromTemplate(template), ...input }
         }
         yield* checkOptions(options)
+        // Its sandbox checked, and its writable paths made absolute from the cwd it was given (not its worktree).
+        options = yield* Either.mapLeft(Sandbox.withOptions(options), (bad) => new InvalidSpec(bad))
         const name = yield* validateName(options.name ?? newName(input.template ?? "run"))
         if (typeof options.worktree === "string") yield* validateName(options.worktree)
         if (live.has(name) || (yield* registry.liveNames).includes(name)) {
@@ -254,6 +270,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     ): Effect.Effect<RunResult, RunError> =>
       Effect.gen(function*() {
         const cwd = path.resolve(options.cwd ?? ".")
+        // A sandboxed run that could not start leaves no worktree behind.
+        if (options.sandbox !== undefined) yield* cli.checkSandbox(name, { ...settings.env, ...options.env })
         let worktree: Worktrees.Worktree | undefined
         let runCwd = cwd
         if (options.worktree !== undefined && options.worktree !== false) {
@@ -276,7 +294,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
           ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
           ...(options.env === undefined ? {} : { env: options.env }),
-          ...(options.onActivity === undefined ? {} : { onActivity: options.onActivity })
+          ...(options.onActivity === undefined ? {} : { onActivity: options.onActivity }),
+          ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(
           Effect.flatMap((agent) =>
@@ -325,7 +344,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwdOf(options), reason: e.reason })),
         Effect.tapError((error) =>
           // Failures before the agent existed (a bad worktree, say) still reach the report log.
-          error._tag === "NotAGitRepo" || error._tag === "WorktreeFailed"
+          error._tag === "NotAGitRepo" || error._tag === "WorktreeFailed" || error._tag === "SandboxUnavailable"
             ? reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
             : Effect.void
         ),
@@ -480,6 +499,20 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       return interrupted
     })
 
+    /** The async runs and verifies the store knows (running and finished), newest first. */
+    const runs = Effect.fn("Runs.runs")(function*(query: RunQuery = {}) {
+      const rows = yield* store.runs
+      const views = yield* Effect.forEach(rows, (row) =>
+        row.status === "running" && row.kind === "run"
+          ? registry.get(row.name).pipe(
+            Effect.flatMap((agent) => agent.info),
+            Effect.map((info) => viewOf(row, info.totals.costUsd)),
+            Effect.orElseSucceed(() => viewOf(row))
+          )
+          : Effect.succeed(viewOf(row)))
+      return selectRuns(views, query)
+    })
+
     const worktrees = (cwd: string) => provide(Worktrees.list(path.resolve(cwd)))
 
     const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
@@ -504,6 +537,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       runAsync,
       runResult,
       awaitRun,
+      runs,
       verify,
       verifyAsync,
       worktrees,

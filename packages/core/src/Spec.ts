@@ -6,35 +6,84 @@
 import { Either, ParseResult, Schema } from "effect"
 import * as Permission from "./Permission.js"
 import { NAME_PATTERN } from "./Registry.js"
+import * as Sandbox from "./Sandbox.js"
 
 const PositiveMillis = Schema.Number.pipe(Schema.int(), Schema.positive())
 
+// Each field's `description` is the config reference's prose (docs/reference/config.md, `npm run docs`).
 export const Spec = Schema.Struct({
-  name: Schema.String.pipe(
+  name: Schema.propertySignature(Schema.String.pipe(
     Schema.pattern(NAME_PATTERN, {
       message: () => "a name of 1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
     })
-  ),
-  lifecycle: Schema.optionalWith(Schema.Literal("session", "run"), { default: () => "session" as const }),
-  role: Schema.optionalWith(Schema.Literal("member", "manager"), { default: () => "member" as const }),
-  model: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "sonnet" }),
-  permission: Schema.optionalWith(Permission.PermissionData, { default: () => "read_only" as const }),
-  cwd: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "." }),
-  systemPrompt: Schema.optional(Schema.String),
-  appendSystemPrompt: Schema.optional(Schema.String),
-  /** Per-turn timeout in milliseconds. */
-  timeout: Schema.optionalWith(PositiveMillis, { default: () => 180_000 }),
-  env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  )).annotations({ description: "The agent's name, unique in the fleet: every call addresses the agent by it." }),
+  lifecycle: Schema.optionalWith(Schema.Literal("session", "run"), { default: () => "session" as const }).annotations({
+    description: "`session`: a conversation across many turns, started by `serve` and `repl`. `run`: a template " +
+      "for single-shot runs (`run({ template })`, MCP `flotta_run { template }`), never started at boot."
+  }),
+  role: Schema.optionalWith(Schema.Literal("member", "manager"), { default: () => "member" as const }).annotations({
+    description: "A label carried in the agent's info; flotta gives it no meaning of its own."
+  }),
+  model: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "sonnet" }).annotations({
+    description: "The model name or alias the `claude` child runs (`--model`)."
+  }),
+  permission: Schema.optionalWith(Permission.PermissionData, { default: () => "read_only" as const }).annotations({
+    description: "What the agent may do: `\"read_only\"` (Read, Glob, Grep), `\"full\"`, `{ \"allow\": [tools] }`, " +
+      "`{ \"allow\", \"ask\" }` (the `ask` tools wait for a human's approval) or `\"ask\"`. A write-capable " +
+      "`session` is refused: write work belongs in a `run`."
+  }),
+  cwd: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "." }).annotations({
+    description: "The working directory, relative to where the command runs."
+  }),
+  systemPrompt: Schema.optional(Schema.String).annotations({ description: "Replaces the CLI's system prompt." }),
+  appendSystemPrompt: Schema.optional(Schema.String).annotations({
+    description: "Appended to the CLI's system prompt."
+  }),
+  timeout: Schema.optionalWith(PositiveMillis, { default: () => 180_000 }).annotations({
+    description: "Per turn, in milliseconds (a run's whole time, since a run is one turn); the turn is " +
+      "interrupted when it passes (`TurnTimeout`)."
+  }),
+  env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })).annotations({
+    description: "Added to the environment the child inherits."
+  }),
+  sandbox: Schema.optional(Sandbox.SandboxData).annotations({
+    description: "Runs the agent's Bash in the claude CLI's OS sandbox (bubblewrap and socat on Linux, Seatbelt on " +
+      "macOS). `true`: it writes only in its cwd (a run's worktree) and reaches no network. " +
+      "`{ \"network\": { \"allow\": [hosts] }, \"writable\": [paths] }` adds hosts (`github.com`, " +
+      "`*.github.com`, `127.0.0.1:8080`) and paths (relative to `cwd`). Write, Edit and WebFetch are held to the " +
+      "same paths and hosts. `false` turns a `fleetDefaults` sandbox off. A sandboxed agent never starts " +
+      "unsandboxed (`SandboxUnavailable`); it only narrows what `permission` allows."
+  }),
   // Fields a `run` template uses; a session ignores them.
-  prompt: Schema.optional(Schema.String),
-  worktree: Schema.optional(Schema.Union(Schema.Boolean, Schema.String)),
-  cleanup: Schema.optional(Schema.Boolean),
-  jsonSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  maxTurns: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  maxBudgetUsd: Schema.optional(Schema.Number.pipe(Schema.positive()))
+  prompt: Schema.optional(Schema.String).annotations({
+    description: "A `run` template's task (a run's own prompt wins)."
+  }),
+  worktree: Schema.optional(Schema.Union(Schema.Boolean, Schema.String)).annotations({
+    description: "A `run` template: `true` isolates each run in `<repo>/.claude/worktrees/<run name>` on branch " +
+      "`worktree-<run name>`; a string names the worktree. A session may not have one."
+  }),
+  cleanup: Schema.optional(Schema.Boolean).annotations({
+    description: "A `run` template: after a successful run, commit what it left and remove its worktree (the " +
+      "branch stays)."
+  }),
+  jsonSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
+    description: "A `run` template: a JSON Schema the result's `structuredOutput` conforms to."
+  }),
+  maxTurns: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())).annotations({
+    description: "A `run` template: model calls at most (`MaxTurnsReached`)."
+  }),
+  maxBudgetUsd: Schema.optional(Schema.Number.pipe(Schema.positive())).annotations({
+    description: "A `run` template: dollars at most (`BudgetExceeded`)."
+  })
 }).annotations({ identifier: "Spec" })
 export type Spec = typeof Spec.Type
 export type SpecInput = typeof Spec.Encoded
+
+/**
+ * On a config field that its own reader checks (entry by entry, or with messages of its own), the Schema of what
+ * it accepts: the config reference documents the field by it.
+ */
+export const ShapeAnnotationId: unique symbol = Symbol.for("@flotta/core/Spec/Shape")
 
 export interface Rejected {
   /** Where the bad entry sits, e.g. `agents[2]`. */
@@ -73,9 +122,16 @@ export const validate = (
   const merged = { ...defaults, ...input }
   const decoded = decodeSpec(merged)
   if (Either.isLeft(decoded)) {
-    // A union reports one issue per member at the same path: say them once, as alternatives.
+    // A union reports one issue per member at the same path: say them once, as alternatives. A member whose type
+    // does not match at all says nothing when another member's issue lies deeper (`sandbox: { network: ... }`
+    // with a bad host is not "expected a boolean").
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+    const deeper = (issue: ParseResult.ArrayFormatterIssue) =>
+      issues.some((other) =>
+        other.path.length > issue.path.length && issue.path.every((key, i) => other.path[i] === key)
+      )
     const byPath = new Map<string, Array<string>>()
-    for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
+    for (const issue of issues.filter((issue) => !(issue._tag === "Type" && deeper(issue)))) {
       const at = formatPath(entry, issue.path)
       const messages = byPath.get(at) ?? []
       if (!messages.includes(issue.message)) messages.push(issue.message)

@@ -13,6 +13,7 @@ import type { AgentStatus, TurnRecord } from "./Agent.js"
 import type { StoreError } from "./Errors.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
+import type { SandboxData } from "./Sandbox.js"
 
 export type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
@@ -35,6 +36,8 @@ export interface StoredOptions {
   readonly role?: "member" | "manager"
   readonly extraArgs?: ReadonlyArray<string>
   readonly expectStructuredOutput?: boolean
+  /** Its sandbox (paths absolute), when it has one. */
+  readonly sandbox?: SandboxData
 }
 
 export interface AgentRow {
@@ -98,6 +101,8 @@ export interface StoreInfo {
   readonly schemaVersion: number
   readonly sizeBytes: number | null
   readonly health: StoreHealth
+  /** The SQLite driver in use: `node:sqlite` (Node 22.13 and later) or `better-sqlite3 12.11.1` (Node 20). */
+  readonly driver?: string
 }
 
 export interface PruneReport {

@@ -137,8 +137,8 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
         reason = next.left.message
         yield* ctx.reports.post(ctx.name, "crashed", {
           reason,
-          exitCode: next.left.exitCode,
-          stderr: next.left.stderr
+          exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
+          stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
         })
       }
     }

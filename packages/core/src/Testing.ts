@@ -11,6 +11,11 @@
  * of `toolUse`, `delay`, `apiError`, `crash`, `hang`, `structured`, and the rate limits `usageLimit`,
  * `rateLimited` and `usageWarning`. `history` holds every earlier prompt of the agent's conversation and survives
  * a crash and resume, as the real CLI's session file does.
+ *
+ * Sandboxed agents: the model sees the sandbox the process was started with (`sandbox`: where its commands may
+ * write, which hosts they may reach, read back from its `--settings` as the CLI reads them), and the fleet's own
+ * guard answers its Write, Edit and WebFetch calls as it does over the real CLI. `sandbox: "unavailable"` makes the
+ * machine one where the sandbox cannot run: a sandboxed agent or run fails with `SandboxUnavailable`, never started.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
@@ -18,11 +23,12 @@ import { Approvals } from "./Approvals.js"
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
 import { ClaudeCli, ControlRequestFailed } from "./ClaudeCli.js"
 import type * as Protocol from "./ClaudeProtocol.js"
-import type { StoreError } from "./Errors.js"
+import type { SandboxUnavailable, StoreError } from "./Errors.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import * as Flotta from "./Flotta.js"
 import { CONTINUATION } from "./Parking.js"
 import { READ_ONLY_TOOLS } from "./Permission.js"
+import * as Sandbox from "./Sandbox.js"
 import { Store } from "./Store.js"
 
 // ---------------------------------------------------------------------------------------------- replies
@@ -157,6 +163,15 @@ export interface ModelInput {
    * kept one.
    */
   readonly resumed: boolean
+  /** The process's sandbox, when it runs sandboxed: what its commands could write and reach. */
+  readonly sandbox: SandboxView | null
+}
+
+/** A sandbox as its process has it (from its `--settings`): where commands may write, which hosts they may reach. */
+export interface SandboxView {
+  /** Absolute: the working directory first. */
+  readonly writable: ReadonlyArray<string>
+  readonly hosts: ReadonlyArray<string>
 }
 
 export type Model = (input: ModelInput) => Reply
@@ -177,6 +192,11 @@ export interface Options extends FleetSettingsInput {
   readonly disk?: Disk
   /** Where the fleet's state lives (default: `Store.memory`, new per build). */
   readonly store?: Layer.Layer<Store, StoreError>
+  /**
+   * Whether the CLI's sandbox can run on this (pretend) machine (default `"available"`). `"unavailable"`: as on a
+   * Linux host without bubblewrap and socat, a sandboxed agent or run fails with `SandboxUnavailable`.
+   */
+  readonly sandbox?: "available" | "unavailable"
 }
 
 /** The in-memory CLI's session files: each session's prompts, oldest first. */
@@ -201,6 +221,29 @@ interface Flags {
   readonly maxTurns: number | undefined
   readonly maxBudgetUsd: number | undefined
   readonly jsonSchema: boolean
+  /** `--settings`'s sandbox, when it turns the sandbox on (writable paths without the cwd). */
+  readonly sandbox: { readonly allowWrite: ReadonlyArray<string>; readonly hosts: ReadonlyArray<string> } | null
+}
+
+const strings = (value: unknown): ReadonlyArray<string> =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []
+
+/** The sandbox a `--settings` value turns on, read as the CLI reads it. */
+const sandboxOf = (settings: string | undefined): Flags["sandbox"] => {
+  if (settings === undefined) return null
+  try {
+    const sandbox = (JSON.parse(settings) as {
+      readonly sandbox?: {
+        readonly enabled?: unknown
+        readonly filesystem?: { readonly allowWrite?: unknown }
+        readonly network?: { readonly allowedDomains?: unknown }
+      }
+    }).sandbox
+    if (sandbox?.enabled !== true) return null
+    return { allowWrite: strings(sandbox.filesystem?.allowWrite), hosts: strings(sandbox.network?.allowedDomains) }
+  } catch {
+    return null
+  }
 }
 
 const list = (value: string | undefined) =>
@@ -224,7 +267,8 @@ const parseFlags = (args: ReadonlyArray<string>): Flags => {
     allowedTools: list(value("--allowedTools")),
     maxTurns: maxTurns === undefined ? undefined : Number(maxTurns),
     maxBudgetUsd: maxBudget === undefined ? undefined : Number(maxBudget),
-    jsonSchema: args.includes("--json-schema")
+    jsonSchema: args.includes("--json-schema"),
+    sandbox: sandboxOf(value("--settings"))
   }
 }
 
@@ -420,7 +464,10 @@ const startProcess = (
             sessionId: flags.sessionId,
             model: flags.model,
             cwd: start.cwd,
-            resumed
+            resumed,
+            sandbox: flags.sandbox === null
+              ? null
+              : { writable: [start.cwd, ...flags.sandbox.allowWrite], hosts: flags.sandbox.hosts }
           })
         ).pipe(Effect.catchAll((error) => Effect.succeed(crash({ stderr: `the model threw: ${error.error}` }))))
         while (true) {
@@ -605,13 +652,23 @@ const startProcess = (
 
 // ---------------------------------------------------------------------------------------------- layers
 
+/** A pretend Linux machine without bubblewrap and socat: the sandbox cannot run. */
+const NO_SANDBOX: Sandbox.Machine = { platform: "linux", path: "", isExecutable: () => false, osRelease: "ID=debian" }
+
 /** The in-memory CLI alone: the seam below `Agent`, for composing the engine yourself. */
 export const cli = (options: Options = {}): Layer.Layer<ClaudeCli> =>
   Layer.sync(ClaudeCli, () => {
     const sessions: Sessions = options.disk ?? new Map()
+    const checkSandbox = (name: string): Effect.Effect<void, SandboxUnavailable> =>
+      options.sandbox === "unavailable" ? Sandbox.check(name, NO_SANDBOX) : Effect.void
     return {
       executable: EXECUTABLE,
-      start: (start: StartOptions) => startProcess(start, sessions, options)
+      checkSandbox,
+      start: (start: StartOptions) =>
+        Effect.zipRight(
+          start.sandboxed === true ? checkSandbox(start.name) : Effect.void,
+          startProcess(start, sessions, options)
+        )
     }
   })
 
@@ -625,6 +682,7 @@ export const layer = (options: Options = {}) => {
     disk: _disk,
     failStart: _fail,
     model: _model,
+    sandbox: _sandbox,
     startDelay: _delay,
     store,
     ...settings

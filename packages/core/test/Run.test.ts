@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { buildArgs } from "../src/Agent.js"
 import { Flotta } from "../src/Flotta.js"
 import { boundFlags } from "../src/Run.js"
+import { selectRuns, viewOf } from "../src/RunList.js"
 import * as Testing from "../src/Testing.js"
 import { eventually, failureOf, memoryFleet, scripted, tagOf } from "./support.js"
 
@@ -143,6 +144,95 @@ describe("runs", () => {
         assert.isNumber(error.costUsd)
       }
     }).pipe(Effect.provide(memoryFleet())))
+
+  it.effect("runs() lists the async runs and verifies, newest first: state, cost, error tag; sync runs are not kept", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      assert.deepStrictEqual(yield* fleet.runs(), [])
+      yield* fleet.run({ prompt: "at once", name: "synchronous" })
+      yield* fleet.runAsync({ prompt: "slow 300 first", name: "first" })
+      yield* TestClock.adjust("10 millis")
+      yield* fleet.runAsync({ prompt: "error 500", name: "broken" })
+      yield* Effect.exit(fleet.awaitRun("broken"))
+      yield* TestClock.adjust("10 millis")
+      const verify = yield* fleet.verifyAsync("/no/such/repository", {
+        branch: "main",
+        checks: ["true"],
+        name: "check"
+      })
+      yield* Effect.exit(fleet.awaitRun(verify))
+
+      const running = yield* fleet.runs({ state: "running" })
+      assert.deepStrictEqual(running.map((r) => r.name), ["first"])
+      assert.deepInclude(running[0], { kind: "run", finishedAt: null, worktree: null, branch: null, error: null })
+      assert.isNumber(running[0]!.costUsd, "a run still going shows what it has spent so far")
+
+      yield* TestClock.adjust("300 millis")
+      yield* fleet.awaitRun("first")
+      const all = yield* fleet.runs()
+      assert.deepStrictEqual(all.map((r) => [r.name, r.kind, r.state, r.error]), [
+        ["check", "verify", "failed", "NotAGitRepo"],
+        ["broken", "run", "failed", "TurnFailed"],
+        ["first", "run", "succeeded", null]
+      ])
+      const first = all.find((r) => r.name === "first")!
+      assert.closeTo(first.costUsd!, 0.001, 1e-9)
+      assert.isString(first.finishedAt)
+      assert.isNull(first.passed)
+      assert.isNull(all[0]!.costUsd, "a verify spends nothing on the model")
+      assert.deepStrictEqual((yield* fleet.runs({ limit: 1 })).map((r) => r.name), ["check"])
+      assert.deepStrictEqual((yield* fleet.runs({ state: "failed", limit: 5 })).map((r) => r.name), ["check", "broken"])
+    }).pipe(Effect.provide(memoryFleet())))
+
+  it("a stored run's view: the branch of its worktree, what a failure had spent, a verify's verdict", () => {
+    const base = { kind: "run" as const, startedAt: "2026-01-01T00:00:00.000Z", finishedAt: "2026-01-01T00:01:00.000Z" }
+    const restarted = viewOf({
+      ...base,
+      name: "fixer",
+      status: "failed",
+      worktree: "/repo/.claude/worktrees/fixer",
+      error: { _tag: "HostRestarted", name: "fixer", turnId: "fixer" }
+    })
+    assert.deepInclude(restarted, {
+      state: "failed",
+      worktree: "/repo/.claude/worktrees/fixer",
+      branch: "worktree-fixer",
+      error: "HostRestarted",
+      costUsd: null
+    })
+    const overBudget = viewOf({
+      ...base,
+      name: "spender",
+      status: "failed",
+      worktree: null,
+      error: { _tag: "BudgetExceeded", costUsd: 0.51 }
+    })
+    assert.deepInclude(overBudget, { costUsd: 0.51, error: "BudgetExceeded", branch: null })
+    const cleaned = viewOf({
+      ...base,
+      name: "tidy",
+      status: "succeeded",
+      worktree: "/repo/.claude/worktrees/tidy",
+      result: {
+        kind: "run",
+        costUsd: 0.2,
+        worktree: { path: "/repo/.claude/worktrees/tidy", branch: "b", removed: true }
+      }
+    })
+    assert.deepInclude(cleaned, { branch: "b", costUsd: 0.2, error: null })
+    const checked = viewOf({
+      ...base,
+      kind: "verify",
+      name: "v",
+      status: "succeeded",
+      worktree: null,
+      result: { kind: "verify", passed: false, branch: "feature", commit: "abc", checks: [] }
+    })
+    assert.deepInclude(checked, { passed: false, branch: "feature", costUsd: null, state: "succeeded" })
+    const views = [restarted, overBudget, cleaned].map((v, i) => ({ ...v, startedAt: `2026-01-0${i + 1}` }))
+    assert.deepStrictEqual(selectRuns(views, { limit: 2 }).map((v) => v.name), ["tidy", "spender"])
+    assert.deepStrictEqual(selectRuns(views, { state: "succeeded" }).map((v) => v.name), ["tidy"])
+  })
 
   it.effect("a template's fields apply and the call's options override them", () =>
     Effect.gen(function*() {

@@ -7,6 +7,7 @@ import { Effect, Exit, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Sqlite from "../src/Sqlite.js"
 import * as Store from "../src/Store.js"
 import { agentRow, storeSuite, turnRow } from "./storeSuite.js"
 
@@ -85,8 +86,7 @@ describe("Store: an SQLite file", () => {
     Effect.gen(function*() {
       const file = tempFile()
       yield* Effect.scoped(Store.open({ sqlite: file }).pipe(Effect.flatMap((s) => s.flush())))
-      const Database = (yield* Effect.promise(() => import("better-sqlite3"))).default
-      const db = new Database(file)
+      const db = Sqlite.openSync(file)
       db.prepare("insert into flotta_migrations (migration_id, name) values (99, 'future')").run()
       db.close()
       const before = fs.readFileSync(file)

@@ -91,7 +91,21 @@ export const make = (
   })
 
 /** The `dashboard` section of a config file, as written (`enabled: false` turns it off). */
-export const FileSection = Schema.Struct(ServerFields)
+export const FileSection = Schema.Struct({
+  ...ServerFields,
+  port: ServerFields.port.annotations({
+    description: "A port of its own. Absent: the dashboard shares the MCP server (`/` beside `/mcp`), with its " +
+      `host and token; without an \`mcp\` section it listens on ${DEFAULT_HOST}:${DEFAULT_PORT} itself.`
+  }),
+  host: ServerFields.host.annotations({
+    description: `The address to listen on, with \`port\` (default ${DEFAULT_HOST}). Anything but loopback ` +
+      "needs a `token`."
+  }),
+  token: ServerFields.token.annotations({
+    description: "Required of every request (a Bearer header, or `?token=` once, after which the browser holds " +
+      "an `HttpOnly; SameSite=Strict` cookie). Default, when it shares the MCP server: that server's token."
+  })
+})
 export type FileSection = typeof FileSection.Type
 
 /** A decoded section as settings input; `undefined` when it is absent or switched off. */

@@ -93,8 +93,21 @@ const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema,
 /** The `mcp` section of a config file, as written (`sessionIdleTimeoutMs`; `enabled: false` turns it off). */
 export const FileSection = Schema.Struct({
   ...ServerFields,
-  maxSessions: exact(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  sessionIdleTimeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive()))
+  port: ServerFields.port.annotations({
+    description: `The port of \`http://<host>:<port>${PATH}\` (default ${DEFAULT_PORT}; 0 picks a free one).`
+  }),
+  token: ServerFields.token.annotations({
+    description: "A bearer token every request must carry (`Authorization: Bearer <token>`); without one, a " +
+      "request gets 401. The client commands send it too."
+  }),
+  maxSessions: exact(Schema.Number.pipe(Schema.int(), Schema.positive())).annotations({
+    description: "Live sessions of the 2025-era protocol at most (default 256); the least recently used one is " +
+      "closed to admit a new one."
+  }),
+  sessionIdleTimeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive())).annotations({
+    description: "A 2025-era session idle this long is closed, in milliseconds (default 30 minutes): clients " +
+      "often never send DELETE."
+  })
 })
 export type FileSection = typeof FileSection.Type
 

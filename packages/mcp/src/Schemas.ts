@@ -3,6 +3,7 @@
  * names it); results describe what the engine returns and tolerate fields added later.
  */
 import { PermissionData } from "@flotta/core/Permission"
+import { SandboxData } from "@flotta/core/Sandbox"
 import { Schema } from "effect"
 
 // --- arguments ---------------------------------------------------------------------------------------------
@@ -45,6 +46,11 @@ const PERMISSION_DESCRIPTION = "\"read_only\" (Read, Glob, Grep), \"full\", { \"
   "(read-only tools are allowed, every other tool waits for a human; see flotta_approvals)"
 
 const Env = Schema.Record({ key: Schema.String, value: Schema.String })
+const SANDBOX_DESCRIPTION = "Run its Bash in the claude CLI's OS sandbox: true writes only in its cwd (a run's " +
+  "worktree) and reaches no network; { \"network\": { \"allow\": [hosts such as \"github.com\", \"*.github.com\", " +
+  "\"127.0.0.1:8080\"] }, \"writable\": [absolute paths, or relative to cwd] } adds hosts and paths. Write, Edit " +
+  "and WebFetch are held to the same paths and hosts. It narrows the permission, never widens it; a machine " +
+  "without the sandbox (bubblewrap and socat on Linux) fails with SandboxUnavailable instead of starting it"
 const CWD_DESCRIPTION = "Working directory (default: the server's)"
 const REPO_DESCRIPTION = "A directory inside the git repository (default: the server's working directory)"
 
@@ -61,7 +67,8 @@ export const SpawnArgs = Schema.Struct({
   env: opt(Env, "Added to the agent's environment"),
   role: opt(Schema.Literal("member", "manager")),
   resume: opt(Text, "A session id to continue (from a run's result or an agent's info)"),
-  host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)")
+  host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)"),
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
 })
 
 export const RunArgs = Schema.Struct({
@@ -87,7 +94,8 @@ export const RunArgs = Schema.Struct({
   maxTurns: opt(Count, "Model calls at most"),
   maxBudgetUsd: opt(Seconds, "Spend at most this many dollars"),
   timeoutSeconds: opt(Seconds, "The run is interrupted after this long"),
-  env: opt(Env, "Added to the run's environment")
+  env: opt(Env, "Added to the run's environment"),
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
 })
 
 export const PromptArgs = Schema.Struct({
@@ -147,6 +155,11 @@ export const ReportsArgs = Schema.Struct({
   limit: opt(Schema.Number.pipe(Schema.int(), Schema.between(1, 10_000)), "At most this many entries (default 100)")
 })
 
+export const RunsArgs = Schema.Struct({
+  state: opt(Schema.Literal("running", "succeeded", "failed"), "Only the runs in this state"),
+  limit: opt(Schema.Number.pipe(Schema.int(), Schema.between(1, 10_000)), "At most this many, newest first")
+})
+
 export const CwdArgs = Schema.Struct({ cwd: opt(Text, REPO_DESCRIPTION) })
 
 export const GcArgs = Schema.Struct({
@@ -195,7 +208,8 @@ export const AgentInfo = Schema.Struct({
   startedAt: Schema.String,
   closedReason: NullableString,
   parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
-  host: opt(Schema.String, "In a cluster: the host that runs it")
+  host: opt(Schema.String, "In a cluster: the host that runs it"),
+  sandbox: opt(SandboxData, "Its sandbox, when it has one (paths absolute)")
 })
 
 export const StatusView = Schema.Struct({
@@ -268,6 +282,20 @@ export const VerifyReport = Schema.Struct({
     durationMs: Schema.Number,
     output: Schema.String
   }))
+})
+
+export const RunView = Schema.Struct({
+  name: Schema.String,
+  kind: Schema.Literal("run", "verify"),
+  state: describe(Schema.Literal("running", "succeeded", "failed"), "Where it stands"),
+  startedAt: Schema.String,
+  finishedAt: NullableString,
+  costUsd: describe(NullableNumber, "A run's spend in USD: so far while it runs, its total once it ends"),
+  worktree: describe(NullableString, "The run's git worktree, if it has one"),
+  branch: describe(NullableString, "The worktree's branch; for a verify, the branch it checked"),
+  passed: describe(Schema.NullOr(Schema.Boolean), "A finished verify's verdict: every check passed"),
+  error: describe(NullableString, "The failure's tag when it failed (the whole error: flotta_run_result)"),
+  host: opt(Schema.String, "In a cluster: the host that runs it")
 })
 
 export const ReportEntry = Schema.Struct({

@@ -239,6 +239,17 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       )
   }),
   Tool.make({
+    name: "flotta_runs",
+    title: "List runs",
+    description: "The async runs (flotta_run) and verifies (flotta_verify), running and finished, newest first: " +
+      "state, start and end, cost, worktree and branch, and the error's tag when one failed. Fetch one's whole " +
+      "outcome with flotta_run_result.",
+    annotations: READ,
+    input: S.RunsArgs,
+    output: Schema.Struct({ runs: Schema.Array(S.RunView) }),
+    run: (query) => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.runs(query)), (runs) => ({ runs }))
+  }),
+  Tool.make({
     name: "flotta_transcript",
     title: "Agent transcript",
     description: "An agent's turns, oldest first: prompt, reply or error, tool calls, permission decisions, cost " +

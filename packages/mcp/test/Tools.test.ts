@@ -49,6 +49,7 @@ const EXPECTED_TOOLS = [
   "flotta_status",
   "flotta_result",
   "flotta_run_result",
+  "flotta_runs",
   "flotta_transcript",
   "flotta_broadcast",
   "flotta_verify",
@@ -100,7 +101,16 @@ for (const era of ERAS) {
           }
         }
         const hints = (name: string) => tools.find((t) => t.name === name)!.annotations!
-        for (const name of ["flotta_list", "flotta_status", "flotta_wait", "flotta_reports", "flotta_transcript"]) {
+        for (
+          const name of [
+            "flotta_list",
+            "flotta_status",
+            "flotta_wait",
+            "flotta_reports",
+            "flotta_transcript",
+            "flotta_runs"
+          ]
+        ) {
           assert.isTrue(hints(name).readOnlyHint, name)
         }
         for (const name of ["flotta_close", "flotta_interrupt", "flotta_gc_worktrees"]) {
@@ -435,6 +445,22 @@ for (const era of ERAS) {
         const missing = yield* call(client, "flotta_wait", { name: checking.name, run: true })
         assert.strictEqual(errorOf(missing)._tag, "NotAGitRepo")
         assert.strictEqual(errorOf(yield* call(client, "flotta_gc_worktrees", { cwd: NOWHERE }))._tag, "NotAGitRepo")
+
+        // The runs and verifies, newest first (started at one instant here: then by name), with their outcome.
+        interface Listed {
+          readonly runs: ReadonlyArray<{ name: string; kind: string; state: string; error: string | null }>
+        }
+        const listed = structured<Listed>(yield* call(client, "flotta_runs", {}))
+        assert.deepStrictEqual(listed.runs.map((r) => [r.name, r.kind, r.state, r.error]), [
+          ["errand", "run", "succeeded", null],
+          ["shaped", "run", "succeeded", null],
+          [checking.name, "verify", "failed", "NotAGitRepo"]
+        ])
+        const failed = structured<Listed>(yield* call(client, "flotta_runs", { state: "failed", limit: 1 }))
+        assert.deepStrictEqual(failed.runs.map((r) => r.name), [checking.name])
+        const refused = yield* call(client, "flotta_runs", { state: "done" })
+        assert.isTrue(refused.isError)
+        assert.include(text(refused), "state")
       }).pipe(Effect.provide(fleet())))
 
     it.scoped("reports page by cursor, filtered by agent and kinds", () =>

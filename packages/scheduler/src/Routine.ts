@@ -9,6 +9,7 @@
 import * as Permission from "@flotta/core/Permission"
 import { NAME_PATTERN } from "@flotta/core/Registry"
 import type { Rejected } from "@flotta/core/Spec"
+import { ShapeAnnotationId } from "@flotta/core/Spec"
 import { Either, ParseResult, Schema } from "effect"
 import type { Cadence, RoutineAction } from "./Steering.js"
 import { parseClock } from "./WorkingHours.js"
@@ -21,61 +22,91 @@ const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 const Dollars = Schema.Number.pipe(Schema.positive({ message: () => "a positive number of dollars" }))
 const Text = Schema.String.pipe(Schema.minLength(1, { message: () => "a non-empty string" }))
 const Env = Schema.Record({ key: Schema.String, value: Schema.String })
-/** An optional field that, when present, must be valid (no `undefined`). */
-const optional = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+/** An optional field that, when present, must be valid (no `undefined`), described for the config reference. */
+const optional = <A, I>(schema: Schema.Schema<A, I>, description: string) =>
+  Schema.optionalWith(schema, { exact: true }).annotations({ description })
+/** A required field, described for the config reference. */
+const required = <A, I>(schema: Schema.Schema<A, I>, description: string) =>
+  Schema.propertySignature(schema).annotations({ description })
+
+/** What `every` accepts (`decodeEvery` checks it, with messages of its own). */
+export const CadenceSchema = Schema.Union(
+  Schema.Struct({ intervalMs: PositiveInt.pipe(Schema.greaterThanOrEqualTo(1000)) }),
+  Schema.Struct({ dailyAt: Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/)) })
+)
 
 const Common = {
-  name: Name("a routine name"),
+  name: required(Name("a routine name"), "The routine's name, unique among the routines."),
   action: Schema.Literal("scan", "run", "dispatch_scan", "prompt"),
   /** Decoded on its own first (see `decodeEvery`); kept here so excess-property checks know it. */
-  every: Schema.Unknown,
-  maxBudgetUsd: optional(Dollars),
-  dailyBudgetUsd: optional(Dollars)
+  every: Schema.propertySignature(Schema.Unknown).annotations({
+    description: "When it fires: `{ \"intervalMs\": n }` after every n ms of working time; " +
+      "`{ \"dailyAt\": \"HH:MM\" }` once per working day, at that local time.",
+    [ShapeAnnotationId]: CadenceSchema
+  }),
+  maxBudgetUsd: optional(Dollars, "Dollars at most per fire."),
+  dailyBudgetUsd: optional(
+    Dollars,
+    "Dollars per day for this routine: crossing it pauses the routine until the next day."
+  )
 }
 
 /** Where and how a scan's (or a run's) child runs. */
 const Placement = {
-  cwd: optional(Text),
-  model: optional(Text),
-  env: optional(Env),
-  maxTurns: optional(PositiveInt),
-  timeoutMs: optional(PositiveInt)
+  cwd: optional(Text, "The child's working directory."),
+  model: optional(Text, "The model name or alias."),
+  env: optional(Env, "Added to the child's environment."),
+  maxTurns: optional(PositiveInt, "Model calls at most."),
+  timeoutMs: optional(PositiveInt, "The child's turn is interrupted after this long, in milliseconds.")
 }
 
 const ScanFields = {
   ...Placement,
-  /** Narrows what the scan looks for. */
-  focus: optional(Text),
-  /** The scan's turn text; the scan's rules and focus go into its system prompt. */
-  prompt: optional(Text)
+  focus: optional(Text, "Narrows what the scan looks for."),
+  prompt: optional(Text, "The scan's turn text; the scan's rules and focus go into its system prompt.")
 }
 
-const ScanRoutine = Schema.Struct({ ...Common, action: Schema.Literal("scan"), ...ScanFields })
+const ScanRoutine = Schema.Struct({
+  ...Common,
+  action: required(
+    Schema.Literal("scan"),
+    "A read-only run that returns tasks as structured output; they join the findings."
+  ),
+  ...ScanFields
+})
 const DispatchRoutine = Schema.Struct({
   ...Common,
-  action: Schema.Literal("dispatch_scan"),
+  action: required(Schema.Literal("dispatch_scan"), "A scan, then a run of `template` per new task."),
   ...ScanFields,
-  /** The run template each new task is dispatched to. */
-  template: Name("a run template name"),
+  template: required(Name("a run template name"), "The `run` template each new task is dispatched to."),
   maxDispatch: Schema.optionalWith(PositiveInt.pipe(Schema.lessThanOrEqualTo(100)), { default: () => 1 })
+    .annotations({ description: "Runs at most per fire." })
 })
 const RunRoutine = Schema.Struct({
   ...Common,
-  action: Schema.Literal("run"),
+  action: required(Schema.Literal("run"), "A run: a template, or a prompt with its own settings."),
   ...Placement,
-  template: optional(Name("a run template name")),
-  prompt: optional(Text),
-  /** Only without a template; a write permission needs `worktree: true`. */
-  permission: optional(Permission.PermissionData),
-  worktree: optional(Schema.Boolean)
+  template: optional(
+    Name("a run template name"),
+    "A `run` entry of the fleet: the run takes its permission and worktree from it."
+  ),
+  prompt: optional(Text, "The task (required without a template)."),
+  permission: optional(
+    Permission.PermissionData,
+    "Only without a template; a write permission needs `worktree: true`."
+  ),
+  worktree: optional(Schema.Boolean, "Only without a template: the run works in its own git worktree.")
 })
 const PromptRoutine = Schema.Struct({
   ...Common,
-  action: Schema.Literal("prompt"),
-  agent: Name("an agent name"),
-  prompt: Text,
-  timeoutMs: optional(PositiveInt)
+  action: required(Schema.Literal("prompt"), "A turn to a standing session (`maxBudgetUsd` is refused)."),
+  agent: required(Name("an agent name"), "The session to prompt."),
+  prompt: required(Text, "The turn's text."),
+  timeoutMs: optional(PositiveInt, "The turn's timeout, in milliseconds.")
 })
+
+/** A routine as written in the config's `routines` (one of four actions). */
+export const RoutineSchema = Schema.Union(ScanRoutine, DispatchRoutine, RunRoutine, PromptRoutine)
 
 type WithCadence<A> = Omit<A, "every"> & { readonly every: Cadence }
 export type ScanRoutine = WithCadence<typeof ScanRoutine.Type>

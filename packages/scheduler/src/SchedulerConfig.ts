@@ -13,7 +13,7 @@
  */
 import { InvalidSpec } from "@flotta/core/Errors"
 import type { Rejected } from "@flotta/core/Spec"
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import type { Routine } from "./Routine.js"
 import { isRecord, readRoutines } from "./Routine.js"
 import type { Mode, Weekday } from "./Steering.js"
@@ -41,6 +41,51 @@ type Issue = { readonly path: string; readonly message: string }
 
 const DAYS: ReadonlyArray<Weekday> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 const ZONE_HINT = "\"utc\", { \"offsetSeconds\": -25200 }, or an IANA name such as \"America/Los_Angeles\""
+
+const Clock = Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/))
+/** `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`; an end of `24:00` is midnight. */
+const WindowSchema = Schema.Union(
+  Schema.Tuple(Clock, Clock),
+  Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}-\d{2}:\d{2}$/))
+)
+const Windows = Schema.Array(WindowSchema)
+
+/**
+ * The `schedule` section as written: what `readSchedule` accepts (it checks each field with messages of its own,
+ * and takes its field names from here). The descriptions are the config reference's prose.
+ */
+export const ScheduleSection = Schema.Struct({
+  timezone: Schema.propertySignature(Schema.Union(
+    Schema.Literal("utc"),
+    Schema.Struct({ offsetSeconds: Schema.Number.pipe(Schema.int(), Schema.between(-50400, 50400)) }),
+    Schema.String
+  )).annotations({
+    description: "`\"utc\"`, a fixed offset in seconds east of UTC, or an IANA name such as " +
+      "`\"America/Los_Angeles\"` (on the days the clocks change, a window is neither lost nor doubled)."
+  }),
+  hours: Schema.propertySignature(Schema.partial(Schema.Struct({
+    mon: Windows,
+    tue: Windows,
+    wed: Windows,
+    thu: Windows,
+    fri: Windows,
+    sat: Windows,
+    sun: Windows
+  }))).annotations({
+    description: "Working windows per weekday (`mon` to `sun`) in local wall-clock time: " +
+      "`{ \"mon\": [[\"08:47\", \"17:00\"]] }`, or `\"08:47-17:00\"`. A day not named has no working time."
+  }),
+  tickMs: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000)), {
+    default: () => DEFAULT_TICK_MS
+  }).annotations({
+    description: "The heartbeat's longest sleep, in milliseconds; it also wakes at every change of the schedule."
+  }),
+  start: Schema.optionalWith(Schema.Literal("working", "paused"), { default: () => "working" as const }).annotations({
+    description: "`working` follows the schedule from the start; `paused` fires nothing until resumed."
+  })
+})
+
+const SCHEDULE_FIELDS: ReadonlyArray<string> = Object.keys(ScheduleSection.fields)
 
 const readZone = (input: unknown, at: string): TimeZone | Issue => {
   if (typeof input === "string") {
@@ -95,7 +140,7 @@ export const readSchedule = (
   if (!isRecord(input)) return Either.left([{ path: at, message: "expected an object with timezone and hours" }])
   const issues: Array<Issue> = []
   for (const key of Object.keys(input)) {
-    if (!["timezone", "hours", "tickMs", "start"].includes(key)) {
+    if (!SCHEDULE_FIELDS.includes(key)) {
       issues.push({
         path: `${at}.${key}`,
         message: "unknown field: the schedule has timezone, hours, tickMs and start"

@@ -56,6 +56,8 @@ export interface Dialect {
   readonly sizeBytes: Effect.Effect<number | null>
   /** Rows per multi-row insert (SQLite allows 32,766 parameters in one statement). */
   readonly chunk: number
+  /** The SQLite driver in use (`node:sqlite`, `better-sqlite3 12.11.1`). */
+  readonly driver?: string
 }
 
 const unavailable = (location: string, reason: string, hint: string) => new StoreUnavailable({ location, reason, hint })
@@ -501,7 +503,8 @@ export const make = (
         location,
         schemaVersion: yield* schemaVersion(sql, dialect.kind).pipe(Effect.orElseSucceed(() => -1)),
         sizeBytes: yield* dialect.sizeBytes,
-        health: healthNow()
+        health: healthNow(),
+        ...(dialect.driver === undefined ? {} : { driver: dialect.driver })
       }
     })
 

@@ -3,7 +3,6 @@
  * that names its holder. A file that is not a database, or of a newer schema, is refused and left as it is.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
@@ -11,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { StoreLocked, StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
 import type { StoreError } from "../Errors.js"
+import * as Sqlite from "../Sqlite.js"
 import type { StoreOptions, StoreShape } from "../Store.js"
 import { isAlive, startTicks } from "./processes.js"
 import { causeText, HINT_RESTORE, make, migrate, SCHEMA_VERSION, schemaVersion } from "./sqlStore.js"
@@ -131,9 +131,10 @@ const sizeOf = (file: string) =>
     }, 0)
   )
 
+/** `driver` (not in the public options) is for tests and benchmarks: the default is the one this Node uses. */
 export const openSqlite = (
   file: string,
-  options: StoreOptions & { readonly readOnly?: boolean }
+  options: StoreOptions & { readonly readOnly?: boolean; readonly driver?: Sqlite.DriverChoice }
 ): Effect.Effect<StoreShape, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const location = path.resolve(file)
@@ -152,8 +153,13 @@ export const openSqlite = (
     })
     yield* checkHeader(location)
     if (!readOnly) yield* lock(location)
-    const sql = yield* SqliteClient.make({ filename: location, readonly: readOnly, disableWAL: readOnly }).pipe(
+    // Read-only beside a running serve: no WAL switch (it would write), and the writer's lock is waited for.
+    // A driver that does not load fails with its own StoreUnavailable, which says what to run.
+    const config = { filename: location, readOnly, ...(options.driver === undefined ? {} : { driver: options.driver }) }
+    const sql = yield* Sqlite.make(config).pipe(
       Effect.provide(Reactivity.layer),
+      Effect.catchTag("SqlError", (e) =>
+        new StoreUnavailable({ location, reason: `it cannot be opened: ${causeText(e)}`, hint: HINT_RESTORE })),
       Effect.catchAllDefect((defect) =>
         new StoreUnavailable({ location, reason: `it cannot be opened: ${causeText(defect)}`, hint: HINT_RESTORE })
       )
@@ -173,5 +179,9 @@ export const openSqlite = (
       Effect.catchTag("SqlError", (e) =>
         new StoreUnavailable({ location, reason: `it cannot be read: ${causeText(e)}`, hint: HINT_RESTORE }))
     )
-    return yield* make(sql, { kind: "sqlite", location, sizeBytes: sizeOf(location), chunk: 1000 }, options)
+    return yield* make(
+      sql,
+      { kind: "sqlite", location, sizeBytes: sizeOf(location), chunk: 1000, driver: sql.driver },
+      options
+    )
   })

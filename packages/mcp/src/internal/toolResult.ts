@@ -14,6 +14,8 @@ const ADVICE: Record<string, string> = {
   InvalidName: "Use 1 to 63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
   InvalidSpec: "Fix that field and call again",
   SpawnFailed: "Check cwd, model and the claude CLI (its stderr is above), then spawn again",
+  SandboxUnavailable: "The fleet's host lacks what the message names: a person must install it there (`flotta " +
+    "doctor` checks the sandbox); a sandboxed agent is never started without it",
   TurnTimeout: "Prompt again with a larger turnTimeoutSeconds, or split the task",
   TurnInterrupted: "Prompt the agent again to continue",
   TurnFailed: "The model API failed; try again later with flotta_prompt",

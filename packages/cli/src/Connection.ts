@@ -1,0 +1,205 @@
+/**
+ * How a command reaches a running `flotta serve`: its MCP endpoint and token (`--url`, `--token`, else the decoded
+ * config's `mcp` section with its environment variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST / FLOTTA_MCP_TOKEN,
+ * applied, else 127.0.0.1:4099), the connection flags every client command shares (`--url`, `--token`, `--json`,
+ * `--config`), one tool call (a typed refusal keeps the fleet's own tag, hence its exit code), and `withClient`,
+ * which prints a command's compact view for a person, or with `--json` the server's structured answer.
+ */
+import { Options } from "@effect/cli"
+import type { ReportEntry, StoreHealth } from "@flotta/core/Store"
+import * as McpConfig from "@flotta/mcp/McpConfig"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Effect, Option, Redacted, Schema } from "effect"
+import * as ConfigFile from "./ConfigFile.js"
+import * as Flags from "./Flags.js"
+import * as Output from "./Output.js"
+import * as Shared from "./SharedOptions.js"
+import * as Views from "./Views.js"
+
+/** No server answered at the endpoint. */
+export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("ServerUnreachable", {
+  url: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `no flotta server answered at ${this.url} (${this.reason}): start one with \`flotta serve\`, or pass --url`
+  }
+}
+
+/** The server refused a tool call with a typed failure; `_tag` is the fleet's own (AgentNotFound, ...). */
+export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
+  tool: Schema.String,
+  error: Schema.Struct({ _tag: Schema.String, message: Schema.String }),
+  text: Schema.String
+}) {
+  override get message() {
+    return this.text
+  }
+}
+
+export const connection = {
+  url: Flags.url("url").pipe(
+    Options.withDescription("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)."),
+    Options.optional
+  ),
+  token: Options.redacted("token").pipe(
+    Options.withPseudoName("token"),
+    Options.withDescription("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)."),
+    Options.optional
+  ),
+  json: Options.boolean("json").pipe(Options.withDescription("Print the server's structured answer as JSON.")),
+  config: Shared.config
+}
+
+export type Connection = {
+  readonly url: Option.Option<string>
+  readonly token: Option.Option<Redacted.Redacted<string>>
+  readonly json: boolean
+  readonly config: Option.Option<string>
+}
+
+/** The config as the client commands read it: the `mcp` section assumed, so its variables always apply. */
+export const clientConfig = (flags: Pick<Connection, "config">) =>
+  ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
+
+/** The endpoint and token this command should use: the flags, else the config's `mcp` section and its variables. */
+export const endpointOf = (
+  flags: Pick<Connection, "url" | "token">,
+  config: ConfigFile.LoadedConfig
+) => {
+  const mcp = config.mcp ?? {}
+  const host = mcp.host ?? McpConfig.DEFAULT_HOST
+  const port = mcp.port ?? McpConfig.DEFAULT_PORT
+  const url = Option.getOrElse(
+    flags.url,
+    () => `http://${host.includes(":") ? `[${host}]` : host}:${port}${McpConfig.PATH}`
+  )
+  const token = Option.orElse(
+    Option.map(flags.token, Redacted.value),
+    () => Option.map(Option.fromNullable(mcp.token), (t) => (typeof t === "string" ? t : Redacted.value(t)))
+  )
+  return { url, token }
+}
+
+/** A connected client for the duration of the scope. */
+export const connect = (flags: Connection) =>
+  Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
+
+/** A client connected to `url` for the duration of the scope. */
+export const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => {
+        const client = new Client({ name: "flotta-cli", version: "0.1.0" })
+        const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
+        const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
+        return client.connect(transport).then(() => client)
+      },
+      catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
+    }),
+    (client) => Effect.promise(() => client.close().catch(() => undefined))
+  )
+
+interface ToolResult {
+  readonly isError?: boolean
+  readonly content: ReadonlyArray<{ readonly type: string; readonly text?: string }>
+  readonly structuredContent?: Record<string, unknown>
+}
+
+/**
+ * What to do about a refusal, said for a person at a shell (the server's own advice names MCP tools); a failure
+ * not listed here is shown with its message alone.
+ */
+const ADVICE: Readonly<Record<string, string>> = {
+  AgentNotFound: "`flotta list` shows the live agents; `flotta spawn NAME` starts one",
+  AgentAlreadyExists: "pick another name, or `flotta close` the existing agent first",
+  AgentClosed: "`flotta spawn NAME --resume SESSION` starts a new one that continues its conversation",
+  TurnPending: "`flotta wait NAME` waits for it",
+  NoResult: "`flotta transcript NAME` lists its turns",
+  RunNotFound: "`flotta runs` lists the runs the serve knows"
+}
+
+const sentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`)
+
+/** A typed refusal as the command prints it: `<Tag>: <message>. <advice>.` */
+export const describeRefusal = (error: { readonly _tag: string; readonly message: string }): string => {
+  const advice = ADVICE[error._tag]
+  return `${error._tag}: ${sentence(error.message)}${advice === undefined ? "" : ` ${sentence(advice)}`}`
+}
+
+/** Calls one tool; a typed failure becomes ToolFailed (its exit code is the failure's own). */
+export const call = (client: Client, tool: string, args: Record<string, unknown>) =>
+  Effect.tryPromise({
+    try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }) as Promise<ToolResult>,
+    catch: (e) => new ServerUnreachable({ url: "the server", reason: e instanceof Error ? e.message : String(e) })
+  }).pipe(
+    Effect.flatMap((result) => {
+      const text = result.content.map((block) => block.text ?? "").join("\n")
+      if (result.isError === true) {
+        const error = result.structuredContent?.["error"] as { _tag: string; message: string } | undefined
+        return Effect.fail(
+          error === undefined
+            ? new ToolFailed({ tool, error: { _tag: "ToolFailed", message: text }, text })
+            : new ToolFailed({ tool, error, text: describeRefusal(error) })
+        )
+      }
+      return Effect.succeed(result.structuredContent ?? {})
+    })
+  )
+
+/** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
+const STORE_KINDS = ["store_degraded", "store_recovered"] as const
+
+/**
+ * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only
+ * reader of the file cannot know: the writes that fail are the serve's). None when it is ok, or unknown.
+ */
+export const liveStoreHealth = (client: Client) =>
+  Effect.gen(function*() {
+    let cursor = 0
+    let latest: ReportEntry | undefined
+    while (true) {
+      const page = yield* call(client, "flotta_reports", { agent: "store", kinds: STORE_KINDS, cursor, limit: 10_000 })
+      const entries = page["entries"] as ReadonlyArray<ReportEntry>
+      latest = entries[entries.length - 1] ?? latest
+      cursor = page["next"] as number
+      if (entries.length < 10_000) break
+    }
+    return latest?.kind === "store_degraded" ? Option.some(latest.data as StoreHealth) : Option.none<StoreHealth>()
+  }).pipe(Effect.orElseSucceed(() => Option.none<StoreHealth>()))
+
+/**
+ * The store's health through the serve a config points at, if one answers (only a config with an `mcp`
+ * section serves over HTTP): for `doctor`. None when no serve answers.
+ */
+export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
+  config.mcp === undefined
+    ? Effect.succeed(Option.none<{ readonly url: string; readonly health: Option.Option<StoreHealth> }>())
+    : Effect.scoped(Effect.gen(function*() {
+      const endpoint = endpointOf({ url: Option.none(), token: Option.none() }, config)
+      const client = yield* connectTo(endpoint)
+      return Option.some({ url: endpoint.url, health: yield* liveStoreHealth(client) })
+    })).pipe(Effect.orElseSucceed(() => Option.none()))
+
+/**
+ * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
+ * store gets a line of its own after the answer.
+ */
+export const withClient = <A extends Record<string, unknown>>(
+  flags: Connection,
+  body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
+  render: (value: A) => string,
+  options: { readonly storeHealth?: boolean } = {}
+) =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const client = yield* connect(flags)
+      const value = yield* body(client)
+      if (flags.json) return yield* Output.stdout(JSON.stringify(value, null, 2))
+      yield* Output.stdout(render(value))
+      if (options.storeHealth === true) {
+        const health = yield* liveStoreHealth(client)
+        if (Option.isSome(health)) yield* Output.stdout(`store: ${Views.describeHealth(health.value)}`)
+      }
+    })
+  )
