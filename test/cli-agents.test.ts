@@ -7,11 +7,11 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
+import { newRepo } from "./support/git.js"
 import { freePort, waitUntil } from "./support/realCli.js"
 import { eventually } from "./support/waiting.js"
 
@@ -22,9 +22,6 @@ beforeAll(() => {
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
 
 const json = <A = Record<string, unknown>>(stdout: string): A => JSON.parse(stdout) as A
 
@@ -42,10 +39,8 @@ describe("the agent, run and worktree commands against a running serve", () => {
   }, async () => {
     const project = path.join(dir, "repo")
     fs.mkdirSync(project)
-    git(project, "init", "-q", "-b", "main")
     fs.writeFileSync(path.join(project, "README.md"), "hello\n")
-    git(project, "add", ".")
-    git(project, "commit", "-qm", "init")
+    newRepo(project)
     const port = await freePort()
     fs.writeFileSync(
       path.join(project, "flotta.config.json"),

@@ -3,12 +3,12 @@
  * built-in simulator (`--simulate`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 
 import { runFlotta } from "./support/cli.js"
+import { newRepo } from "./support/git.js"
 
 let dir: string
 beforeAll(() => {
@@ -17,9 +17,6 @@ beforeAll(() => {
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
 
 describe("flotta run", () => {
   it("prints the reply on stdout, pipe-clean, and a cost and duration footer on stderr", async () => {
@@ -56,11 +53,7 @@ describe("flotta run", () => {
 
   it("--worktree isolates the run and the footer says where", async () => {
     const repo = path.join(dir, "repo")
-    fs.mkdirSync(repo)
-    git(repo, "init", "-q", "-b", "main")
-    fs.writeFileSync(path.join(repo, "README"), "x\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "init")
+    newRepo(repo)
     const worktree = path.join(repo, ".claude", "worktrees", "cli-run")
     const ran = await runFlotta(repo, [
       "run",

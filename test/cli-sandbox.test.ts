@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { runFlotta } from "./support/cli.js"
+import { newRepo } from "./support/git.js"
 
 let dir: string
 /** A PATH with socat and git but no bwrap. */
@@ -25,19 +26,6 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
-
-const newRepo = (name: string) => {
-  const repo = path.join(dir, name)
-  fs.mkdirSync(repo)
-  git(repo, "init", "-q", "-b", "main")
-  fs.writeFileSync(path.join(repo, "README"), "hello\n")
-  git(repo, "add", "README")
-  git(repo, "commit", "-qm", "first")
-  return repo
-}
-
 interface DoctorJson {
   readonly ok: boolean
   readonly checks: ReadonlyArray<{ readonly level: string; readonly topic: string; readonly text: string }>
@@ -46,7 +34,7 @@ const sandboxCheck = (stdout: string) => (JSON.parse(stdout) as DoctorJson).chec
 
 describe("flotta run --sandbox", () => {
   it("a sandboxed full run in its worktree writes there and not outside", async () => {
-    const repo = newRepo("run")
+    const repo = newRepo(path.join(dir, "run"))
     const outside = path.join(dir, "outside")
     fs.mkdirSync(outside)
     const ran = await runFlotta(repo, [

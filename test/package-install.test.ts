@@ -10,11 +10,11 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { ROOT, runProgram } from "./support/cli.js"
 import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./support/FakeMessagesApi.js"
 import { freePort } from "./support/ports.js"
 import { waitUntil } from "./support/waiting.js"
 
-const ROOT = path.resolve(import.meta.dirname, "..")
 const INSTALL_TIMEOUT = 15 * 60_000
 
 let dir: string
@@ -23,31 +23,9 @@ let api: FakeMessagesApi
 let npmVersion: string
 let installLog: string
 
-interface Ran {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
 /** Runs a command to its end in the project, with stdin closed. */
 const run = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}, timeout = 180_000) =>
-  new Promise<Ran>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: project,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d) => (stdout += d))
-    child.stderr.on("data", (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeout)
-    child.on("error", reject)
-    child.on("close", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+  runProgram(command, args, { cwd: project, env, timeout })
 
 const npx = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => run("npx", ["--no", ...args], env)
 

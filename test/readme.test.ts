@@ -13,7 +13,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { FLOTTA, ROOT, runFlotta } from "./support/cli.js"
+import { FLOTTA, ROOT, runFlotta, runProgram } from "./support/cli.js"
 import { type Step, steps, words } from "./support/docBlocks.js"
 import { startFakeMessagesApi } from "./support/FakeMessagesApi.js"
 import { type FakeMessagesApi, offlineEnv } from "./support/FakeMessagesApi.js"
@@ -123,21 +123,6 @@ const stop = async (server: Background) => {
   assert.strictEqual(server.out.code, 0, server.out.stderr)
 }
 
-/** Runs a program to its end, collecting what it prints. */
-const runProcess = (
-  command: string,
-  args: ReadonlyArray<string>,
-  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }
-) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d) => (stdout += d))
-    child.stderr.on("data", (d) => (stderr += d))
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
-
 /** A directory inside this repository, where `flotta`, `@flotta/*` and `@effect/vitest` resolve as for a user. */
 const insideRepository = (name: string) => {
   const cache = path.join(ROOT, "node_modules", ".cache")
@@ -209,9 +194,9 @@ const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
       // `claude mcp add` writes the user's Claude Code config: here, in this project's own HOME.
       const home = env["HOME"]!
       const claude = path.join(ROOT, "node_modules", ".bin", "claude")
-      const result = await runProcess(claude, argv.slice(1), {
+      const result = await runProgram(claude, argv.slice(1), {
         cwd: project,
-        env: { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: path.join(home, ".claude") }
+        env: { HOME: home, CLAUDE_CONFIG_DIR: path.join(home, ".claude") }
       })
       assert.strictEqual(result.code, 0, `${page}: ${line}: ${result.stdout}${result.stderr}`)
       const saved = fs.readFileSync(path.join(home, ".claude", ".claude.json"), "utf8")
@@ -311,9 +296,10 @@ describe("the docs' programs", () => {
       const file = path.join(dir, step.language === "js" ? "program.mjs" : "program.mts")
       fs.writeFileSync(file, step.code)
       const args = step.language === "js" ? [file] : ["--import", "tsx", file]
-      const output = await runProcess(process.execPath, args, {
+      const output = await runProgram(process.execPath, args, {
         cwd: dir,
-        env: { ...process.env, ...offlineEnv(api, path.join(dir, "claude")) }
+        env: offlineEnv(api, path.join(dir, "claude")),
+        timeout: 170_000
       })
       assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
       if (step.code.includes("createFleet()")) {
@@ -337,9 +323,10 @@ describe("the docs' test files", () => {
       fs.writeFileSync(path.join(dir, s.name), s.code)
       fs.writeFileSync(path.join(dir, "vitest.config.mjs"), "export default { test: { testTimeout: 60000 } }\n")
       const vitest = path.join(ROOT, "node_modules", "vitest", "vitest.mjs")
-      const output = await runProcess(process.execPath, [vitest, "run", "--root", dir, "--reporter", "verbose"], {
+      const output = await runProgram(process.execPath, [vitest, "run", "--root", dir, "--reporter", "verbose"], {
         cwd: dir,
-        env: { ...process.env, CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" }
+        env: { CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" },
+        timeout: 170_000
       })
       assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
       const tests = (s.code.match(/^\s*it(\.\w+)?\(/gm) ?? []).length

@@ -3,26 +3,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
+import { git, newRepo } from "./support/git.js"
 import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-runs")
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
-
-const newRepo = (name: string) => {
-  const dir = path.join(offline.root, "repos", name)
-  fs.mkdirSync(dir, { recursive: true })
-  git(dir, "init", "-q", "-b", "main")
-  fs.writeFileSync(path.join(dir, "README"), "hello\n")
-  git(dir, "add", "README")
-  git(dir, "commit", "-qm", "first")
-  return dir
-}
 
 const realFleet = Flotta.layer({ claudePath: CLAUDE })
 
@@ -37,7 +24,7 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("a write in a worktree run lands in the worktree, not in the main checkout", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const repo = newRepo("isolated")
+      const repo = newRepo(path.join(offline.root, "repos", "isolated"))
       const worktree = path.join(repo, ".claude", "worktrees", "writer")
       const result = yield* fleet.run({
         prompt: `WRITE ${path.join(worktree, "out.txt")} written in isolation`,
@@ -63,7 +50,7 @@ describe("runs with the real claude CLI", () => {
   it.scopedLive("cleanup commits the run's work to its branch and removes the worktree", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta.Flotta
-      const repo = newRepo("tidy")
+      const repo = newRepo(path.join(offline.root, "repos", "tidy"))
       const worktree = path.join(repo, ".claude", "worktrees", "tidy")
       const result = yield* fleet.run({
         prompt: `WRITE ${path.join(worktree, "kept.txt")} kept on the branch`,

@@ -3,11 +3,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Schedule } from "effect"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Flotta } from "../packages/core/src/Flotta.js"
 import { fakeFleet, tempDir } from "../packages/core/test/support.js"
+import { git, newRepo } from "./support/git.js"
 
 const tagOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : "success"
@@ -17,17 +17,10 @@ const errorOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   throw new Error(`expected a typed failure, got ${String(exit)}`)
 }
 
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
-
 /** A repository with one commit, in a temp dir. */
 const repo = Effect.gen(function*() {
   const dir = yield* tempDir
-  git(dir, "init", "-q", "-b", "main")
-  fs.writeFileSync(path.join(dir, "README"), "hello\n")
-  git(dir, "add", "README")
-  git(dir, "commit", "-qm", "first")
-  return fs.realpathSync(dir)
+  return fs.realpathSync(newRepo(dir))
 })
 
 describe("worktrees (fake CLI, real git)", () => {

@@ -7,30 +7,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { execFile, execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import type { RunOptions } from "../packages/core/src/Run.js"
 import * as Sandbox from "../packages/core/src/Sandbox.js"
+import { newRepo } from "./support/git.js"
 import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-sandbox")
 const realFleet = Flotta.layer({ claudePath: CLAUDE })
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8" }).trim()
-
-const newRepo = (name: string) => {
-  const dir = path.join(offline.root, "repos", name)
-  fs.mkdirSync(dir, { recursive: true })
-  git(dir, "init", "-q", "-b", "main")
-  fs.writeFileSync(path.join(dir, "README"), "hello\n")
-  git(dir, "add", "README")
-  git(dir, "commit", "-qm", "first")
-  return dir
-}
 
 /** A directory outside every worktree, as the run's target to escape to. */
 const outsideDir = (name: string) => {
@@ -105,7 +93,7 @@ const statuses = (text: string) =>
 describe("sandboxed runs with the real claude CLI", () => {
   it.scopedLive("a full-permission run works in its worktree, and writes nowhere else (Bash, Write, or asking out)", () =>
     Effect.gen(function*() {
-      const repo = newRepo("writes")
+      const repo = newRepo(path.join(offline.root, "repos", "writes"))
       const outside = outsideDir("writes")
       const worktree = (name: string) => path.join(repo, ".claude", "worktrees", name)
 
@@ -161,7 +149,7 @@ describe("sandboxed runs with the real claude CLI", () => {
 
   it.scopedLive("it reaches no local port it was not given; one given as host:port it reaches through the proxy", () =>
     Effect.gen(function*() {
-      const repo = newRepo("network")
+      const repo = newRepo(path.join(offline.root, "repos", "network"))
       const { connections, port } = yield* tcpServer
       const url = `http://127.0.0.1:${port}/`
       // Inside the sandbox NO_PROXY lists loopback, so plain curl dials directly: the sandbox has no network of its
@@ -191,7 +179,7 @@ describe("sandboxed runs with the real claude CLI", () => {
 
   it.scopedLive("a sandbox never widens the permission: Bash it does not allow is denied, though the sandbox would allow it", () =>
     Effect.gen(function*() {
-      const repo = newRepo("narrow")
+      const repo = newRepo(path.join(offline.root, "repos", "narrow"))
       const worktree = path.join(repo, ".claude", "worktrees", "narrow")
       // The CLI could auto-allow sandboxed Bash (autoAllowBashIfSandboxed); flotta keeps every call under the permission.
       const result = yield* fullRun(repo, "narrow", "BASH touch inside.txt", {
@@ -209,7 +197,7 @@ describe("sandboxed runs with the real claude CLI", () => {
 
   it.scopedLive("SandboxUnavailable when bwrap is not on the child's PATH: no worktree, no process, no request", () =>
     Effect.gen(function*() {
-      const repo = newRepo("unavailable")
+      const repo = newRepo(path.join(offline.root, "repos", "unavailable"))
       const PATH = toolDir("no-bwrap", { socat: { link: "/usr/bin/socat" } })
       const requests = offline.api.requests.length
       const error = errorOf(
@@ -226,7 +214,7 @@ describe("sandboxed runs with the real claude CLI", () => {
 
   it.scopedLive("a sandbox that fails when it runs fails closed: the command does not run at all", () =>
     Effect.gen(function*() {
-      const repo = newRepo("broken")
+      const repo = newRepo(path.join(offline.root, "repos", "broken"))
       const outside = outsideDir("broken")
       // A bwrap that is there (so both checks pass) but cannot make a sandbox, as on a host that forbids namespaces.
       const broken = toolDir("broken-bwrap", {

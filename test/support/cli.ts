@@ -11,25 +11,33 @@ export interface Ran {
   readonly stderr: string
 }
 
-/** Runs `flotta ...args` in `cwd` with stdin closed and stdout/stderr captured (neither is a terminal). */
-export const runFlotta = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+/** Runs a program to its end in `cwd` with stdin closed, collecting what it prints; SIGKILL after `timeout` ms. */
+export const runProgram = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env?: Record<string, string | undefined>; readonly timeout?: number }
+) =>
   new Promise<Ran>((resolve, reject) => {
-    const child = spawn(process.execPath, [FLOTTA, ...args], {
-      cwd,
-      env: { ...process.env, ...env },
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
     child.stderr.on("data", (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000)
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeout ?? 120_000)
     child.on("error", reject)
     child.on("close", (code) => {
       clearTimeout(timer)
       resolve({ code, stdout, stderr })
     })
   })
+
+/** Runs `flotta ...args` in `cwd` with stdin closed and stdout/stderr captured (neither is a terminal). */
+export const runFlotta = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  runProgram(process.execPath, [FLOTTA, ...args], { cwd, env })
 
 /** Runs each `flotta ...args` in `cwd`, a few at a time (each is a Node start-up), results in order. */
 export const runFlottaAll = async (
