@@ -27,13 +27,23 @@ export default tseslint.config(
   {
     files: ["packages/*/src/**/*.ts"],
     rules: {
-      "no-restricted-syntax": ["error",
-        { selector: "CallExpression[callee.object.name='console']", message: "log with Effect.log* (stderr belongs to the CLI)" },
-        { selector: "CallExpression[callee.name='setTimeout']", message: "use Effect.sleep or Schedule (TestClock must control time)" },
-        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "use Clock (TestClock must control time)" },
-        { selector: "CallExpression[callee.object.name='process'][callee.property.name='exit']", message: "use NodeRuntime.runMain" },
-        { selector: "FunctionDeclaration[async=true], ArrowFunctionExpression[async=true], FunctionExpression[async=true]", message: "use Effect.gen" }
-      ]
+      "no-restricted-syntax": ["error", {
+        selector: "CallExpression[callee.object.name='console']",
+        message: "log with Effect.log* (stderr belongs to the CLI)"
+      }, {
+        selector: "CallExpression[callee.name='setTimeout']",
+        message: "use Effect.sleep or Schedule (TestClock must control time)"
+      }, {
+        selector: "MemberExpression[object.name='Date'][property.name='now']",
+        message: "use Clock (TestClock must control time)"
+      }, {
+        selector: "CallExpression[callee.object.name='process'][callee.property.name='exit']",
+        message: "use NodeRuntime.runMain"
+      }, {
+        selector:
+          "FunctionDeclaration[async=true], ArrowFunctionExpression[async=true], FunctionExpression[async=true]",
+        message: "use Effect.gen"
+      }]
     }
   }
 )

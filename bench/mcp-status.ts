@@ -5,6 +5,7 @@
  * clients making 100 calls each, which must all succeed.
  *   npx tsx bench/mcp-status.ts        (BENCH_CALLS=2000 sequential calls per server and era by default)
  */
+import { NodeContext } from "@effect/platform-node"
 import { Flotta } from "@flotta/core/Flotta"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { toNodeHandler } from "@modelcontextprotocol/node"
@@ -166,7 +167,9 @@ const writeSection = (result: BenchResult) => {
 
 export const run = () =>
   main("mcp-status", "MCP tools/call latency over loopback HTTP", async () => {
-    const fleet = Fleet.layer({ executable: { command: process.execPath, prefixArgs: [FAKE] } })
+    const fleet = Fleet.layer({ executable: { command: process.execPath, prefixArgs: [FAKE] } }).pipe(
+      Layer.provide(NodeContext.layer)
+    )
     const runtime = ManagedRuntime.make(McpServer.layer({ port: 0 }).pipe(Layer.provideMerge(fleet)))
     const baseline = await baselineServer()
     try {

@@ -13,9 +13,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { openSqlite } from "../packages/core/src/internal/sqliteStore.js"
+import * as PostgresStore from "../packages/core/src/PostgresStore.js"
 import { ReportLog } from "../packages/core/src/ReportLog.js"
 import * as Sqlite from "../packages/core/src/Sqlite.js"
+import * as SqliteStore from "../packages/core/src/SqliteStore.js"
 import { Store } from "../packages/core/src/Store.js"
 import { makeMemory } from "../packages/core/src/Store.js"
 import type { StoreShape } from "../packages/core/src/Store.js"
@@ -75,7 +76,7 @@ const readTime = (o: Open, agent?: string) =>
   })
 
 /** The store on one SQLite driver, for the append comparison. */
-const sqliteOn = (file: string, driver: Sqlite.DriverChoice) => Layer.scoped(Store, openSqlite(file, { driver }))
+const sqliteOn = (file: string, driver: Sqlite.DriverChoice) => Layer.scoped(Store, SqliteStore.make(file, { driver }))
 
 const APPENDS_ON = "--appends-on"
 
@@ -136,7 +137,7 @@ export const run = () =>
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-bench-store-"))
     // One memory store for both phases (a fresh `Store.memory` per build would start the reads empty).
     const memory = await Effect.runPromise(measure(Layer.succeed(Store, makeMemory())))
-    const sqlite = await Effect.runPromise(measure(Store.sqlite(path.join(dir, "state.db"))))
+    const sqlite = await Effect.runPromise(measure(SqliteStore.layer(path.join(dir, "state.db"))))
     const sizeMiB = fs.statSync(path.join(dir, "state.db")).size / 1024 / 1024
     const driver = await Effect.runPromise(Sqlite.driver(dir))
     const other = driver === "node:sqlite"
@@ -150,7 +151,7 @@ export const run = () =>
     else {
       const server = await startPostgres()
       try {
-        postgres = await Effect.runPromise(measure(Store.postgres(await server.createDatabase("bench"))))
+        postgres = await Effect.runPromise(measure(PostgresStore.layer(await server.createDatabase("bench"))))
       } finally {
         await server.stop()
       }

@@ -12,10 +12,11 @@
  * - `flotta run --ask Write` on a pseudo-terminal (util-linux `script`): the question, a bad answer, yes and no;
  *   and refused up front without a terminal.
  */
+import { NodeContext } from "@effect/platform-node"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -308,7 +309,7 @@ describe("approvals through the library, with the real claude CLI", () => {
         assert.notStrictEqual(back.pid, info.pid)
         assert.isTrue(isAlive(back.pid!))
         assert.isFalse(fs.existsSync(target))
-      }).pipe(Effect.provide(Flotta.layer({ claudePath: CLAUDE }))),
+      }).pipe(Effect.provide(Flotta.layer({ claudePath: CLAUDE }).pipe(Layer.provide(NodeContext.layer)))),
     240_000
   )
 })

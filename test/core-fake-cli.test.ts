@@ -5,8 +5,9 @@
  * not stop, a binary that is missing or never ready, and children that never outlive the fleet. Everything
  * else about agents is shown, faster, over `Testing` in packages/core/test.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { execFileSync } from "node:child_process"
 import * as path from "node:path"
 import { createFleet } from "../packages/core/src/Client.js"
@@ -203,7 +204,11 @@ describe("children that do not start", () => {
       assert.strictEqual(error._tag, "SpawnFailed")
       assert.match(error.message, /not found/)
       assert.deepStrictEqual(yield* fleet.list, [])
-    }).pipe(Effect.provide(Flotta.layer({ executable: { command: "/nonexistent/claude", prefixArgs: [] } }))))
+    }).pipe(Effect.provide(
+      Flotta.layer({ executable: { command: "/nonexistent/claude", prefixArgs: [] } }).pipe(
+        Layer.provide(NodeContext.layer)
+      )
+    )))
 
   it.scopedLive("a binary that exits at start is SpawnFailed with its exit code and stderr tail", () =>
     Effect.gen(function*() {

@@ -2,8 +2,9 @@
  * The engine against the real pinned `claude` binary, offline, talking to the project's fake Messages API.
  * Every behaviour that depends on the CLI is shown here at least once.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { execFileSync, spawn as spawnChild } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -15,7 +16,8 @@ import { waitFor } from "./support/waiting.js"
 const offline = useOfflineApi("flotta-real")
 const workdir = offline.workdir
 
-const realFleet = (options: Flotta.FleetOptions = {}) => Flotta.layer({ claudePath: CLAUDE, ...options })
+const realFleet = (options: Flotta.FleetOptions = {}) =>
+  Flotta.layer({ claudePath: CLAUDE, ...options }).pipe(Layer.provide(NodeContext.layer))
 
 const tagOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : "success"

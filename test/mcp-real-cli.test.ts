@@ -3,6 +3,7 @@
  * driven through the MCP server on a loopback port by the SDK client, in both protocol eras: spawn, prompt,
  * wait (with progress), result, close, and the process gone afterwards.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
@@ -39,7 +40,9 @@ describe("the fleet over MCP with the real claude CLI", () => {
   it.scopedLive("spawn, prompt, wait, result and close through MCP, in both eras", () =>
     Effect.gen(function*() {
       const server = yield* Layer.build(
-        McpServer.layer({ port: 0 }).pipe(Layer.provide(Flotta.layer({ claudePath: CLAUDE })))
+        McpServer.layer({ port: 0 }).pipe(
+          Layer.provide(Flotta.layer({ claudePath: CLAUDE }).pipe(Layer.provide(NodeContext.layer)))
+        )
       ).pipe(Effect.map(Context.get(McpServer.McpServer)))
 
       for (const { era, mode } of ERAS) {

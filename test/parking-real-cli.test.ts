@@ -3,8 +3,9 @@
  * limiter does (LIMIT: a 429 with its headers; NEAR_LIMIT: a 200 with `allowed_warning`). The CLI reads those
  * headers only for a subscription login, so these agents log in with `CLAUDE_CODE_OAUTH_TOKEN` and no API key.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import { CONTINUATION } from "../packages/core/src/Parking.js"
@@ -15,7 +16,9 @@ import { waitFor } from "./support/waiting.js"
 const offline = useOfflineApi("flotta-parking", { login: "subscription" })
 
 const realFleet = (options: Flotta.FleetOptions = {}) =>
-  Flotta.layer({ claudePath: CLAUDE, parkJitter: 0, parkStagger: "400 millis", ...options })
+  Flotta.layer({ claudePath: CLAUDE, parkJitter: 0, parkStagger: "400 millis", ...options }).pipe(
+    Layer.provide(NodeContext.layer)
+  )
 
 /** The user texts of a request's last user message (the CLI merges queued and kept prompts into it). */
 const lastUserTexts = (request: RecordedRequest): ReadonlyArray<string> => {

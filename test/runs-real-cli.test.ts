@@ -1,8 +1,9 @@
 /**
  * Single-shot runs, worktrees and bounds against the real pinned `claude` binary and the fake Messages API.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
@@ -11,7 +12,7 @@ import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-runs")
 
-const realFleet = Flotta.layer({ claudePath: CLAUDE })
+const realFleet = Flotta.layer({ claudePath: CLAUDE }).pipe(Layer.provide(NodeContext.layer))
 
 const errorOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isFailure(exit) && exit.cause._tag === "Fail") return exit.cause.error

@@ -5,8 +5,9 @@
  * its way out of the sandbox, and never starts where the sandbox cannot run. Each refusal has an unsandboxed
  * control beside it: the same command does its thing without the sandbox.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -18,7 +19,7 @@ import { newRepo } from "./support/git.js"
 import { CLAUDE, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-sandbox")
-const realFleet = Flotta.layer({ claudePath: CLAUDE })
+const realFleet = Flotta.layer({ claudePath: CLAUDE }).pipe(Layer.provide(NodeContext.layer))
 
 /** A directory outside every worktree, as the run's target to escape to. */
 const outsideDir = (name: string) => {

@@ -3,6 +3,7 @@
  * Messages API. A scan routine fires on its cadence, its structured output lands in the report log, and
  * `findings()` reads it back; a dispatch_scan then hands the one new task to a run template.
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
@@ -116,7 +117,7 @@ describe("the scheduler with the real claude CLI", () => {
         yield* program.pipe(
           Effect.provide(
             Layer.unwrapEffect(Effect.map(SchedulerConfig.required(config), (c) => Scheduler.layer(c))).pipe(
-              Layer.provideMerge(Flotta.layer({ claudePath: CLAUDE }))
+              Layer.provideMerge(Flotta.layer({ claudePath: CLAUDE }).pipe(Layer.provide(NodeContext.layer)))
             )
           )
         )

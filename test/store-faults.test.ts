@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Flotta } from "../packages/core/src/Flotta.js"
 import * as Sqlite from "../packages/core/src/Sqlite.js"
-import * as Store from "../packages/core/src/Store.js"
+import * as SqliteStore from "../packages/core/src/SqliteStore.js"
 import * as Testing from "../packages/core/src/Testing.js"
 
 let mount: string
@@ -58,7 +58,7 @@ const until = (check: Effect.Effect<boolean>, what: string, ms = 30_000) =>
 const fleetOn = (file: string) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(Testing.layer({ store: Store.Store.sqlite(file) }), scope).pipe(
+    const context = yield* Layer.buildWithScope(Testing.layer({ store: SqliteStore.layer(file) }), scope).pipe(
       Effect.orDie
     )
     return { fleet: Context.get(context, Flotta), close: Scope.close(scope, Exit.void) }

@@ -6,8 +6,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schedule } from "effect"
 import pg from "pg"
-import * as Store from "../packages/core/src/Store.js"
+import * as PostgresStore from "../packages/core/src/PostgresStore.js"
 import type { StoreShape } from "../packages/core/src/Store.js"
+import * as StoreConfig from "../packages/core/src/StoreConfig.js"
 import { storeSuite } from "../packages/core/test/storeSuite.js"
 import { findPostgresBinaries, type Postgres, startPostgres } from "./support/postgres.js"
 
@@ -50,8 +51,8 @@ storeSuite({
   durable: true,
   make: () =>
     Effect.map(newDatabase(), (url) => ({
-      fresh: Store.Store.postgres(url, { retainDays: 0 }),
-      again: Store.Store.postgres(url, { retainDays: 0 })
+      fresh: PostgresStore.layer(url, { retainDays: 0 }),
+      again: PostgresStore.layer(url, { retainDays: 0 })
     }))
 })
 
@@ -59,11 +60,13 @@ describe("Store: Postgres", () => {
   it.live("one writer per store: a second host is refused, naming the holder; schemas are separate stores", () =>
     Effect.scoped(Effect.gen(function*() {
       const url = yield* newDatabase()
-      const a = yield* Store.open({ postgres: { url, schema: "fleet_a" } })
-      const second = failure(yield* Effect.exit(Effect.scoped(Store.open({ postgres: { url, schema: "fleet_a" } }))))
+      const a = yield* StoreConfig.open({ postgres: { url, schema: "fleet_a" } })
+      const second = failure(
+        yield* Effect.exit(Effect.scoped(StoreConfig.open({ postgres: { url, schema: "fleet_a" } })))
+      )
       assert.strictEqual(second?._tag, "StoreLocked")
       assert.include(second?.message, `pid ${process.pid}`)
-      const b = yield* Store.open({ postgres: { url, schema: "fleet_b" } })
+      const b = yield* StoreConfig.open({ postgres: { url, schema: "fleet_b" } })
       a.appendReport({ at: "x", agent: "a", kind: "k", data: { in: "a" }, turnId: undefined })
       assert.isTrue(yield* a.flush())
       assert.strictEqual((yield* b.readReports({})).entries.length, 0)
@@ -81,7 +84,7 @@ describe("Store: Postgres", () => {
       yield* query(url, "create role flotta_writer login")
       yield* query(url, "grant all on schema public to flotta_writer")
       const writerUrl = url.replace("postgres@", "flotta_writer@")
-      const store = yield* Store.open({ postgres: writerUrl })
+      const store = yield* StoreConfig.open({ postgres: writerUrl })
       const health: Array<string> = []
       store.onHealth((h) => health.push(h.state))
       store.appendReport({ at: "x", agent: "a", kind: "before", data: {}, turnId: undefined })
@@ -112,7 +115,7 @@ describe("Store: Postgres", () => {
       const url = yield* newDatabase()
       yield* query(url, "create role flotta_bounded login")
       yield* query(url, "grant all on schema public to flotta_bounded")
-      const store = yield* Store.open({ postgres: url.replace("postgres@", "flotta_bounded@") }, {
+      const store = yield* StoreConfig.open({ postgres: url.replace("postgres@", "flotta_bounded@") }, {
         maxPendingReports: 10
       })
       yield* query(url, "revoke insert, update on all tables in schema public from flotta_bounded")
@@ -133,7 +136,7 @@ describe("Store: Postgres", () => {
   it.live("an unreachable server is a clear error naming the store", () =>
     Effect.gen(function*() {
       const error = failure(
-        yield* Effect.exit(Effect.scoped(Store.open({ postgres: "postgres://nobody:secret@127.0.0.1:1/none" })))
+        yield* Effect.exit(Effect.scoped(StoreConfig.open({ postgres: "postgres://nobody:secret@127.0.0.1:1/none" })))
       )
       assert.strictEqual(error?._tag, "StoreUnavailable")
       assert.include(error?.message, "postgres://nobody:***@127.0.0.1:1/none")

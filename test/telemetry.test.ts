@@ -9,6 +9,7 @@
  *   what Claude Code 2.1.332 itself exports: its `claude_code.interaction` spans hang under the span current
  *   when the process started (the spawn's), for every turn of the process, and its metrics carry the agent.
  */
+import { NodeContext } from "@effect/platform-node"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Stream } from "effect"
 import * as fs from "node:fs"
@@ -283,6 +284,7 @@ describe("the real CLI with telemetry.children", () => {
         (receiver) =>
           Effect.gen(function*() {
             const fleet = Flotta.layer({ claudePath: CLAUDE }).pipe(
+              Layer.provide(NodeContext.layer),
               Layer.provide(Otlp.layer({ otlp: receiver.url, children: true, headers: { "x-team": "fleet a" } }))
             )
             const environ = yield* Effect.gen(function*() {

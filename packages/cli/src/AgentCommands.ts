@@ -8,17 +8,18 @@
  * agent option is an entry in each.
  */
 import { Args, Command, Options } from "@effect/cli"
-import type { AgentInfo } from "@flotta/core/Agent"
+import type { AgentInfo } from "@flotta/core/AgentView"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import type { Client } from "@modelcontextprotocol/client"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import * as path from "node:path"
-import type { ServerUnreachable } from "./Connection.js"
-import { call, connection, ToolFailed, withClient } from "./Connection.js"
+import * as Answers from "./Answers.js"
+import { agentToolCommand, call, callAndPrint, connection, ToolFailed, withClient } from "./Connection.js"
 import * as Flags from "./Flags.js"
-import { permissionOf } from "./RunCommand.js"
+import * as PermissionFlags from "./PermissionFlags.js"
 import * as RunViews from "./RunViews.js"
 import * as SandboxFlags from "./SandboxFlags.js"
+import * as Shared from "./SharedOptions.js"
 import * as Views from "./Views.js"
 
 // ------------------------------------------------------------------------------------------------ views
@@ -72,15 +73,10 @@ export const renderInterrupted = (
     : `${v.name} had no turn in flight: nothing was interrupted`
 
 /** One agent's part of a broadcast. */
-export interface BroadcastEntry {
-  readonly name: string
-  readonly done: boolean
-  readonly ok: boolean
-  readonly turnId?: string
-  readonly text?: string
-  readonly costUsd?: number
-  readonly error?: { readonly _tag: string; readonly message: string }
-}
+export type BroadcastEntry = typeof Answers.BroadcastResult.Type["agents"][number]
+
+/** What a wait answers: done or not, and the turn's result or the run's outcome. */
+export type WaitAnswer = typeof Answers.WaitResult.Type
 
 /** Each agent's reply (or error), one after another; a reply's further lines indented under its name. */
 export const renderBroadcast = (entries: ReadonlyArray<BroadcastEntry>): string => {
@@ -95,11 +91,12 @@ export const renderBroadcast = (entries: ReadonlyArray<BroadcastEntry>): string 
 }
 
 /** A finished wait: a turn's reply, or a run's outcome. */
-export const renderWaited = (answer: Record<string, unknown>): string => {
-  const result = answer["result"] as { readonly text?: string } | undefined
-  return answer["kind"] === "run"
-    ? RunViews.renderOutcome(result as unknown as RunResult | VerifyReport)
-    : result?.text ?? ""
+export const renderWaited = (
+  answer: { readonly result?: { readonly text: string } | RunResult | VerifyReport | undefined }
+): string => {
+  const result = answer.result
+  if (result === undefined) return ""
+  return "kind" in result ? RunViews.renderOutcome(result) : result.text
 }
 
 // ------------------------------------------------------------------------------------------------ spawn
@@ -109,47 +106,29 @@ const Env = Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*=/))
 /** The agent's options as flags; each bad value names its flag. */
 export const spawnOptions = {
   cwd: Flags.directory("cwd").pipe(
-    Options.withDescription("The agent's working directory on this machine (default: the serve's own)."),
-    Options.optional
+    Flags.optional("The agent's working directory on this machine (default: the serve's own).")
   ),
   model: Flags.nonEmpty("model", "model").pipe(
-    Options.withDescription("The model alias or id, such as sonnet (default: the CLI's)."),
-    Options.optional
+    Flags.optional("The model alias or id, such as sonnet (default: the CLI's).")
   ),
-  permission: Flags.choice("permission", ["read_only", "full", "ask"]).pipe(
-    Options.withDescription(
-      "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and every other one waits " +
-        "for `flotta approve`); --allow lists tools instead. The default is read_only."
-    ),
-    Options.optional
-  ),
-  allow: Options.text("allow").pipe(
-    Options.withPseudoName("tools"),
-    Options.withDescription("Allow exactly these tools (repeat it, or separate them with commas): --allow Read,Edit."),
-    Options.repeated
-  ),
-  ask: Options.text("ask").pipe(
-    Options.withPseudoName("tools"),
-    Options.withDescription(
-      "Make each use of these tools wait for a person's `flotta approve` or `flotta deny` (repeat it, or separate " +
-        "them with commas). The other tools are --allow's, else the read-only ones."
-    ),
-    Options.repeated
-  ),
+  ...PermissionFlags.options({
+    permission: "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and every other " +
+      "one waits for `flotta approve`); --allow lists tools instead. The default is read_only.",
+    allow: "Allow exactly these tools (repeat it, or separate them with commas): --allow Read,Edit.",
+    ask: "Make each use of these tools wait for a person's `flotta approve` or `flotta deny` (repeat it, or " +
+      "separate them with commas). The other tools are --allow's, else the read-only ones."
+  }),
   systemPrompt: Flags.nonEmpty("system-prompt").pipe(
-    Options.withDescription("Replace the default system prompt with this text."),
-    Options.optional
+    Flags.optional("Replace the default system prompt with this text.")
   ),
   appendSystemPrompt: Flags.nonEmpty("append-system-prompt").pipe(
-    Options.withDescription("Add this text to the default system prompt."),
-    Options.optional
+    Flags.optional("Add this text to the default system prompt.")
   ),
   timeout: Flags.duration("timeout").pipe(
-    Options.withDescription(
+    Flags.optional(
       "Each turn's own time limit, after which it is interrupted (TurnTimeout): 90, 90s, 500ms, 5m or 1h " +
         "(default: the fleet's, 180s)."
-    ),
-    Options.optional
+    )
   ),
   env: Flags.repeatedChecked("env", Env, {
     pseudoName: "KEY=VALUE",
@@ -157,18 +136,15 @@ export const spawnOptions = {
     description: "Add this variable to the agent's environment (repeat it for more)."
   }),
   role: Flags.choice("role", ["member", "manager"]).pipe(
-    Options.withDescription("The agent's role in the fleet: member (the default) or manager."),
-    Options.optional
+    Flags.optional("The agent's role in the fleet: member (the default) or manager.")
   ),
   resume: Flags.nonEmpty("resume", "session").pipe(
-    Options.withDescription(
+    Flags.optional(
       "Continue this earlier conversation: a session id from a run's outcome or an agent's info."
-    ),
-    Options.optional
+    )
   ),
   host: Flags.nonEmpty("host", "host").pipe(
-    Options.withDescription("In a cluster, the host to run it on (default: the live host with the fewest agents)."),
-    Options.optional
+    Flags.optional("In a cluster, the host to run it on (default: the live host with the fewest agents).")
   ),
   ...SandboxFlags.options
 }
@@ -177,13 +153,10 @@ type SpawnFlags = {
   readonly [K in keyof typeof spawnOptions]: (typeof spawnOptions)[K] extends Options.Options<infer A> ? A : never
 }
 
-const some = <A, K extends string>(key: K, value: Option.Option<A>) =>
-  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [key]: v }) as Record<K, A> })
-
 /** The flags as the spawn tool's arguments. */
 export const spawnArgs = (name: string, flags: SpawnFlags) =>
   Effect.gen(function*() {
-    const permission = yield* permissionOf(flags.permission, flags.allow, flags.ask)
+    const permission = yield* PermissionFlags.permissionOf(flags.permission, flags.allow, flags.ask)
     const env = Object.fromEntries(flags.env.map((entry) => {
       const at = entry.indexOf("=")
       return [entry.slice(0, at), entry.slice(at + 1)]
@@ -191,15 +164,15 @@ export const spawnArgs = (name: string, flags: SpawnFlags) =>
     return {
       name,
       permission,
-      ...some("cwd", Option.map(flags.cwd, (dir) => path.resolve(dir))),
-      ...some("model", flags.model),
-      ...some("systemPrompt", flags.systemPrompt),
-      ...some("appendSystemPrompt", flags.appendSystemPrompt),
-      ...some("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000)),
+      ...Shared.ifSome("cwd", Option.map(flags.cwd, (dir) => path.resolve(dir))),
+      ...Shared.ifSome("model", flags.model),
+      ...Shared.ifSome("systemPrompt", flags.systemPrompt),
+      ...Shared.ifSome("appendSystemPrompt", flags.appendSystemPrompt),
+      ...Shared.ifSome("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000)),
       ...(flags.env.length === 0 ? {} : { env }),
-      ...some("role", flags.role),
-      ...some("resume", flags.resume),
-      ...some("host", flags.host),
+      ...Shared.ifSome("role", flags.role),
+      ...Shared.ifSome("resume", flags.resume),
+      ...Shared.ifSome("host", flags.host),
       ...SandboxFlags.sandboxOf(flags)
     }
   })
@@ -210,12 +183,10 @@ const spawn = Command.make(
   "spawn",
   { ...connection, ...spawnOptions, name },
   (flags) =>
-    Effect.flatMap(spawnArgs(flags.name, flags), (args) =>
-      withClient(
-        flags,
-        (client) => call(client, "flotta_spawn", args),
-        (v) => renderSpawned(v as unknown as AgentInfo)
-      ))
+    Effect.flatMap(
+      spawnArgs(flags.name, flags),
+      (args) => callAndPrint(flags, "flotta_spawn", args, Answers.AgentInfo, renderSpawned)
+    )
 ).pipe(
   Command.withDescription(
     "Start a long-lived agent under a unique name in a running `flotta serve`, and print it once it is ready. " +
@@ -223,28 +194,24 @@ const spawn = Command.make(
   )
 )
 
-const info = Command.make("info", { ...connection, name }, (flags) =>
-  withClient(
-    flags,
-    (client) => call(client, "flotta_info", { name: flags.name }),
-    (v) => renderInfo(v as unknown as AgentInfo)
-  )).pipe(
-    Command.withDescription(
-      "Print one agent's details: status, process, session, working directory, model, permission, turns, cost " +
-        "and restarts."
-    )
-  )
+const info = agentToolCommand({
+  command: "info",
+  name,
+  tool: "flotta_info",
+  answer: Answers.AgentInfo,
+  render: renderInfo,
+  description: "Print one agent's details: status, process, session, working directory, model, permission, turns, " +
+    "cost and restarts."
+})
 
-const interrupt = Command.make("interrupt", { ...connection, name }, (flags) =>
-  withClient(
-    flags,
-    (client) => call(client, "flotta_interrupt", { name: flags.name }),
-    (v) => renderInterrupted(v as { name: string; interrupted: boolean; turnId: string | null })
-  )).pipe(
-    Command.withDescription(
-      "Interrupt the agent's turn in flight (it ends with TurnInterrupted); its queued turns go on."
-    )
-  )
+const interrupt = agentToolCommand({
+  command: "interrupt",
+  name,
+  tool: "flotta_interrupt",
+  answer: Answers.Interrupted,
+  render: renderInterrupted,
+  description: "Interrupt the agent's turn in flight (it ends with TurnInterrupted); its queued turns go on."
+})
 
 // ------------------------------------------------------------------------------------------------ waiting
 
@@ -256,40 +223,44 @@ const STEP_SECONDS = 45
  * steps until it is done or `within` has passed (then TurnPending: it goes on). A failed turn or run fails with
  * its own error.
  */
-export const waitFor = (
+export const waitFor = Effect.fn("AgentCommands.waitFor")(function*(
   client: Client,
   target: { readonly name: string; readonly turnId?: string },
   within: Option.Option<Duration.Duration> = Option.none()
-): Effect.Effect<Record<string, unknown>, ToolFailed | ServerUnreachable> =>
-  Effect.gen(function*() {
-    const start = yield* Clock.currentTimeMillis
-    const end = Option.map(within, (d) => start + Duration.toMillis(d))
-    let args: Record<string, unknown> = { ...target }
-    while (true) {
-      const now = yield* Clock.currentTimeMillis
-      const left = Option.match(end, { onNone: () => STEP_SECONDS, onSome: (e) => Math.max(0, (e - now) / 1000) })
-      const answer = yield* call(client, "flotta_wait", { ...args, timeoutSeconds: Math.min(STEP_SECONDS, left) })
-      if (answer["done"] === true) return answer
-      // The same thing again: a turn by its id (not a newer latest one), a run by its name.
-      args = answer["kind"] === "run"
-        ? { name: target.name, run: true }
-        : { name: target.name, turnId: answer["turnId"] }
-      if (Option.isSome(end) && (yield* Clock.currentTimeMillis) >= end.value) {
-        const what = answer["kind"] === "run" ? `run ${target.name}` : `turn ${answer["turnId"]} of ${target.name}`
-        const again = answer["kind"] === "run" ? target.name : `${target.name} ${answer["turnId"]}`
-        const message =
-          `${what} is still going after ${
-            RunViews.describeDuration(Duration.toMillis(within.pipe(Option.getOrThrow)))
-          }; ` +
-          `it goes on (\`flotta wait ${again}\` waits again)`
-        return yield* new ToolFailed({
-          tool: "flotta_wait",
-          error: { _tag: "TurnPending", message },
-          text: `TurnPending: ${message}.`
-        })
-      }
+) {
+  const start = yield* Clock.currentTimeMillis
+  const end = Option.map(within, (d) => start + Duration.toMillis(d))
+  let args: Record<string, unknown> = { ...target }
+  while (true) {
+    const now = yield* Clock.currentTimeMillis
+    const left = Option.match(end, { onNone: () => STEP_SECONDS, onSome: (e) => Math.max(0, (e - now) / 1000) })
+    const answer = yield* call(
+      client,
+      "flotta_wait",
+      { ...args, timeoutSeconds: Math.min(STEP_SECONDS, left) },
+      Answers.WaitResult
+    )
+    if (answer.done) return answer
+    // The same thing again: a turn by its id (not a newer latest one), a run by its name.
+    args = answer.kind === "run"
+      ? { name: target.name, run: true }
+      : { name: target.name, turnId: answer.turnId }
+    if (Option.isSome(end) && (yield* Clock.currentTimeMillis) >= end.value) {
+      const what = answer.kind === "run" ? `run ${target.name}` : `turn ${answer.turnId} of ${target.name}`
+      const again = answer.kind === "run" ? target.name : `${target.name} ${answer.turnId}`
+      const message =
+        `${what} is still going after ${
+          RunViews.describeDuration(Duration.toMillis(within.pipe(Option.getOrThrow)))
+        }; ` +
+        `it goes on (\`flotta wait ${again}\` waits again)`
+      return yield* new ToolFailed({
+        tool: "flotta_wait",
+        error: { _tag: "TurnPending", message },
+        text: `TurnPending: ${message}.`
+      })
     }
-  })
+  }
+})
 
 const wait = Command.make(
   "wait",
@@ -304,17 +275,16 @@ const wait = Command.make(
       "is not a turn id (t1, t2, ...)"
     ).pipe(Args.optional),
     timeout: Flags.duration("timeout").pipe(
-      Options.withDescription(
+      Flags.optional(
         "Stop waiting after this long (the turn or run goes on; exit code 12): 90, 90s, 500ms, 5m or 1h. " +
           "The default is to wait until it ends."
-      ),
-      Options.optional
+      )
     )
   },
   (flags) =>
     withClient(
       flags,
-      (client) => waitFor(client, { name: flags.name, ...some("turnId", flags.turn) }, flags.timeout),
+      (client) => waitFor(client, { name: flags.name, ...Shared.ifSome("turnId", flags.turn) }, flags.timeout),
       renderWaited
     )
 ).pipe(
@@ -327,15 +297,20 @@ const wait = Command.make(
 /** Every agent's outcome, the ones still going after the broadcast's own wait waited for to the end. */
 const broadcastAll = (client: Client, args: Record<string, unknown>) =>
   Effect.gen(function*() {
-    const first = yield* call(client, "flotta_broadcast", { ...args, timeoutSeconds: STEP_SECONDS })
-    const entries = (first["agents"] ?? []) as ReadonlyArray<BroadcastEntry>
-    const agents = yield* Effect.forEach(entries, (entry) =>
+    const first = yield* call(
+      client,
+      "flotta_broadcast",
+      { ...args, timeoutSeconds: STEP_SECONDS },
+      Answers.BroadcastResult
+    )
+    const agents = yield* Effect.forEach(first.agents, (entry) =>
       entry.done || entry.turnId === undefined
         ? Effect.succeed(entry)
         : waitFor(client, { name: entry.name, turnId: entry.turnId }).pipe(
           Effect.map((answer): BroadcastEntry => {
-            const result = answer["result"] as { readonly text: string; readonly costUsd: number }
-            return { ...entry, done: true, ok: true, text: result.text, costUsd: result.costUsd }
+            const result = answer.result
+            const turn = result !== undefined && !("kind" in result) ? result : undefined
+            return { ...entry, done: true, ok: true, text: turn?.text ?? "", costUsd: turn?.costUsd ?? 0 }
           }),
           Effect.catchTag(
             "ToolFailed",
@@ -350,10 +325,9 @@ const broadcast = Command.make(
   {
     ...connection,
     timeout: Flags.duration("timeout").pipe(
-      Options.withDescription(
+      Flags.optional(
         "Each agent's turn's own time limit, after which it is interrupted (TurnTimeout): 90, 90s, 500ms, 5m or 1h."
-      ),
-      Options.optional
+      )
     ),
     text: Flags.textArgument("text", "The prompt every live agent gets.")
   },
@@ -366,7 +340,7 @@ const broadcast = Command.make(
         (client) =>
           broadcastAll(client, {
             text: flags.text,
-            ...some("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000))
+            ...Shared.ifSome("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000))
           }).pipe(Effect.tap(({ agents }) =>
             Effect.sync(() => {
               failed = agents.filter((a) => !a.ok)

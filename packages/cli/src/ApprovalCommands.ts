@@ -14,10 +14,12 @@ import type { Flotta } from "@flotta/core/Flotta"
 import type { Client } from "@modelcontextprotocol/client"
 import { Clock, Duration, Effect, Option, Schema, Stream } from "effect"
 import * as readline from "node:readline"
+import * as Answers from "./Answers.js"
 import { call, connection, ToolFailed, withClient } from "./Connection.js"
 import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
+import * as Shared from "./SharedOptions.js"
 
 /** What `decidedBy` says for a decision taken from the command line. */
 export const DECIDED_BY = "cli"
@@ -113,8 +115,7 @@ const message = (description: string) =>
   Options.text("message").pipe(
     Options.withAlias("m"),
     Options.withPseudoName("text"),
-    Options.withDescription(description),
-    Options.optional
+    Flags.optional(description)
   )
 
 const approvals = Command.make(
@@ -124,7 +125,7 @@ const approvals = Command.make(
     all: Options.boolean("all").pipe(
       Options.withDescription("Also the approvals that ended lately (allowed, denied, expired), newest first.")
     ),
-    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's approvals."), Options.optional)
+    agent: Flags.agentName("agent").pipe(Flags.optional("Only this agent's approvals."))
   },
   (flags) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -133,9 +134,9 @@ const approvals = Command.make(
         (client) =>
           call(client, "flotta_approvals", {
             ...(flags.all ? { all: true } : {}),
-            ...Option.match(flags.agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
-          }),
-        (value) => renderApprovals((value["approvals"] ?? []) as ReadonlyArray<Approval>, now, flags.all)
+            ...Shared.ifSome("agent", flags.agent)
+          }, Answers.Approvals),
+        (value) => renderApprovals(value.approvals, now, flags.all)
       ))
 ).pipe(
   Command.withDescription(
@@ -158,9 +159,9 @@ const decide = (
         behavior,
         by: DECIDED_BY,
         ...(always ? { always: true } : {}),
-        ...Option.match(flags.message, { onNone: () => ({}), onSome: (message) => ({ message }) })
-      }).pipe(Effect.mapError((e) => (e._tag === "ToolFailed" ? forTheCommandLine(e) : e))),
-    (value) => renderDecided(value as unknown as Approval, always)
+        ...Shared.ifSome("message", flags.message)
+      }, Answers.Decided).pipe(Effect.mapError((e) => (e._tag === "ToolFailed" ? forTheCommandLine(e) : e))),
+    (value) => renderDecided(value, always)
   )
 
 const approve = Command.make(

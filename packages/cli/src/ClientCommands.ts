@@ -11,27 +11,27 @@ import type { TurnRecord } from "@flotta/core/Agent"
 import type { ReportEntry, StoreShape } from "@flotta/core/Store"
 import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Option, Schema } from "effect"
+import * as AgentCommands from "./AgentCommands.js"
+import * as Answers from "./Answers.js"
 import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
 import type { Connection } from "./Connection.js"
-import { call, clientConfig, connection, connectTo, endpointOf, withClient } from "./Connection.js"
+import {
+  agentToolCommand,
+  call,
+  callAndPrint,
+  clientConfig,
+  connection,
+  connectTo,
+  endpointOf,
+  withClient
+} from "./Connection.js"
 import type { ServerUnreachable, ToolFailed } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
 import * as Views from "./Views.js"
-
-interface AgentRow {
-  readonly name: string
-  readonly status: string
-  readonly parkedUntil?: string | null
-  readonly model: string | null
-  readonly queued: number
-  readonly totals: { readonly turns: number; readonly costUsd: number }
-  /** In a cluster: the host that runs it. */
-  readonly host?: string
-}
 
 const name = Flags.nameArgument("name", "The agent's name.")
 const text = Flags.textArgument("text", "The prompt: what the agent should do.")
@@ -40,8 +40,7 @@ const list = Command.make(
   "list",
   connection,
   (flags) =>
-    withClient(flags, (client) => call(client, "flotta_list", {}), (value) => {
-      const agents = (value["agents"] ?? []) as ReadonlyArray<AgentRow>
+    callAndPrint(flags, "flotta_list", {}, Answers.List, ({ agents }) => {
       if (agents.length === 0) return "no agents"
       // The status column is as wide as its longest entry (`waiting_approval`, `parked until …`).
       const statuses = agents.map((a) => Views.describeStatus(a))
@@ -55,44 +54,41 @@ const list = Command.make(
 ).pipe(Command.withDescription("List the live agents of a running `flotta serve` (and the store, when degraded)."))
 
 const status = Command.make("status", { ...connection, name }, (flags) =>
-  withClient(
+  callAndPrint(
     flags,
-    (client) => call(client, "flotta_status", { name: flags.name }),
+    "flotta_status",
+    { name: flags.name },
+    Answers.Status,
     (v) =>
-      `${v["name"]}: ${Views.describeStatus(v as { status: string; parkedUntil?: string | null })}` +
-      `${v["current"] ? ` (turn ${v["current"]})` : ""}, ${v["queued"]} queued, ` +
-      `${v["turns"]} turns`,
+      `${v.name}: ${Views.describeStatus(v)}${v.current ? ` (turn ${v.current})` : ""}, ${v.queued} queued, ` +
+      `${v.turns} turns`,
     { storeHealth: true }
   )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)."))
 
 /** Waits in bounded steps until the turn is done (each server-side wait is at most 50 s). */
-const waitUntilDone = (client: Client, agent: string, first: Record<string, unknown>) =>
+const waitUntilDone = (client: Client, agent: string, first: AgentCommands.WaitAnswer) =>
   Effect.iterate(first, {
-    while: (answer) => answer["done"] !== true,
-    body: (answer) => call(client, "flotta_wait", { name: agent, turnId: answer["turnId"], timeoutSeconds: 45 })
+    while: (answer) => !answer.done,
+    body: (answer) =>
+      call(client, "flotta_wait", { name: agent, turnId: answer.turnId, timeoutSeconds: 45 }, Answers.WaitResult)
   })
-
-const replyText = (answer: Record<string, unknown>) => {
-  const result = answer["result"] as { readonly text?: string } | undefined
-  return result?.text ?? ""
-}
 
 const ask = Command.make("ask", { ...connection, name, text }, (flags) =>
   withClient(
     flags,
     (client) =>
-      call(client, "flotta_ask", { name: flags.name, text: flags.text, timeoutSeconds: 45 }).pipe(
+      call(client, "flotta_ask", { name: flags.name, text: flags.text, timeoutSeconds: 45 }, Answers.WaitResult).pipe(
         Effect.flatMap((first) => waitUntilDone(client, flags.name, first))
       ),
-    replyText
+    AgentCommands.renderWaited
   )).pipe(Command.withDescription("Ask an agent and print its reply."))
 
-const prompt = Command.make("prompt", { ...connection, name, text }, (flags) =>
-  withClient(
-    flags,
-    (client) => call(client, "flotta_prompt", { name: flags.name, text: flags.text }),
-    (v) => String(v["turnId"])
-  )).pipe(Command.withDescription("Queue a prompt and print its turn id at once."))
+const prompt = Command.make(
+  "prompt",
+  { ...connection, name, text },
+  (flags) =>
+    callAndPrint(flags, "flotta_prompt", { name: flags.name, text: flags.text }, Answers.Prompted, (v) => v.turnId)
+).pipe(Command.withDescription("Queue a prompt and print its turn id at once."))
 
 const result = Command.make(
   "result",
@@ -107,11 +103,12 @@ const result = Command.make(
     ).pipe(Args.optional)
   },
   (flags) =>
-    withClient(
+    callAndPrint(
       flags,
-      (client) =>
-        call(client, "flotta_result", { name: flags.name, turnId: Option.getOrElse(flags.turn, () => "latest") }),
-      (v) => replyText(v)
+      "flotta_result",
+      { name: flags.name, turnId: Option.getOrElse(flags.turn, () => "latest") },
+      Answers.Result,
+      (v) => v.result.text
     )
 ).pipe(Command.withDescription("Print a finished turn's reply (TurnPending while it runs)."))
 
@@ -123,13 +120,13 @@ const unpark = Command.make(
       .pipe(Args.optional)
   },
   (flags) =>
-    withClient(
+    callAndPrint(
       flags,
-      (client) =>
-        call(client, "flotta_unpark", Option.match(flags.name, { onNone: () => ({}), onSome: (agent) => ({ agent }) })),
-      (v) => {
-        const unparked = (v["unparked"] ?? []) as ReadonlyArray<string>
-        const still = Views.describeParking((v["parking"] ?? []) as Parameters<typeof Views.describeParking>[0])
+      "flotta_unpark",
+      Shared.ifSome("agent", flags.name),
+      Answers.Unparked,
+      ({ parking, unparked }) => {
+        const still = Views.describeParking(parking)
         return [
           unparked.length === 0 ? "nothing to unpark: no agent was parked" : `unparked ${unparked.join(", ")}`,
           ...still.map((line) => `still ${line}`)
@@ -143,12 +140,14 @@ const unpark = Command.make(
   )
 )
 
-const close = Command.make("close", { ...connection, name }, (flags) =>
-  withClient(
-    flags,
-    (client) => call(client, "flotta_close", { name: flags.name }),
-    (v) => `closed ${v["name"]}`
-  )).pipe(Command.withDescription("Close an agent."))
+const close = agentToolCommand({
+  command: "close",
+  name,
+  tool: "flotta_close",
+  answer: Answers.Closed,
+  render: (v) => `closed ${v.name}`,
+  description: "Close an agent."
+})
 
 // ------------------------------------------------------------------------------- the serve, or the store
 
@@ -174,19 +173,13 @@ interface Source {
 
 const serverSource = (client: Client): Source => ({
   reports: ({ agent, cursor, limit }) =>
-    Effect.map(
-      call(client, "flotta_reports", {
-        cursor,
-        limit,
-        ...Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
-      }),
-      (page) => page as unknown as { readonly entries: ReadonlyArray<ReportEntry>; readonly next: number }
-    ),
+    call(client, "flotta_reports", {
+      cursor,
+      limit,
+      ...Shared.ifSome("agent", agent)
+    }, Answers.Reports),
   transcript: (name, last) =>
-    Effect.map(
-      call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }),
-      (value) => value as unknown as Transcript
-    )
+    call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }, Answers.Transcript)
 })
 
 const storeSource = (store: StoreShape): Source => ({
@@ -194,18 +187,17 @@ const storeSource = (store: StoreShape): Source => ({
     store.readReports({
       since: cursor,
       limit,
-      ...Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+      ...Shared.ifSome("agent", agent)
     }),
   transcript: (name, last) => StoreAccess.transcript(store, name, last)
 })
 
 const storeFlag = Options.text("store").pipe(
   Options.withPseudoName("path"),
-  Options.withDescription(
+  Flags.optional(
     "Read this store directly (read-only; beside a running serve too) instead of asking a serve: an SQLite " +
       "file such as .flotta/state.db, or a postgres:// URL. Without it, the store is read when no serve answers."
-  ),
-  Options.optional
+  )
 )
 
 /** The store `--store` names: an SQLite file (relative to here) or a Postgres URL; a memory store has no reader. */
@@ -254,11 +246,8 @@ const reports = Command.make(
       Options.withAlias("f"),
       Options.withDescription("Keep printing new entries.")
     ),
-    agent: Flags.agentName("agent").pipe(Options.withDescription("Only this agent's entries."), Options.optional),
-    since: Flags.nonNegativeInteger("since").pipe(
-      Options.withDescription("Entries after this sequence number."),
-      Options.optional
-    )
+    agent: Flags.agentName("agent").pipe(Flags.optional("Only this agent's entries.")),
+    since: Flags.nonNegativeInteger("since").pipe(Flags.optional("Entries after this sequence number."))
   },
   (flags) =>
     withSource(flags, (source) =>
@@ -285,7 +274,7 @@ const transcript = Command.make(
     ...connection,
     store: storeFlag,
     name,
-    last: Flags.positiveInteger("last").pipe(Options.withDescription("Only the last N turns."), Options.optional)
+    last: Flags.positiveInteger("last").pipe(Flags.optional("Only the last N turns."))
   },
   (flags) =>
     withSource(flags, (source) =>

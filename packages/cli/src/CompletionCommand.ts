@@ -3,7 +3,7 @@
  * @effect/cli generates it from the command tree (the same script as `flotta --completions <shell>`).
  */
 import { Command } from "@effect/cli"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 
@@ -35,7 +35,7 @@ export const make = (scriptOf: (shell: Shell) => Effect.Effect<Array<string>>) =
       shell: Flags.argument(
         "shell",
         "The shell to complete in: bash, zsh or fish.",
-        Schema.Literal(...SHELLS) as unknown as Schema.Schema<Shell, string>,
+        Flags.oneOf(SHELLS),
         `is not one of ${SHELLS.join(", ")}`
       )
     },

@@ -5,11 +5,12 @@
  * `--config`), one tool call (a typed refusal keeps the fleet's own tag, hence its exit code), and `withClient`,
  * which prints a command's compact view for a person, or with `--json` the server's structured answer.
  */
-import { Options } from "@effect/cli"
-import type { ReportEntry, StoreHealth } from "@flotta/core/Store"
+import { type Args, Command, Options } from "@effect/cli"
+import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
+import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Effect, Option, Redacted, Schema } from "effect"
+import { Effect, Option, type ParseResult, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
@@ -39,13 +40,11 @@ export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
 
 export const connection = {
   url: Flags.url("url").pipe(
-    Options.withDescription("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)."),
-    Options.optional
+    Flags.optional("The server's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp).")
   ),
   token: Options.redacted("token").pipe(
     Options.withPseudoName("token"),
-    Options.withDescription("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token)."),
-    Options.optional
+    Flags.optional("Bearer token, kept secret (default: FLOTTA_MCP_TOKEN, else the config's mcp.token).")
   ),
   json: Options.boolean("json").pipe(Options.withDescription("Print the server's structured answer as JSON.")),
   config: Shared.config
@@ -100,11 +99,16 @@ export const connectTo = ({ token, url }: { readonly url: string; readonly token
     (client) => Effect.promise(() => client.close().catch(() => undefined))
   )
 
-interface ToolResult {
-  readonly isError?: boolean
-  readonly content: ReadonlyArray<{ readonly type: string; readonly text?: string }>
-  readonly structuredContent?: Record<string, unknown>
-}
+/** A tool's result as the MCP SDK gives it. */
+const ToolResult = Schema.Struct({
+  isError: Schema.optional(Schema.Boolean),
+  content: Schema.Array(Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })),
+  structuredContent: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+const Refusal = Schema.Struct({ error: ErrorView })
+
+// An answer keeps the fields its Schema does not name, in their order: `--json` prints it as the server sent it.
+const ANSWER_OPTIONS = { onExcessProperty: "preserve", propertyOrder: "original" } as const
 
 /**
  * What to do about a refusal, said for a person at a shell (the server's own advice names MCP tools); a failure
@@ -127,25 +131,51 @@ export const describeRefusal = (error: { readonly _tag: string; readonly message
   return `${error._tag}: ${sentence(error.message)}${advice === undefined ? "" : ` ${sentence(advice)}`}`
 }
 
-/** Calls one tool; a typed failure becomes ToolFailed (its exit code is the failure's own). */
-export const call = (client: Client, tool: string, args: Record<string, unknown>) =>
+/**
+ * Calls one tool and decodes its structured answer with `answer`; a typed failure becomes ToolFailed (its exit code
+ * is the failure's own), and so does an answer this command cannot read (a serve of another version).
+ */
+export const call = <A, I>(
+  client: Client,
+  tool: string,
+  args: Record<string, unknown>,
+  answer: Schema.Schema<A, I>
+): Effect.Effect<A, ToolFailed | ServerUnreachable> =>
   Effect.tryPromise({
-    try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }) as Promise<ToolResult>,
+    try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }),
     catch: (e) => new ServerUnreachable({ url: "the server", reason: e instanceof Error ? e.message : String(e) })
   }).pipe(
-    Effect.flatMap((result) => {
-      const text = result.content.map((block) => block.text ?? "").join("\n")
-      if (result.isError === true) {
-        const error = result.structuredContent?.["error"] as { _tag: string; message: string } | undefined
-        return Effect.fail(
-          error === undefined
-            ? new ToolFailed({ tool, error: { _tag: "ToolFailed", message: text }, text })
-            : new ToolFailed({ tool, error, text: describeRefusal(error) })
-        )
+    Effect.flatMap((raw) => {
+      const unexpected = (error: ParseResult.ParseError) => {
+        const message = `the server's answer to ${tool} is not what this flotta reads: ${error.message}`
+        return new ToolFailed({ tool, error: { _tag: "UnexpectedAnswer", message }, text: message })
       }
-      return Effect.succeed(result.structuredContent ?? {})
+      return Schema.decodeUnknown(ToolResult)(raw).pipe(
+        Effect.mapError(unexpected),
+        Effect.flatMap((result) => {
+          if (result.isError === true) {
+            const text = result.content.map((block) => block.text ?? "").join("\n")
+            return Effect.fail(Option.match(Schema.decodeUnknownOption(Refusal)(result.structuredContent), {
+              onNone: () => new ToolFailed({ tool, error: { _tag: "ToolFailed", message: text }, text }),
+              onSome: ({ error }) => new ToolFailed({ tool, error, text: describeRefusal(error) })
+            }))
+          }
+          return Schema.decodeUnknown(answer, ANSWER_OPTIONS)(result.structuredContent ?? {}).pipe(
+            Effect.mapError(unexpected)
+          )
+        })
+      )
     })
   )
+
+/** The data of a `store_degraded` entry (typed by the engine's `StoreHealth`, which has no Schema of its own yet). */
+const StoreHealthData: Schema.Schema<StoreHealth> = Schema.Struct({
+  state: Schema.Literal("ok", "degraded"),
+  reason: Schema.NullOr(Schema.String),
+  since: Schema.NullOr(Schema.String),
+  pending: Schema.Number,
+  lost: Schema.Number
+})
 
 /** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
 const STORE_KINDS = ["store_degraded", "store_recovered"] as const
@@ -154,19 +184,27 @@ const STORE_KINDS = ["store_degraded", "store_recovered"] as const
  * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only
  * reader of the file cannot know: the writes that fail are the serve's). None when it is ok, or unknown.
  */
-export const liveStoreHealth = (client: Client) =>
-  Effect.gen(function*() {
+export const liveStoreHealth = Effect.fn("Connection.liveStoreHealth")(
+  function*(client: Client) {
     let cursor = 0
     let latest: ReportEntry | undefined
     while (true) {
-      const page = yield* call(client, "flotta_reports", { agent: "store", kinds: STORE_KINDS, cursor, limit: 10_000 })
-      const entries = page["entries"] as ReadonlyArray<ReportEntry>
-      latest = entries[entries.length - 1] ?? latest
-      cursor = page["next"] as number
-      if (entries.length < 10_000) break
+      const page = yield* call(
+        client,
+        "flotta_reports",
+        { agent: "store", kinds: STORE_KINDS, cursor, limit: 10_000 },
+        ReportPage
+      )
+      latest = page.entries[page.entries.length - 1] ?? latest
+      cursor = page.next
+      if (page.entries.length < 10_000) break
     }
-    return latest?.kind === "store_degraded" ? Option.some(latest.data as StoreHealth) : Option.none<StoreHealth>()
-  }).pipe(Effect.orElseSucceed(() => Option.none<StoreHealth>()))
+    return latest?.kind === "store_degraded"
+      ? Schema.decodeUnknownOption(StoreHealthData)(latest.data)
+      : Option.none<StoreHealth>()
+  },
+  Effect.orElseSucceed(() => Option.none<StoreHealth>())
+)
 
 /**
  * The store's health through the serve a config points at, if one answers (only a config with an `mcp`
@@ -185,7 +223,7 @@ export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
  * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
  * store gets a line of its own after the answer.
  */
-export const withClient = <A extends Record<string, unknown>>(
+export const withClient = <A>(
   flags: Connection,
   body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
   render: (value: A) => string,
@@ -203,3 +241,28 @@ export const withClient = <A extends Record<string, unknown>>(
       }
     })
   )
+
+/** One tool call as a whole command: its answer decoded with `answer`, then printed as `withClient` prints. */
+export const callAndPrint = <A, I>(
+  flags: Connection,
+  tool: string,
+  args: Record<string, unknown>,
+  answer: Schema.Schema<A, I>,
+  render: (value: A) => string,
+  options: { readonly storeHealth?: boolean } = {}
+) => withClient(flags, (client) => call(client, tool, args, answer), render, options)
+
+/** A command that calls one tool on the agent its `name` argument names, and prints the answer. */
+export const agentToolCommand = <A, I>(spec: {
+  readonly command: string
+  readonly name: Args.Args<string>
+  readonly tool: string
+  readonly answer: Schema.Schema<A, I>
+  readonly render: (value: A) => string
+  readonly description: string
+}) =>
+  Command.make(
+    spec.command,
+    { ...connection, name: spec.name },
+    (flags) => callAndPrint(flags, spec.tool, { name: flags.name }, spec.answer, spec.render)
+  ).pipe(Command.withDescription(spec.description))

@@ -34,6 +34,10 @@ const checker = <A>(field: string, schema: Schema.Schema<A, string>, reason?: st
 
 const failOption = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
 
+/** An option that may be left out, with its `--help` line: `flag.pipe(Flags.optional("What it does."))`. */
+export const optional = (description: string) => <A>(self: Options.Options<A>): Options.Options<Option.Option<A>> =>
+  Options.optional(Options.withDescription(self, description))
+
 /** A `--name` option taken as text and checked with `schema`; `reason` says what is wrong with a bad value. */
 export const checked = <A>(
   name: string,
@@ -66,9 +70,13 @@ export const repeatedChecked = <A>(
   )
 }
 
+/** One of a fixed set of words, as a command line gives it (text). */
+export const oneOf = <const C extends ReadonlyArray<string>>(choices: C): Schema.Schema<C[number], string> =>
+  Schema.String.pipe(Schema.filter((word): word is C[number] => choices.includes(word)))
+
 /** One of a fixed set of words. */
 export const choice = <const C extends ReadonlyArray<string>>(name: string, choices: C): Options.Options<C[number]> =>
-  checked(name, Schema.Literal(...choices) as unknown as Schema.Schema<C[number], string>, {
+  checked(name, oneOf(choices), {
     pseudoName: choices.join(" | "),
     reason: `is not one of ${choices.join(", ")}`
   })

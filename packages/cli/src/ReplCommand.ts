@@ -7,13 +7,11 @@
  */
 import { Command, Options } from "@effect/cli"
 import { fromLayer } from "@flotta/core/Client"
-import { Flotta } from "@flotta/core/Flotta"
 import * as McpServer from "@flotta/mcp/McpServer"
 import * as SchedulerClient from "@flotta/scheduler/Client"
 import { Effect, Option } from "effect"
 import * as repl from "node:repl"
 import * as Composition from "./Composition.js"
-import * as ExitCode from "./ExitCode.js"
 import * as Output from "./Output.js"
 import * as ServeCommand from "./ServeCommand.js"
 import * as Shared from "./SharedOptions.js"
@@ -30,8 +28,6 @@ export const command = Command.make(
   { simulate: Shared.simulate, config: Shared.config, noMcp, noSchedule },
   (flags) =>
     Effect.gen(function*() {
-      yield* ExitCode.signalStopsCleanly
-      const config = yield* Shared.loadConfig(flags.config)
       const features = {
         simulate: flags.simulate,
         mcp: !flags.noMcp,
@@ -39,19 +35,18 @@ export const command = Command.make(
         schedule: !flags.noSchedule,
         durable: true
       }
-      const on = Composition.enabled(config, features)
+      const { config, on } = yield* ServeCommand.setUp(flags.config, features)
       const fleet = fromLayer(Composition.layer(config, features), { scheduler: SchedulerClient.face(on.schedule) })
       yield* Effect.addFinalizer(() => Effect.promise(() => fleet.shutdown()))
       // Built here, so that a layer that cannot start (a port in use, say) fails the command with its own error.
       const booted = yield* Effect.flatten(Effect.promise(() =>
         fleet.runtime.runPromiseExit(Effect.gen(function*() {
-          const report = yield* ServeCommand.boot(config)
-          const restored = (yield* Flotta).restored.restored.map((r) => r.name)
+          const { live } = yield* ServeCommand.boot(config)
           const mcp = yield* Effect.serviceOption(McpServer.McpServer)
           const state = yield* ServeCommand.stateLines("flotta repl")
           const dashboard = yield* Composition.dashboardUrl
           return {
-            live: [...restored, ...report.started],
+            live,
             mcp: Option.map(mcp, (server) => server.url),
             dashboard,
             state

@@ -7,7 +7,6 @@ import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
 import type { Policy } from "@flotta/core/Permission"
-import { READ_ONLY_TOOLS } from "@flotta/core/Permission"
 import type { RunOptions } from "@flotta/core/Run"
 import { Effect, Option } from "effect"
 import * as path from "node:path"
@@ -16,74 +15,43 @@ import * as Composition from "./Composition.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
+import * as PermissionFlags from "./PermissionFlags.js"
 import * as RunViews from "./RunViews.js"
 import * as SandboxFlags from "./SandboxFlags.js"
 import * as Shared from "./SharedOptions.js"
 import * as Spinner from "./Spinner.js"
 
 const options = {
-  cwd: Flags.directory("cwd").pipe(
-    Options.withDescription("Working directory (default: the current one)."),
-    Options.optional
-  ),
-  model: Flags.nonEmpty("model", "model").pipe(
-    Options.withDescription("Model alias or id, e.g. sonnet."),
-    Options.optional
-  ),
-  name: Flags.agentName("name").pipe(
-    Options.withDescription(`The run's name (and its worktree's): ${Flags.NAME_RULE}.`),
-    Options.optional
-  ),
-  permission: Flags.choice("permission", ["read_only", "full", "ask"]).pipe(
-    Options.withDescription(
-      "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and you are asked about " +
-        "every other one); --allow lists tools instead."
-    ),
-    Options.optional
-  ),
-  allow: Options.text("allow").pipe(
-    Options.withPseudoName("tools"),
-    Options.withDescription("Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit."),
-    Options.repeated
-  ),
-  ask: Options.text("ask").pipe(
-    Options.withPseudoName("tools"),
-    Options.withDescription(
-      "Ask you at this terminal before each use of these tools (repeat, or comma-separated): --ask Write --ask " +
-        "Bash. The others are --allow's, else the read-only ones."
-    ),
-    Options.repeated
-  ),
+  cwd: Flags.directory("cwd").pipe(Flags.optional("Working directory (default: the current one).")),
+  model: Flags.nonEmpty("model", "model").pipe(Flags.optional("Model alias or id, e.g. sonnet.")),
+  name: Flags.agentName("name").pipe(Flags.optional(`The run's name (and its worktree's): ${Flags.NAME_RULE}.`)),
+  ...PermissionFlags.options({
+    permission: "One of read_only (Read, Glob, Grep), full (every tool) or ask (read-only tools, and you are asked " +
+      "about every other one); --allow lists tools instead.",
+    allow: "Allow exactly these tools (repeat, or comma-separated): --allow Read,Edit.",
+    ask: "Ask you at this terminal before each use of these tools (repeat, or comma-separated): --ask Write --ask " +
+      "Bash. The others are --allow's, else the read-only ones."
+  }),
   worktree: Options.boolean("worktree").pipe(
     Options.withDescription("Run in its own git worktree: <repo>/.claude/worktrees/<name>.")
   ),
   cleanup: Options.boolean("cleanup").pipe(
     Options.withDescription("After success, commit what the run left and remove its worktree (the branch stays).")
   ),
-  systemPrompt: Options.text("system-prompt").pipe(
-    Options.withDescription("Replace the system prompt."),
-    Options.optional
-  ),
-  appendSystemPrompt: Options.text("append-system-prompt").pipe(
-    Options.withDescription("Add to the system prompt."),
-    Options.optional
-  ),
+  systemPrompt: Options.text("system-prompt").pipe(Flags.optional("Replace the system prompt.")),
+  appendSystemPrompt: Options.text("append-system-prompt").pipe(Flags.optional("Add to the system prompt.")),
   jsonSchema: Options.text("json-schema").pipe(
     Options.withPseudoName("json"),
-    Options.withDescription("A JSON Schema (inline, or a path to a .json file): print the structured output."),
-    Options.optional
+    Flags.optional("A JSON Schema (inline, or a path to a .json file): print the structured output.")
   ),
   maxTurns: Flags.positiveInteger("max-turns").pipe(
-    Options.withDescription("Stop after this many model calls (a whole number above 0)."),
-    Options.optional
+    Flags.optional("Stop after this many model calls (a whole number above 0).")
   ),
   maxBudgetUsd: Flags.positiveNumber("max-budget-usd").pipe(
-    Options.withDescription("Stop past this cost in USD (a number above 0, e.g. 0.5)."),
-    Options.optional
+    Flags.optional("Stop past this cost in USD (a number above 0, e.g. 0.5).")
   ),
   timeout: Flags.duration("timeout").pipe(
-    Options.withDescription("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s)."),
-    Options.optional
+    Flags.optional("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s).")
   ),
   json: Options.boolean("json").pipe(
     Options.withDescription(
@@ -99,67 +67,29 @@ const options = {
 const invalid = (field: string, reason: string) => Shared.invalid(field, reason)
 const badSchema = (text: string, reason: string) => Shared.badValue("--json-schema", text, reason)
 
-const readSchema = (text: string, cwd: string) =>
-  Effect.gen(function*() {
-    const trimmed = text.trim()
-    let source = trimmed
-    if (trimmed.length === 0) return yield* badSchema(text, "is empty: give a JSON Schema, or a path to one")
-    if (!/^[{[]/.test(trimmed)) {
-      const fs = yield* FileSystem.FileSystem
-      const file = path.resolve(cwd, trimmed)
-      source = yield* fs.readFileString(file).pipe(
-        Effect.mapError(() => badSchema(text, `is not inline JSON, and there is no file ${file}`))
-      )
-    }
-    const parsed = yield* Effect.try({
-      try: () => JSON.parse(source) as unknown,
-      catch: (e) =>
-        source === trimmed
-          ? badSchema(text, `is not valid JSON (${(e as Error).message})`)
-          : badSchema(text, `is not a file of valid JSON (${(e as Error).message})`)
-    })
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      return yield* badSchema(text, "is not a JSON Schema: a schema is a JSON object, e.g. {\"type\":\"object\"}")
-    }
-    return parsed as Record<string, unknown>
+const readSchema = Effect.fn("RunCommand.readSchema")(function*(text: string, cwd: string) {
+  const trimmed = text.trim()
+  let source = trimmed
+  if (trimmed.length === 0) return yield* badSchema(text, "is empty: give a JSON Schema, or a path to one")
+  if (!/^[{[]/.test(trimmed)) {
+    const fs = yield* FileSystem.FileSystem
+    const file = path.resolve(cwd, trimmed)
+    source = yield* fs.readFileString(file).pipe(
+      Effect.mapError(() => badSchema(text, `is not inline JSON, and there is no file ${file}`))
+    )
+  }
+  const parsed = yield* Effect.try({
+    try: () => JSON.parse(source) as unknown,
+    catch: (e) =>
+      source === trimmed
+        ? badSchema(text, `is not valid JSON (${(e as Error).message})`)
+        : badSchema(text, `is not a file of valid JSON (${(e as Error).message})`)
   })
-
-/** The tools a repeated, comma-separated flag names. */
-const toolsOf = (flag: string, given: ReadonlyArray<string>) => {
-  const empty = given.find((a) => a.split(",").every((t) => t.trim().length === 0))
-  if (empty !== undefined) return Effect.fail(Shared.badValue(flag, empty, "names no tool"))
-  return Effect.succeed(given.flatMap((a) => a.split(",")).map((t) => t.trim()).filter((t) => t.length > 0))
-}
-
-/**
- * The run's permission from `--permission`, `--allow` and `--ask`. The `--ask` tools wait for the person at the
- * terminal; the others are `--allow`'s, else the read-only ones.
- */
-export const permissionOf = (
-  permission: Option.Option<"read_only" | "full" | "ask">,
-  allow: ReadonlyArray<string>,
-  ask: ReadonlyArray<string> = []
-) =>
-  Effect.gen(function*() {
-    const tools = yield* toolsOf("--allow", allow)
-    const asked = yield* toolsOf("--ask", ask)
-    if (tools.length > 0 && Option.isSome(permission)) {
-      return yield* invalid("--allow", "give either --permission or --allow, not both")
-    }
-    if (asked.length > 0 && Option.isSome(permission) && permission.value !== "read_only") {
-      return yield* invalid(
-        "--ask",
-        permission.value === "full"
-          ? "--permission full allows every tool without asking: give --ask with --allow (or alone), not with it"
-          : "--permission ask asks about every tool that is not read-only already: give one or the other"
-      )
-    }
-    const both = asked.filter((tool) => tools.includes(tool))
-    if (both.length > 0) return yield* invalid("--ask", `${both.join(", ")} cannot be both allowed and asked about`)
-    if (asked.length > 0) return { allow: tools.length > 0 ? tools : READ_ONLY_TOOLS, ask: asked } as Policy
-    if (tools.length > 0) return { allow: tools } as Policy
-    return Option.getOrElse(permission, () => "read_only" as const) as Policy
-  })
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return yield* badSchema(text, "is not a JSON Schema: a schema is a JSON object, e.g. {\"type\":\"object\"}")
+  }
+  return parsed as Record<string, unknown>
+})
 
 /** Whether a permission leaves some tool calls to a person. */
 export const asksHuman = (permission: Policy) =>
@@ -186,7 +116,7 @@ export const command = Command.make(
     Effect.gen(function*() {
       const cwd = path.resolve(Option.getOrElse(flags.cwd, () => "."))
       const config = yield* Shared.loadConfig(flags.config)
-      const permission = yield* permissionOf(flags.permission, flags.allow, flags.ask)
+      const permission = yield* PermissionFlags.permissionOf(flags.permission, flags.allow, flags.ask)
       const asks = asksHuman(permission)
       if (asks && !Output.stdinIsTTY()) return yield* needsTerminal(permission === "ask" ? "--permission" : "--ask")
       const jsonSchema = Option.isSome(flags.jsonSchema) ? yield* readSchema(flags.jsonSchema.value, cwd) : undefined
@@ -203,16 +133,13 @@ export const command = Command.make(
         onActivity: spinner.onActivity,
         ...(flags.worktree ? { worktree: true } : {}),
         ...(flags.cleanup ? { cleanup: true } : {}),
-        ...Option.match(flags.model, { onNone: () => ({}), onSome: (model) => ({ model }) }),
-        ...Option.match(flags.name, { onNone: () => ({}), onSome: (name) => ({ name }) }),
-        ...Option.match(flags.systemPrompt, { onNone: () => ({}), onSome: (systemPrompt) => ({ systemPrompt }) }),
-        ...Option.match(flags.appendSystemPrompt, {
-          onNone: () => ({}),
-          onSome: (appendSystemPrompt) => ({ appendSystemPrompt })
-        }),
+        ...Shared.ifSome("model", flags.model),
+        ...Shared.ifSome("name", flags.name),
+        ...Shared.ifSome("systemPrompt", flags.systemPrompt),
+        ...Shared.ifSome("appendSystemPrompt", flags.appendSystemPrompt),
         ...(jsonSchema === undefined ? {} : { jsonSchema }),
-        ...Option.match(flags.maxTurns, { onNone: () => ({}), onSome: (maxTurns) => ({ maxTurns }) }),
-        ...Option.match(flags.maxBudgetUsd, { onNone: () => ({}), onSome: (maxBudgetUsd) => ({ maxBudgetUsd }) }),
+        ...Shared.ifSome("maxTurns", flags.maxTurns),
+        ...Shared.ifSome("maxBudgetUsd", flags.maxBudgetUsd),
         ...(timeout === undefined ? {} : { timeout }),
         ...SandboxFlags.sandboxOf(flags)
       }

@@ -3,9 +3,9 @@
  * same footer `flotta run` prints), a verify's checks, the run worktrees of a repository and what `gc` did. Pure
  * functions of the data, whether it came from a running serve or from git here.
  */
-import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import type { RunView } from "@flotta/core/RunList"
 import type { GcResult, VerifyResult, WorktreeInfo } from "@flotta/core/Worktrees"
+import type { RunResult, VerifyReport } from "@flotta/mcp/Schemas"
 import * as path from "node:path"
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
@@ -62,8 +62,13 @@ export const renderRuns = (views: ReadonlyArray<RunView>, now: number): string =
   return table([header, ...rows])
 }
 
+/** A run's outcome as a serve answers it (the engine's `RunResult` is one). */
+export type RunAnswer = typeof RunResult.Type
+/** A verify's outcome as a serve answers it (the engine's `VerifyReport` is one). */
+export type VerifyAnswer = typeof VerifyReport.Type
+
 /** `— $0.0012 · 4.2s · 1 model call · session … · worktree …`: what a run cost and where its work is. */
-export const runFooter = (result: RunResult): string => {
+export const runFooter = (result: RunAnswer): string => {
   const parts = [
     `$${result.costUsd.toFixed(4)}`,
     `${(result.durationMs / 1000).toFixed(1)}s`,
@@ -101,7 +106,7 @@ export const renderVerify = (result: VerifyResult & { readonly name?: string }):
 }
 
 /** One async run's outcome: a run's answer (its structured output as JSON, if any) and footer; a verify's checks. */
-export const renderOutcome = (result: RunResult | VerifyReport): string => {
+export const renderOutcome = (result: RunAnswer | VerifyAnswer): string => {
   if (result.kind === "verify") return renderVerify(result)
   const answer = result.structuredOutput === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
   return `${answer}\n${runFooter(result)}`

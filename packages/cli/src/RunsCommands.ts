@@ -4,13 +4,13 @@
  * going is TurnPending, a failed one ends the command with its own error and exit code, and a name the serve does
  * not know is RunNotFound (exit code 12).
  */
-import { Args, Command, Options } from "@effect/cli"
-import type { RunResult, VerifyReport } from "@flotta/core/Run"
-import type { RunView } from "@flotta/core/RunList"
+import { Args, Command } from "@effect/cli"
 import { Clock, Effect, Option } from "effect"
-import { call, connection, withClient } from "./Connection.js"
+import * as Answers from "./Answers.js"
+import { callAndPrint, connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as RunViews from "./RunViews.js"
+import * as Shared from "./SharedOptions.js"
 import { invalid } from "./SharedOptions.js"
 
 const runs = Command.make(
@@ -18,13 +18,9 @@ const runs = Command.make(
   {
     ...connection,
     state: Flags.choice("state", ["running", "succeeded", "failed"]).pipe(
-      Options.withDescription("List only the runs in this state."),
-      Options.optional
+      Flags.optional("List only the runs in this state.")
     ),
-    limit: Flags.positiveInteger("limit").pipe(
-      Options.withDescription("List at most this many, newest first."),
-      Options.optional
-    ),
+    limit: Flags.positiveInteger("limit").pipe(Flags.optional("List at most this many, newest first.")),
     name: Flags.nameArgument(
       "name",
       "A run's (or verify's) name: print its whole outcome instead of the list."
@@ -38,22 +34,16 @@ const runs = Command.make(
           return yield* invalid(narrowed, "narrows the list of runs: give it without a <name>")
         }
         const name = flags.name.value
-        return yield* withClient(
-          flags,
-          (client) => call(client, "flotta_run_result", { name }),
-          (v) => RunViews.renderOutcome(v["result"] as RunResult | VerifyReport)
-        )
+        return yield* callAndPrint(flags, "flotta_run_result", { name }, Answers.RunOutcome, (v) =>
+          RunViews.renderOutcome(v.result))
       }
       const now = yield* Clock.currentTimeMillis
       const query = {
-        ...Option.match(flags.state, { onNone: () => ({}), onSome: (state) => ({ state }) }),
-        ...Option.match(flags.limit, { onNone: () => ({}), onSome: (limit) => ({ limit }) })
+        ...Shared.ifSome("state", flags.state),
+        ...Shared.ifSome("limit", flags.limit)
       }
-      return yield* withClient(
-        flags,
-        (client) => call(client, "flotta_runs", query),
-        (v) => RunViews.renderRuns((v["runs"] ?? []) as ReadonlyArray<RunView>, now)
-      )
+      return yield* callAndPrint(flags, "flotta_runs", query, Answers.Runs, (v) =>
+        RunViews.renderRuns(v.runs, now))
     })
 ).pipe(
   Command.withDescription(

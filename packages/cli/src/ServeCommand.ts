@@ -24,13 +24,25 @@ import * as Views from "./Views.js"
 export const boot = (config: ConfigFile.LoadedConfig) =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
-    const back = new Set(fleet.restored.restored.map((r) => r.name))
+    const restored = fleet.restored.restored.map((r) => r.name)
+    const back = new Set(restored)
     const { fleet: declared } = config.fleet
     const booted = yield* fleet.bootFleet({ ...declared, sessions: declared.sessions.filter((s) => !back.has(s.name)) })
     for (const failed of booted.failed) {
       yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
     }
-    return booted
+    return { ...booted, live: [...restored, ...booted.started] }
+  })
+
+/**
+ * How a long-lived command (serve, repl) starts: a signal stops it cleanly, then its config is loaded and what
+ * the features turn on for it is worked out.
+ */
+export const setUp = (configFlag: Option.Option<string>, features: Composition.Features) =>
+  Effect.gen(function*() {
+    yield* ExitCode.signalStopsCleanly
+    const config = yield* Shared.loadConfig(configFlag)
+    return { config, on: Composition.enabled(config, features) }
   })
 
 /** Where state lives and what came back from it, as lines for stderr (`flotta serve: state in ...`). */
@@ -78,8 +90,6 @@ export const command = Command.make(
   { simulate: Shared.simulate, config: Shared.config, json },
   (flags) =>
     Effect.gen(function*() {
-      yield* ExitCode.signalStopsCleanly
-      const config = yield* Shared.loadConfig(flags.config)
       const features = {
         simulate: flags.simulate,
         mcp: true,
@@ -88,13 +98,13 @@ export const command = Command.make(
         durable: true,
         cluster: true
       }
-      const on = Composition.enabled(config, features)
+      const { config, on } = yield* setUp(flags.config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
         const mcp = yield* Effect.serviceOption(McpServer.McpServer)
         const dashboard = yield* Composition.dashboardUrl
         const fleet = yield* Flotta
-        const live = [...fleet.restored.restored.map((r) => r.name), ...booted.started]
+        const { live } = booted
         const cluster = on.cluster ? yield* clusterView : Option.none()
         if (flags.json) {
           yield* Output.stdout(JSON.stringify({

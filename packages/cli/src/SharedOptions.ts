@@ -1,6 +1,6 @@
 /** Options several commands share, and the config loading they all do the same way. */
 import { Options } from "@effect/cli"
-import { Option, Schema } from "effect"
+import { Option, Record as Rec, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 
@@ -14,8 +14,7 @@ export const json = Options.boolean("json").pipe(
 )
 
 export const config = Flags.file("config").pipe(
-  Options.withDescription("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts)."),
-  Options.optional
+  Flags.optional("The config file (default: flotta.config.json, .flotta/config.json or flotta.config.ts).")
 )
 
 /**
@@ -40,3 +39,7 @@ export const badValue = (field: string, value: string, reason: string) =>
 /** Loads the config; the entries it skips are reported by whatever boots them (serve, repl) and by `doctor`. */
 export const loadConfig = (explicit: Option.Option<string>) =>
   ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
+
+/** `{ key: value }` when the option is set, else `{}`: spread into a tool's arguments or a run's options. */
+export const ifSome = <K extends string, A>(key: K, value: Option.Option<A>): Partial<Record<K, A>> =>
+  Option.match(value, { onNone: () => ({}), onSome: (v) => Rec.singleton(key, v) })

@@ -201,27 +201,18 @@ const onPrompt = (
   const ruled = (rule: string, decision: Decision): Ruled => ({ rule, prompt, decision })
   const text = (answer: string) => textAnswer(answer, options.usage)
   const nowSeconds = Math.floor((options.now ?? 0) / 1000)
+  // A 429 with these headers; once the fleet resumes the prompt, the words after the keyword.
+  const refused = (rule: string, words: string, message: string, headers: Headers) =>
+    resumed
+      ? ruled(`${rule}:resumed`, text(`RESUMED: ${words}`.trim()))
+      : ruled(rule, { _tag: "error", status: 429, message, headers })
   switch (keyword) {
     case "LIMIT": {
       const [, seconds = "60", words = ""] = /^(\d+)\s*([\s\S]*)$/.exec(rest) ?? [undefined, "60", rest]
-      return resumed
-        ? ruled("LIMIT:resumed", text(`RESUMED: ${words}`.trim()))
-        : ruled("LIMIT", {
-          _tag: "error",
-          status: 429,
-          message: "usage limit reached",
-          headers: limitHeaders(nowSeconds + Number(seconds), true)
-        })
+      return refused("LIMIT", words, "usage limit reached", limitHeaders(nowSeconds + Number(seconds), true))
     }
     case "THROTTLE":
-      return resumed
-        ? ruled("THROTTLE:resumed", text(`RESUMED: ${rest}`.trim()))
-        : ruled("THROTTLE", {
-          _tag: "error",
-          status: 429,
-          message: "Rate limited",
-          headers: limitHeaders(nowSeconds + 60, false)
-        })
+      return refused("THROTTLE", rest, "Rate limited", limitHeaders(nowSeconds + 60, false))
     case "NEAR_LIMIT":
       return ruled("NEAR_LIMIT", {
         _tag: "message",

@@ -5,7 +5,8 @@
 import type { TurnRecord } from "@flotta/core/Agent"
 import type { StoreError } from "@flotta/core/Errors"
 import * as Sqlite from "@flotta/core/Sqlite"
-import * as Store from "@flotta/core/Store"
+import type * as Store from "@flotta/core/Store"
+import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
@@ -24,7 +25,7 @@ export class NotInStore extends Schema.TaggedError<NotInStore>()("NotInStore", {
 
 /** Opens a store read-only for the scope. */
 export const openReadOnly = (config: Store.StoreConfig): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope> =>
-  Store.open(config, { readOnly: true })
+  StoreConfig.open(config, { readOnly: true })
 
 /** Whether a store is there to read: memory never is (it lives in its host), an SQLite file once it exists. */
 export const exists = (config: Store.StoreConfig): boolean =>
@@ -54,8 +55,8 @@ export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, St
 }
 
 /** An agent's transcript from the store: its turns' records, oldest first (`last` keeps the newest ones). */
-export const transcript = (store: Store.StoreShape, name: string, last?: number) =>
-  Effect.gen(function*() {
+export const transcript = Effect.fn("StoreAccess.transcript")(
+  function*(store: Store.StoreShape, name: string, last?: number) {
     const rows = yield* store.turns(name)
     if (rows.length === 0) {
       const agents = yield* store.agents
@@ -66,4 +67,5 @@ export const transcript = (store: Store.StoreShape, name: string, last?: number)
     }
     const turns: ReadonlyArray<TurnRecord> = rows.map((row) => row.record)
     return { name, total: turns.length, turns: last === undefined ? turns : turns.slice(-last) }
-  })
+  }
+)

@@ -29,8 +29,7 @@ export class ChecksFailed extends Schema.TaggedError<ChecksFailed>()("ChecksFail
 }
 
 const cwd = Flags.directory("cwd").pipe(
-  Options.withDescription("A directory inside the git repository (default: the current one)."),
-  Options.optional
+  Flags.optional("A directory inside the git repository (default: the current one).")
 )
 
 const dirOf = (flag: Option.Option<string>) => path.resolve(Option.getOrElse(flag, () => "."))
@@ -42,12 +41,17 @@ const print = <A>(json: boolean, value: A, render: (value: A) => string) =>
 /** The hint a worktree kept for its lock gets: the lock may outlive a run whose process was killed. */
 const STALE_LOCK = "it is locked; if no run uses it any more, `git worktree unlock <path>` releases it"
 
+/** The git repository `--cwd` is in, and its run worktrees. */
+const repoWorktrees = Effect.fn("WorktreeCommands.repoWorktrees")(function*(cwd: Option.Option<string>) {
+  const repo = yield* Worktrees.repoRoot(dirOf(cwd))
+  return { repo, worktrees: yield* Worktrees.list(repo) }
+})
+
 const worktrees = Command.make("worktrees", { cwd, json: Shared.json }, (flags) =>
-  Effect.gen(function*() {
-    const repo = yield* Worktrees.repoRoot(dirOf(flags.cwd))
-    const list = yield* Worktrees.list(repo)
-    yield* print(flags.json, { repo, worktrees: list }, (v) => RunViews.renderWorktrees(v.worktrees, repo))
-  })).pipe(
+  Effect.flatMap(
+    repoWorktrees(flags.cwd),
+    (found) => print(flags.json, found, (v) => RunViews.renderWorktrees(v.worktrees, v.repo))
+  )).pipe(
     Command.withDescription(
       "List the run worktrees of the git repository here (or --cwd's): path, branch, uncommitted changes or " +
         "not, locked by a run or not, and age. Runs on this machine; no serve is needed."
@@ -65,8 +69,8 @@ const gc = Command.make(
   },
   (flags) =>
     Effect.gen(function*() {
-      const repo = yield* Worktrees.repoRoot(dirOf(flags.cwd))
-      const locked = new Set((yield* Worktrees.list(repo)).filter((w) => w.locked).map((w) => w.path))
+      const { repo, worktrees } = yield* repoWorktrees(flags.cwd)
+      const locked = new Set(worktrees.filter((w) => w.locked).map((w) => w.path))
       const result = yield* Worktrees.gc(repo, { busy: locked, ...(flags.force ? { force: true } : {}) })
       const kept = result.kept.map((k) => ({
         path: k.path,
@@ -86,8 +90,7 @@ const verify = Command.make(
   {
     cwd,
     timeout: Flags.duration("timeout").pipe(
-      Options.withDescription("Each check's time limit: 90, 90s, 500ms, 5m or 1h (default 10 minutes)."),
-      Options.optional
+      Flags.optional("Each check's time limit: 90, 90s, 500ms, 5m or 1h (default 10 minutes).")
     ),
     json: Shared.json,
     branch: Flags.argument(
@@ -105,7 +108,7 @@ const verify = Command.make(
       const result = yield* Worktrees.verify(dirOf(flags.cwd), {
         branch: flags.branch,
         checks: flags.checks,
-        ...Option.match(flags.timeout, { onNone: () => ({}), onSome: (timeout) => ({ timeout }) })
+        ...Shared.ifSome("timeout", flags.timeout)
       })
       yield* print(flags.json, result, RunViews.renderVerify)
       if (!result.passed) {

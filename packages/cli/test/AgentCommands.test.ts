@@ -110,9 +110,9 @@ describe("agent views", () => {
   })
 
   it("a finished wait: a turn's reply, or a run's outcome", () => {
-    assert.strictEqual(AgentCommands.renderWaited({ kind: "turn", result: { text: "hello" } }), "hello")
+    assert.strictEqual(AgentCommands.renderWaited({ result: { text: "hello" } }), "hello")
     const run = {
-      kind: "run",
+      kind: "run" as const,
       name: "r",
       text: "done",
       costUsd: 0.5,
@@ -122,7 +122,7 @@ describe("agent views", () => {
       permissionDenials: []
     }
     assert.strictEqual(
-      AgentCommands.renderWaited({ kind: "run", result: run }),
+      AgentCommands.renderWaited({ result: run }),
       "done\n— $0.5000 · 1.0s · 1 model call · session s"
     )
   })

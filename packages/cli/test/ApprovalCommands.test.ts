@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { Approval } from "@flotta/core/Approvals"
 import { Effect, Either, Option } from "effect"
 import * as ApprovalCommands from "../src/ApprovalCommands.js"
+import * as PermissionFlags from "../src/PermissionFlags.js"
 import * as RunCommand from "../src/RunCommand.js"
 
 const NOW = Date.parse("2026-03-02T10:00:00.000Z")
@@ -95,7 +96,7 @@ describe("the approval views", () => {
 
 describe("flotta run's permission flags", () => {
   const permission = (p: "read_only" | "full" | "ask" | undefined, allow: Array<string>, ask: Array<string>) =>
-    Effect.runSync(Effect.either(RunCommand.permissionOf(Option.fromNullable(p), allow, ask)))
+    Effect.runSync(Effect.either(PermissionFlags.permissionOf(Option.fromNullable(p), allow, ask)))
   const refused = (result: ReturnType<typeof permission>) => {
     assert.isTrue(Either.isLeft(result), "expected a usage error")
     return Either.isLeft(result) ? result.left.message : ""

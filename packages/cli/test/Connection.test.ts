@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Client } from "@modelcontextprotocol/client"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import * as Connection from "../src/Connection.js"
 
 /** A client whose `flotta_reports` pages through `entries`, `limit` at a time, recording what it was asked. */
@@ -67,7 +67,7 @@ describe("a serve's refusal", () => {
             structuredContent: { error: { _tag: "AgentNotFound", message: "no agent named \"ghost\"" } }
           })
       } as unknown as Client
-      const refused = yield* Effect.flip(Connection.call(refusing, "flotta_info", { name: "ghost" }))
+      const refused = yield* Effect.flip(Connection.call(refusing, "flotta_info", { name: "ghost" }, Schema.Unknown))
       assert.strictEqual(refused._tag, "ToolFailed")
       if (refused._tag === "ToolFailed") {
         assert.strictEqual(refused.error._tag, "AgentNotFound")

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { StoreShape, TurnRow } from "@flotta/core/Store"
-import * as Store from "@flotta/core/Store"
+import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -50,12 +50,20 @@ const turnRow = (agent: string, n: number): TurnRow => ({
 /** Writes an agent with three turns into a fresh store, and closes it (as a stopped serve would leave it). */
 const written = (file: string) =>
   Effect.scoped(Effect.gen(function*() {
-    const store: StoreShape = yield* Store.open({ sqlite: file })
+    const store: StoreShape = yield* StoreConfig.open({ sqlite: file })
     store.saveAgent(agentRow("scout"))
     for (const n of [1, 2, 3]) store.saveTurn(turnRow("scout", n))
     store.appendReport({ at: new Date(0).toISOString(), agent: "scout", kind: "spawned", data: {}, turnId: undefined })
     assert.isTrue(yield* store.flush())
   }))
+
+/** A store file (state.db in a fresh directory) as `written` leaves it. */
+const writtenStore = Effect.gen(function*() {
+  const dir = yield* tempDir()
+  const file = path.join(dir, "state.db")
+  yield* written(file)
+  return { dir, file }
+})
 
 describe("where each command keeps state", () => {
   const config = Either.getOrThrow(ConfigFile.decode("/p/flotta.config.json", {}))
@@ -109,10 +117,8 @@ describe("the store, read-only", () => {
 
   it.scoped("reads beside a holder (no lock), and refuses a file that is not a store, naming it", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir()
-      const file = path.join(dir, "state.db")
-      yield* written(file)
-      const holder = yield* Store.open({ sqlite: file })
+      const { dir, file } = yield* writtenStore
+      const holder = yield* StoreConfig.open({ sqlite: file })
       const inspected = yield* StoreAccess.inspect({ sqlite: file })
       assert.strictEqual(inspected._tag, "Found")
       const reader = yield* StoreAccess.openReadOnly({ sqlite: file })
@@ -128,9 +134,7 @@ describe("the store, read-only", () => {
 
   it.scoped("a transcript: the records oldest first, the last N; an unknown name says what the store holds", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir()
-      const file = path.join(dir, "state.db")
-      yield* written(file)
+      const { file } = yield* writtenStore
       const store = yield* StoreAccess.openReadOnly({ sqlite: file })
       const all = yield* StoreAccess.transcript(store, "scout")
       assert.strictEqual(all.total, 3)

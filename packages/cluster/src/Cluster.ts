@@ -11,7 +11,8 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { FileSystem } from "@effect/platform/FileSystem"
-import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
+import type { AgentOptions } from "@flotta/core/Agent"
+import { errorView } from "@flotta/core/AgentView"
 import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
 import * as Client from "@flotta/core/Client"
 import { AgentAlreadyExists, AgentNotFound, InvalidSpec } from "@flotta/core/Errors"
@@ -19,24 +20,40 @@ import type { RunNotFound } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flottas from "@flotta/core/Flotta"
 import { Flotta } from "@flotta/core/Flotta"
-import type { AskOptions, BootReport, BroadcastOutcome } from "@flotta/core/Flotta"
+import type { AskOptions, BootReport } from "@flotta/core/Flotta"
 import type { Registry } from "@flotta/core/Registry"
 import { validateName } from "@flotta/core/Registry"
-import type { ReportLog, ReportNotice, ReportQuery, SubscribeOptions } from "@flotta/core/ReportLog"
-import type { RunQuery, RunView } from "@flotta/core/RunList"
+import type { ReportLog } from "@flotta/core/ReportLog"
+import type { RunQuery } from "@flotta/core/RunList"
 import { selectRuns } from "@flotta/core/RunList"
 import * as Spec from "@flotta/core/Spec"
-import { errorView } from "@flotta/core/Turn"
-import { Cause, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Either,
+  Layer,
+  Option,
+  Predicate,
+  Schema,
+  Stream,
+  SubscriptionRef
+} from "effect"
 import { randomUUID } from "node:crypto"
 import * as ClusterConfig from "./ClusterConfig.js"
 import type { ClusterConfigInput, ClusterSettings } from "./ClusterConfig.js"
 import { ClusterStore } from "./ClusterStore.js"
-import { closeHere, entities, Hosting, housekeeping, startHere, whenReady, withHost } from "./Hosting.js"
+import * as Entities from "./Entities.js"
+import * as FleetLog from "./FleetLog.js"
+import { Hosting, withHost } from "./Hosting.js"
+import * as Housekeeping from "./Housekeeping.js"
 import { Membership } from "./Membership.js"
 import * as Protocol from "./Protocol.js"
 import { HostLost, HostUnavailable } from "./Protocol.js"
 import * as Runner from "./Runner.js"
+import { WireOptions, wireOptions } from "./WireViews.js"
 
 export interface HostView {
   readonly host: string
@@ -86,17 +103,22 @@ const fromSettings = (settings: ClusterSettings, env: Readonly<Record<string, st
     Layer.provideMerge(ClusterStore.layer(settings.store))
   )
   const runner = Layer.provideMerge(Runner.layer(settings), node)
-  return Layer.scopedContext(fleet(settings)).pipe(Layer.provide(entities), Layer.provide(runner))
+  return Layer.scopedContext(fleet(settings)).pipe(Layer.provide(Entities.layer), Layer.provide(runner))
 }
 
-const POLL = Duration.millis(200)
-
 /** A call that could not reach its host, or whose host went away under it. */
-const unreachable = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "_tag" in error &&
-  ["RunnerUnavailable", "MailboxFull", "EntityNotAssignedToRunner", "PersistenceError"].includes(
-    (error as { readonly _tag: string })._tag
-  )
+const UNREACHABLE: ReadonlyArray<unknown> = [
+  "RunnerUnavailable",
+  "MailboxFull",
+  "EntityNotAssignedToRunner",
+  "PersistenceError"
+]
+type Unreachable = {
+  readonly _tag: "RunnerUnavailable" | "MailboxFull" | "EntityNotAssignedToRunner" | "PersistenceError"
+}
+const unreachable = <E>(error: E): error is Extract<E, Unreachable> =>
+  Predicate.hasProperty(error, "_tag") && UNREACHABLE.includes(error._tag)
+const isRunNotFound = <E>(error: E): error is Extract<E, RunNotFound> => Predicate.isTagged(error, "RunNotFound")
 
 const fleet = (settings: ClusterSettings) =>
   Effect.gen(function*() {
@@ -136,13 +158,13 @@ const fleet = (settings: ClusterSettings) =>
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? new HostLost({ name, host }) : Effect.failCause(cause)
         )
-      ) as Effect.Effect<A, Exclude<E, { readonly _tag: "RunnerUnavailable" }> | HostLost>
+      )
 
     /** An operation on one agent: here when it lives here, else on its host. */
     const onAgent = <A, E, E2>(
       name: string,
       here: Effect.Effect<A, E>,
-      there: (client: ReturnType<typeof agentClient>) => Effect.Effect<unknown, E2>
+      there: (client: ReturnType<typeof agentClient>) => Effect.Effect<A, E2>
     ) =>
       Effect.gen(function*() {
         const placement = yield* store.placement(name)
@@ -150,12 +172,12 @@ const fleet = (settings: ClusterSettings) =>
           return yield* new AgentNotFound({ name, live: (yield* store.placements).map((p) => p.name) })
         }
         const host = placement.value.host
-        if (host === me) return yield* whenReady(h, name, here)
-        return (yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))) as A
+        if (host === me) return yield* h.whenReady(name, here)
+        return yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))
       })
 
-    const pickHost = (wanted: string | undefined) =>
-      Effect.gen(function*() {
+    const pickHost = Effect.fn("Cluster.pickHost")(
+      function*(wanted: string | undefined) {
         const live = (yield* liveNow).map((r) => r.host).sort()
         if (wanted !== undefined) {
           if (!live.includes(wanted)) return yield* new HostUnavailable({ host: wanted, live })
@@ -164,7 +186,8 @@ const fleet = (settings: ClusterSettings) =>
         const counts = new Map(live.map((host) => [host, 0]))
         for (const p of yield* store.placements) if (counts.has(p.host)) counts.set(p.host, counts.get(p.host)! + 1)
         return [...counts.entries()].sort((a, b) => a[1] - b[1])[0]![0]
-      })
+      }
+    )
 
     const spawn = (name: string, options: AgentOptions = {}) =>
       Effect.gen(function*() {
@@ -178,16 +201,18 @@ const fleet = (settings: ClusterSettings) =>
               `a permission given as a function cannot be sent to host ${host}: give it as data, or spawn on ${me}`
           })
         }
-        const wire = Protocol.toWire(rest)
+        const wire = yield* Schema.validate(WireOptions)(wireOptions(rest)).pipe(
+          Effect.mapError((error) => new InvalidSpec({ path: "options", reason: error.message }))
+        )
         if (!(yield* store.place(name, host, wire.cwd ?? "", wire))) return yield* new AgentAlreadyExists({ name })
         const started = host === me
-          ? startHere(h, name, rest, 1)
+          ? h.startHere(name, rest, 1)
           : remote(
             host,
             name,
             agentClient(Protocol.agentId(host, name)).spawn({ name, options: wire, epoch: 1, callId: randomUUID() })
           )
-        return (yield* started.pipe(Effect.tapError(() => Effect.ignore(store.remove(name, 1))))) as AgentInfo
+        return yield* started.pipe(Effect.tapError(() => Effect.ignore(store.remove(name, 1))))
       }).pipe(Effect.withSpan("flotta.spawn", { attributes: { "flotta.agent": name, "flotta.cluster": true } }))
 
     const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
@@ -197,18 +222,19 @@ const fleet = (settings: ClusterSettings) =>
         c.ask({ name, text, ...turnOf(options), callId: randomUUID() }))
 
     /** Every live host's answer (this one's directly); a host that does not answer is left out. */
-    const everyHost = <A>(
-      here: Effect.Effect<A, unknown>,
-      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<unknown, unknown>
+    const everyHost = <A, E, E2>(
+      here: Effect.Effect<A, E>,
+      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<A, E2>
     ) =>
       Effect.gen(function*() {
         const hosts = (yield* liveNow).map((r) =>
           r.host
         )
-        const answers = yield* Effect.forEach(hosts, (host) =>
-          (host === me ? here : remote(host, host, there(hostClient(host)) as Effect.Effect<A, unknown>)).pipe(
-            Effect.option
-          ), { concurrency: "unbounded" })
+        const answers = yield* Effect.forEach(
+          hosts,
+          (host) => host === me ? Effect.option(here) : Effect.option(remote(host, host, there(hostClient(host)))),
+          { concurrency: "unbounded" }
+        )
         return answers.flatMap((a) => (Option.isSome(a) ? [a.value] : []))
       })
 
@@ -218,7 +244,7 @@ const fleet = (settings: ClusterSettings) =>
     ).pipe(Effect.map((lists) => lists.flat().sort((a, b) => a.name.localeCompare(b.name))))
 
     const broadcast = (text: string, options: AskOptions = {}) =>
-      everyHost<ReadonlyArray<BroadcastOutcome>>(
+      everyHost(
         local.broadcast(text, options),
         (c) => c.broadcast({ text, ...turnOf(options) })
       ).pipe(Effect.map((lists) => lists.flat()))
@@ -233,7 +259,7 @@ const fleet = (settings: ClusterSettings) =>
             for (const { host } of yield* liveNow) {
               if (host === me) continue
               const answer = yield* Effect.either(remote(host, host, hostClient(host).decide({ id, decision })))
-              if (answer._tag === "Right") return answer.right as Effect.Effect.Success<ReturnType<Flotta["decide"]>>
+              if (Either.isRight(answer)) return answer.right
             }
             return yield* notHere
           }))
@@ -245,35 +271,30 @@ const fleet = (settings: ClusterSettings) =>
       everyHost(
         Effect.map(local.runs(query), (views) => views.map((view) => ({ ...view, host: me }))),
         (c) => c.runs({ query })
-      ).pipe(Effect.map((lists) => selectRuns(lists.flat() as ReadonlyArray<RunView>, query)))
+      ).pipe(Effect.map((lists) => selectRuns(lists.flat(), query)))
 
     /** A run's outcome from whichever live host knows it (RunNotFound when none does). */
-    const onRunHost = <A, E>(
+    const onRunHost = <A, E, E2>(
       name: string,
       here: Effect.Effect<A, E>,
-      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<unknown, unknown>
+      there: (client: ReturnType<typeof hostClient>) => Effect.Effect<A, E2>
     ) =>
       here.pipe(
-        Effect.catchIf(
-          (e): e is E & RunNotFound => (e as { readonly _tag?: string })._tag === "RunNotFound",
-          (notHere) =>
-            Effect.gen(function*() {
-              for (const { host } of yield* liveNow) {
-                if (host === me) continue
-                const answer = yield* Effect.either(remote(host, name, there(hostClient(host))))
-                if (answer._tag === "Right") return answer.right as A
-                if ((answer.left as { readonly _tag?: string })._tag !== "RunNotFound") {
-                  return yield* Effect.fail(answer.left as E | HostLost)
-                }
-              }
-              return yield* Effect.fail(notHere)
-            })
-        )
+        Effect.catchIf(isRunNotFound, (notHere) =>
+          Effect.gen(function*() {
+            for (const { host } of yield* liveNow) {
+              if (host === me) continue
+              const answer = yield* Effect.either(remote(host, name, there(hostClient(host))))
+              if (Either.isRight(answer)) return answer.right
+              if (!isRunNotFound(answer.left)) return yield* Effect.fail(answer.left)
+            }
+            return yield* Effect.fail(notHere)
+          }))
       )
 
     /** A config's sessions start on the node that boots them; its run templates stay there too. */
-    const bootFleet = (config: Spec.Fleet) =>
-      Effect.gen(function*() {
+    const bootFleet = Effect.fn("Cluster.bootFleet")(
+      function*(config: Spec.Fleet) {
         const templates = yield* local.bootFleet({ ...config, sessions: [] })
         // Every node may boot the same config: a session the cluster runs already (anywhere) is left as it is.
         const placed = new Set((yield* Effect.orElseSucceed(store.placements, () => [])).map((p) => p.name))
@@ -291,45 +312,17 @@ const fleet = (settings: ClusterSettings) =>
           else failed.push({ name, error: errorView(outcome.left) })
         })
         return { ...templates, started, failed } satisfies BootReport
-      })
+      }
+    )
 
-    // The fleet-wide report log: the cluster store's, read by cursor and followed by polling it.
-    const reports = (query: ReportQuery = {}) => Effect.orDie(store.reports(query))
-    const subscribe = (options: SubscribeOptions = {}) =>
-      Effect.gen(function*() {
-        const queue = yield* Effect.acquireRelease(
-          Queue.dropping<ReportNotice>(Math.max(1, options.capacity ?? 1024)),
-          Queue.shutdown
-        )
-        let cursor = (yield* reports({ last: 1 })).next
-        const filter = {
-          ...(options.agent === undefined ? {} : { agent: options.agent }),
-          ...(options.kinds === undefined ? {} : { kinds: options.kinds })
-        }
-        yield* Effect.gen(function*() {
-          const page = yield* reports({ since: cursor, limit: 1000, ...filter })
-          for (const entry of page.entries) {
-            if (!(yield* Queue.offer(queue, { _tag: "Entry", entry }))) {
-              // Full: say what was missed once there is room; it can be read back by cursor.
-              const after = cursor
-              cursor = page.next
-              yield* Queue.offer(queue, { _tag: "Missed", count: page.entries.length, after })
-              return
-            }
-            cursor = entry.seq
-          }
-          cursor = page.next
-          if (page.entries.length < 1000) yield* Effect.sleep(POLL)
-        }).pipe(Effect.forever, Effect.forkScoped)
-        return Stream.fromQueue(queue)
-      })
+    const log = FleetLog.make(store)
 
-    const fleetWide = Flotta.make({
+    const operations = {
       ...local,
       spawn,
       askResult,
       ask: (name: string, text: string, options?: AskOptions) =>
-        Effect.map(askResult(name, text, options), (r) => (r as { text: string }).text),
+        Effect.map(askResult(name, text, options), (r) => r.text),
       prompt: (name: string, text: string, options: AskOptions = {}) =>
         onAgent(name, local.prompt(name, text, options), (c) =>
           c.prompt({ name, text, ...turnOf(options), callId: randomUUID() })),
@@ -344,7 +337,7 @@ const fleet = (settings: ClusterSettings) =>
       transcript: (name: string) => onAgent(name, local.transcript(name), (c) => c.transcript({ name })),
       info: (name: string) => onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })),
       interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
-      close: (name: string) => onAgent(name, closeHere(h, name), (c) => c.close({ name })),
+      close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
       unpark: (options: { readonly agent?: string } = {}) =>
         options.agent === undefined
           ? local.unpark(options)
@@ -358,12 +351,14 @@ const fleet = (settings: ClusterSettings) =>
       awaitRun: (name: string) => onRunHost(name, local.awaitRun(name), (c) => c.awaitRun({ name })),
       bootFleet,
       boot: (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config))),
-      reports,
-      subscribe,
-      stream: (options: SubscribeOptions = {}) => Stream.unwrapScoped(subscribe(options))
-    } as unknown as Flotta)
+      ...log
+    }
+    // Every answer has the engine's own type (a remote one is decoded by its Schema). The failures are the
+    // engine's and the cluster's (HostLost, HostUnavailable, StoreUnavailable, a remote call's): Flotta's type names
+    // only the engine's, so the failure channel alone is widened here, once, until core's Flotta names them.
+    const fleetWide = Flotta.make(operations as unknown as Parameters<typeof Flotta.make>[0])
 
-    yield* Effect.forkScoped(housekeeping.pipe(Effect.provideService(Hosting, h)))
+    yield* Effect.forkScoped(Housekeeping.run.pipe(Effect.provideService(Hosting, h)))
 
     const cluster = Cluster.of({
       host: me,
@@ -392,6 +387,7 @@ export const createFleet = <X extends Client.Extensions = Record<never, never>>(
   const { baseDir, cluster, extensions, ...fleetOptions } = options
   const engine = layer(cluster, { env: fleetOptions.env ?? {}, ...(baseDir === undefined ? {} : { baseDir }) }).pipe(
     Layer.provideMerge(Flottas.layer(fleetOptions)),
+    // The Promise API is an edge of its own: it provides the platform, as the cli does (and core's createFleet).
     Layer.provide(NodeContext.layer)
   )
   return Client.fromLayer(engine, extensions)

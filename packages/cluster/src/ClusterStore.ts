@@ -7,15 +7,17 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as AgentView from "@flotta/core/AgentView"
 import { StoreUnavailable } from "@flotta/core/Errors"
 import type { ReportEntry, ReportPage, ReportQuery } from "@flotta/core/ReportLog"
-import { DEFAULT_LIMIT, MAX_LIMIT } from "@flotta/core/ReportLog"
+import { DEFAULT_LIMIT, MAX_LIMIT, reportWhere } from "@flotta/core/ReportLog"
 import * as Sqlite from "@flotta/core/Sqlite"
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Redacted, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { ClusterStoreConfig } from "./ClusterConfig.js"
 import { describeStore } from "./ClusterConfig.js"
+import { WireOptions } from "./WireViews.js"
 
 export interface HostRow {
   readonly host: string
@@ -25,20 +27,45 @@ export interface HostRow {
   readonly age: number
 }
 
-/** Where an agent lives. `epoch` grows with every change of hands; a change is made only at the epoch it read. */
-export interface Placement {
-  readonly name: string
-  readonly host: string
+/** A bigint column: Postgres gives it as a string. */
+const BigIntColumn = Schema.Union(Schema.Number, Schema.NumberFromString)
+const NullOrString = Schema.NullOr(Schema.String)
+
+/**
+ * Where an agent lives, decoded from its row. `epoch` grows with every change of hands; a change is made only at
+ * the epoch it read.
+ */
+const PlacementRow = Schema.Struct({
+  name: Schema.String,
+  host: Schema.String,
   /** The process that runs it now; null while it is being placed or moved. */
-  readonly incarnation: string | null
-  readonly epoch: number
-  readonly sessionId: string | null
-  readonly cwd: string
+  incarnation: NullOrString,
+  epoch: BigIntColumn,
+  sessionId: NullOrString.pipe(Schema.propertySignature, Schema.fromKey("session_id")),
+  cwd: Schema.String,
   /** The agent's options as plain data (what another host needs to start it again). */
-  readonly options: unknown
+  options: Schema.parseJson(WireOptions),
   /** The host it was last moved from, when it was. */
-  readonly movedFrom: string | null
-}
+  movedFrom: NullOrString.pipe(Schema.propertySignature, Schema.fromKey("moved_from"))
+})
+export type Placement = typeof PlacementRow.Type
+const decodePlacements = Schema.decodeUnknown(Schema.Array(PlacementRow))
+const encodeOptions = Schema.encode(Schema.parseJson(WireOptions))
+
+/** An entry of the fleet-wide report log, decoded from its row. */
+const ReportRow = Schema.Struct({
+  seq: BigIntColumn,
+  at: Schema.String,
+  agent: Schema.String,
+  kind: AgentView.ReportKind,
+  turnId: Schema.requiredToOptional(NullOrString, Schema.String, {
+    decode: Option.fromNullable,
+    encode: Option.getOrNull
+  }).pipe(Schema.fromKey("turn_id")),
+  data: Schema.parseJson(),
+  host: Schema.String
+})
+const decodeReports = Schema.decodeUnknown(Schema.Array(ReportRow))
 
 const textOf = (error: unknown): string => {
   if (error instanceof Error) {
@@ -166,41 +193,22 @@ const make = (config: ClusterStoreConfig) =>
 
     // --- placements ---
 
-    type PlacementRow = {
-      name: string
-      host: string
-      incarnation: string | null
-      epoch: number | string
-      session_id: string | null
-      cwd: string
-      options: string
-      moved_from: string | null
-    }
-    const fromPlacement = (r: PlacementRow): Placement => ({
-      name: r.name,
-      host: r.host,
-      incarnation: r.incarnation,
-      epoch: Number(r.epoch),
-      sessionId: r.session_id,
-      cwd: r.cwd,
-      options: JSON.parse(r.options),
-      movedFrom: r.moved_from
-    })
-
-    const placements = fail(sql<PlacementRow>`select * from flotta_cluster_agents order by name`).pipe(
-      Effect.map((rows) => rows.map(fromPlacement))
+    const placements: Effect.Effect<ReadonlyArray<Placement>, StoreUnavailable> = fail(
+      Effect.flatMap(sql`select * from flotta_cluster_agents order by name`, decodePlacements)
     )
 
     const placement = (name: string) =>
-      fail(sql<PlacementRow>`select * from flotta_cluster_agents where name = ${name}`).pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromPlacement))
+      fail(Effect.flatMap(sql`select * from flotta_cluster_agents where name = ${name}`, decodePlacements)).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
       )
 
     /** Reserves a name on a host; false when the name is taken anywhere in the cluster. */
-    const place = (name: string, host: string, cwd: string, options: unknown) =>
-      fail(sql<{ name: string }>`insert into flotta_cluster_agents (name, host, incarnation, epoch, cwd, options)
-        values (${name}, ${host}, null, 1, ${cwd}, ${JSON.stringify(options)})
-        on conflict (name) do nothing returning name`).pipe(Effect.map((r) => r.length > 0))
+    const place = (name: string, host: string, cwd: string, options: WireOptions) =>
+      fail(Effect.gen(function*() {
+        const data = yield* encodeOptions(options)
+        return yield* sql<{ name: string }>`insert into flotta_cluster_agents (name, host, incarnation, epoch, cwd,
+          options) values (${name}, ${host}, null, 1, ${cwd}, ${data}) on conflict (name) do nothing returning name`
+      })).pipe(Effect.map((r) => r.length > 0))
 
     /** The host's process takes the agent it was given, at the epoch it read. */
     const claim = (name: string, host: string, epoch: number, incarnation: string, sessionId: string, cwd: string) =>
@@ -253,25 +261,6 @@ const make = (config: ClusterStoreConfig) =>
 
     // --- the fleet-wide report log ---
 
-    type ReportRow = {
-      seq: number | string
-      host: string
-      at: string
-      agent: string
-      kind: string
-      turn_id: string | null
-      data: string
-    }
-    const fromReport = (r: ReportRow): ReportEntry => ({
-      seq: Number(r.seq),
-      at: r.at,
-      agent: r.agent,
-      kind: r.kind,
-      ...(r.turn_id === null ? {} : { turnId: r.turn_id }),
-      data: JSON.parse(r.data),
-      host: r.host
-    })
-
     // Commits in seq order, so a reader's cursor never passes an entry that is still being written.
     const serialized = pg
       ? Effect.asVoid(sql`select pg_advisory_xact_lock(hashtext('flotta-cluster-reports'))`)
@@ -295,26 +284,22 @@ const make = (config: ClusterStoreConfig) =>
 
     const reports = (query: ReportQuery = {}): Effect.Effect<ReportPage, StoreUnavailable> =>
       fail(Effect.gen(function*() {
-        const { agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 } = query
+        const { last, limit = DEFAULT_LIMIT, since = 0 } = query
         const newest = Number(
           (yield* sql<{ seq: number | string | null }>`select max(seq) as seq from flotta_cluster_reports`)[0]?.seq ?? 0
         )
-        const where = sql.and([
-          sql`seq > ${since}`,
-          sql`seq <= ${newest}`,
-          ...(agent === undefined ? [] : [sql`agent = ${agent}`]),
-          ...(kinds === undefined ? [] : kinds.length === 0 ? [sql`1 = 0`] : [sql`kind in ${sql.in(kinds)}`])
-        ])
+        const where = reportWhere(sql, query, newest)
         if (last !== undefined) {
           const max = Math.max(1, Math.min(last, MAX_LIMIT))
-          const rows = yield* sql<ReportRow>`select * from flotta_cluster_reports where ${where}
-            order by seq desc limit ${max}`
-          return { entries: rows.map(fromReport).reverse(), next: Math.max(since, newest) }
+          const rows = yield* decodeReports(
+            yield* sql`select * from flotta_cluster_reports where ${where} order by seq desc limit ${max}`
+          )
+          return { entries: [...rows].reverse(), next: Math.max(since, newest) }
         }
         const max = Math.max(1, Math.min(limit, MAX_LIMIT))
-        const rows = yield* sql<ReportRow>`select * from flotta_cluster_reports where ${where}
-          order by seq limit ${max}`
-        const entries = rows.map(fromReport)
+        const entries = yield* decodeReports(
+          yield* sql`select * from flotta_cluster_reports where ${where} order by seq limit ${max}`
+        )
         return {
           entries,
           next: entries.length >= max ? entries[entries.length - 1]!.seq : Math.max(since, newest)

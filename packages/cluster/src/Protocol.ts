@@ -3,17 +3,18 @@
  * host's shard group (every runner serves only its own host's group): its process and worktree are there. A
  * host is a `Host` entity (id `<host>`) for what spans its agents: list, broadcast, approvals, its async runs.
  *
- * Values are plain data (msgpack); failures are the engine's typed errors, decoded back into their classes.
+ * Every payload, answer and failure has its Schema: the engine's views (core's AgentView, and WireViews for the
+ * few core keeps as types only) and its typed errors, decoded back into their classes on the caller's host.
  */
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import type { EntityId } from "@effect/cluster/EntityId"
 import * as Rpc from "@effect/rpc/Rpc"
-import type { AgentOptions } from "@flotta/core/Agent"
+import * as AgentView from "@flotta/core/AgentView"
+import { ApprovalDecisionSchema, ApprovalSchema } from "@flotta/core/Approvals"
 import * as Errors from "@flotta/core/Errors"
-import type * as Permission from "@flotta/core/Permission"
-import type * as Sandbox from "@flotta/core/Sandbox"
-import { Duration, Schema } from "effect"
+import { Schema } from "effect"
+import { ApprovalQuery, BroadcastOutcome, RunOutcome, RunQuery, RunView, Unparked, WireOptions } from "./WireViews.js"
 
 /** A turn in flight on a host that died (its lease lapsed): the agent comes back elsewhere, the turn does not. */
 export class HostLost extends Schema.TaggedError<HostLost>()("HostLost", {
@@ -50,6 +51,7 @@ export const FleetError = Schema.Union(
 )
 
 const Name = { name: Schema.String }
+const TurnOf = { ...Name, turnId: Schema.String }
 /**
  * `callId` names one call: a request the cluster sends again after a lost reply (it does, when a connection
  * drops) is answered with the first one's outcome, never run twice.
@@ -60,32 +62,27 @@ const Turn = {
   timeoutMs: Schema.optional(Schema.Number),
   callId: Schema.String
 }
-const Data = Schema.Unknown
 
 export const Spawn = Rpc.make("spawn", {
-  payload: { name: Schema.String, options: Data, epoch: Schema.Number, callId: Schema.String },
-  success: Data,
+  payload: { name: Schema.String, options: WireOptions, epoch: Schema.Number, callId: Schema.String },
+  success: AgentView.AgentInfo,
   error: FleetError
 })
-export const Ask = Rpc.make("ask", { payload: Turn, success: Data, error: FleetError })
+export const Ask = Rpc.make("ask", { payload: Turn, success: AgentView.TurnResult, error: FleetError })
 export const Prompt = Rpc.make("prompt", { payload: Turn, success: Schema.String, error: FleetError })
-export const Wait = Rpc.make("wait", { payload: { ...Name, turnId: Schema.String }, success: Data, error: FleetError })
-export const Watch = Rpc.make("watch", {
-  payload: { ...Name, turnId: Schema.String },
-  success: Data,
+export const Wait = Rpc.make("wait", { payload: TurnOf, success: AgentView.TurnResult, error: FleetError })
+export const Watch = Rpc.make("watch", { payload: TurnOf, success: AgentView.TurnResult, error: FleetError })
+export const Status = Rpc.make("status", { payload: Name, success: AgentView.AgentStatusView, error: FleetError })
+export const Result = Rpc.make("result", { payload: TurnOf, success: AgentView.TurnResult, error: FleetError })
+export const Transcript = Rpc.make("transcript", {
+  payload: Name,
+  success: Schema.Array(AgentView.TurnRecord),
   error: FleetError
 })
-export const Status = Rpc.make("status", { payload: Name, success: Data, error: FleetError })
-export const Result = Rpc.make("result", {
-  payload: { ...Name, turnId: Schema.String },
-  success: Data,
-  error: FleetError
-})
-export const Transcript = Rpc.make("transcript", { payload: Name, success: Data, error: FleetError })
-export const Info = Rpc.make("info", { payload: Name, success: Data, error: FleetError })
+export const Info = Rpc.make("info", { payload: Name, success: AgentView.AgentInfo, error: FleetError })
 export const Interrupt = Rpc.make("interrupt", { payload: Name, success: Schema.Boolean, error: FleetError })
 export const Close = Rpc.make("close", { payload: Name, success: Schema.Void, error: FleetError })
-export const Unpark = Rpc.make("unpark", { payload: Name, success: Data, error: FleetError })
+export const Unpark = Rpc.make("unpark", { payload: Name, success: Unparked, error: FleetError })
 
 /** The shard group of an entity id: the host it names (`<host>/<name>` or `<host>`). */
 const hostOf = (entityId: EntityId): string => {
@@ -110,69 +107,33 @@ export const AgentEntity = Entity.make("Agent", [
 
 export const agentId = (host: string, name: string) => `${host}/${name}`
 
-export const List = Rpc.make("list", { success: Data, error: FleetError })
+export const List = Rpc.make("list", { success: Schema.Array(AgentView.AgentInfo), error: FleetError })
 export const Broadcast = Rpc.make("broadcast", {
   payload: { text: Schema.String, timeoutMs: Schema.optional(Schema.Number) },
-  success: Data,
+  success: Schema.Array(BroadcastOutcome),
   error: FleetError
 })
-export const Approvals = Rpc.make("approvals", { payload: { query: Data }, success: Data, error: FleetError })
+export const Approvals = Rpc.make("approvals", {
+  payload: { query: ApprovalQuery },
+  success: Schema.Array(ApprovalSchema),
+  error: FleetError
+})
 export const Decide = Rpc.make("decide", {
-  payload: { id: Schema.String, decision: Data },
-  success: Data,
+  payload: { id: Schema.String, decision: ApprovalDecisionSchema },
+  success: ApprovalSchema,
   error: FleetError
 })
 
 /** The host's async runs and verifies (they run where they were started), and one's outcome by name. */
-export const Runs = Rpc.make("runs", { payload: { query: Data }, success: Data, error: FleetError })
-export const RunResult = Rpc.make("runResult", { payload: Name, success: Data, error: FleetError })
-export const AwaitRun = Rpc.make("awaitRun", { payload: Name, success: Data, error: FleetError })
+export const Runs = Rpc.make("runs", {
+  payload: { query: RunQuery },
+  success: Schema.Array(RunView),
+  error: FleetError
+})
+export const RunResult = Rpc.make("runResult", { payload: Name, success: RunOutcome, error: FleetError })
+export const AwaitRun = Rpc.make("awaitRun", { payload: Name, success: RunOutcome, error: FleetError })
 
 export const HostEntity = Entity.make("Host", [List, Broadcast, Approvals, Decide, Runs, RunResult, AwaitRun]).annotate(
   ClusterSchema.ShardGroup,
   hostOf
 )
-
-/** The agent options as plain data another host can start it from; a permission function stays on its host. */
-export interface WireOptions {
-  readonly cwd?: string
-  readonly model?: string
-  readonly permission?: unknown
-  readonly systemPrompt?: string
-  readonly appendSystemPrompt?: string
-  readonly timeoutMs?: number
-  readonly env?: Readonly<Record<string, string>>
-  readonly role?: "member" | "manager"
-  readonly resume?: string
-  readonly extraArgs?: ReadonlyArray<string>
-  /** The sandbox as data (paths absolute): it goes with the agent to every host that runs it. */
-  readonly sandbox?: unknown
-}
-
-export const toWire = (options: AgentOptions): WireOptions => ({
-  ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-  ...(options.model === undefined ? {} : { model: options.model }),
-  ...(options.permission === undefined ? {} : { permission: options.permission }),
-  ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-  ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
-  ...(options.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(options.timeout) }),
-  ...(options.env === undefined ? {} : { env: options.env }),
-  ...(options.role === undefined ? {} : { role: options.role }),
-  ...(options.resume === undefined ? {} : { resume: options.resume }),
-  ...(options.extraArgs === undefined ? {} : { extraArgs: options.extraArgs }),
-  ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
-})
-
-export const fromWire = (wire: WireOptions): AgentOptions => ({
-  ...(wire.cwd === undefined ? {} : { cwd: wire.cwd }),
-  ...(wire.model === undefined ? {} : { model: wire.model }),
-  ...(wire.permission === undefined ? {} : { permission: wire.permission as Permission.Policy }),
-  ...(wire.systemPrompt === undefined ? {} : { systemPrompt: wire.systemPrompt }),
-  ...(wire.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: wire.appendSystemPrompt }),
-  ...(wire.timeoutMs === undefined ? {} : { timeout: Duration.millis(wire.timeoutMs) }),
-  ...(wire.env === undefined ? {} : { env: wire.env }),
-  ...(wire.role === undefined ? {} : { role: wire.role }),
-  ...(wire.resume === undefined ? {} : { resume: wire.resume }),
-  ...(wire.extraArgs === undefined ? {} : { extraArgs: wire.extraArgs }),
-  ...(wire.sandbox === undefined ? {} : { sandbox: wire.sandbox as Sandbox.SandboxData })
-})

@@ -1,11 +1,15 @@
 /**
- * What crosses between hosts: an agent's options as wire data, as a placement keeps them (JSON in the shared
- * store) and as another host reads them back to start the agent after a move.
+ * What crosses between hosts: an agent's options as wire data (`WireOptions`), as a placement keeps them (JSON in
+ * the shared store, the same fields as ever) and as another host decodes them to start the agent after a move.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentOptions } from "@flotta/core/Agent"
-import { Duration } from "effect"
-import * as Protocol from "../src/Protocol.js"
+import { Duration, Schema } from "effect"
+import { WireOptions, wireOptions } from "../src/WireViews.js"
+
+const Placed = Schema.parseJson(WireOptions)
+const place = (options: AgentOptions) => Schema.encodeSync(Placed)(wireOptions(options))
+const move = (json: string) => Schema.decodeUnknownSync(Placed)(json)
 
 describe("Protocol: options over the wire", () => {
   it("a sandbox survives a placement and a move, with the rest of the options", () => {
@@ -16,12 +20,18 @@ describe("Protocol: options over the wire", () => {
       timeout: Duration.seconds(90),
       sandbox: { network: { allow: ["github.com", "api.github.com"] }, writable: ["/srv/cache"] }
     }
-    const placed = JSON.parse(JSON.stringify(Protocol.toWire(options))) as Protocol.WireOptions
-    const moved = Protocol.fromWire(placed)
+    const placed = place(options)
+    assert.strictEqual(JSON.parse(placed).timeoutMs, 90_000)
+    const moved = move(placed)
     assert.deepStrictEqual(moved.sandbox, options.sandbox)
     assert.deepStrictEqual(moved.permission, options.permission)
     assert.strictEqual(Duration.toMillis(moved.timeout!), 90_000)
-    assert.strictEqual(Protocol.fromWire(Protocol.toWire({ sandbox: true })).sandbox, true)
-    assert.notProperty(Protocol.fromWire(Protocol.toWire({ cwd: "/x" })), "sandbox")
+    assert.strictEqual(move(place({ sandbox: true })).sandbox, true)
+    assert.notProperty(move(place({ cwd: "/x" })), "sandbox")
+  })
+
+  it("a permission given as a function and the host stay behind", () => {
+    const data = move(place({ cwd: "/x", host: "node-b", permission: () => ({ behavior: "allow" }) }))
+    assert.deepStrictEqual(data, { cwd: "/x" })
   })
 })

@@ -9,6 +9,7 @@ import { Clock, Deferred, Duration, Effect, Layer, Option, PubSub, Schema, Strea
 import { randomBytes } from "node:crypto"
 import { ApprovalExpired, ApprovalNotFound, InvalidSpec } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
+import { iso } from "./internal/turnRecord.js"
 import { PendingDecisions } from "./Permission.js"
 import type { PendingAnswer, PermissionRequest } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
@@ -73,7 +74,6 @@ const SavedApprovals = Schema.Struct({ pending: Schema.Array(ApprovalSchema), en
 const decodeSaved = Schema.decodeUnknownOption(SavedApprovals)
 const decodeDecision = Schema.decodeUnknownEither(ApprovalDecisionSchema, { onExcessProperty: "error" })
 
-const iso = (millis: number) => new Date(millis).toISOString()
 const newId = () => `ap_${randomBytes(6).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "x")}`
 
 /** How an approval ended: its new status, who or what ended it, and the answer the child gets. */
@@ -188,7 +188,7 @@ export class Approvals extends Effect.Service<Approvals>()("@flotta/core/Approva
     }
 
     /** A request waits for its decision; giving up on the wait (the child withdrew it) ends it as expired. */
-    const request = (req: PermissionRequest): Effect.Effect<PendingAnswer> =>
+    const request = Effect.fn("Approvals.request")((req: PermissionRequest): Effect.Effect<PendingAnswer> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -229,70 +229,71 @@ export class Approvals extends Effect.Service<Approvals>()("@flotta/core/Approva
           )
         })
       )
+    )
 
     /** A human's decision on a pending approval. */
-    const decide = (
+    const decide = Effect.fn("Approvals.decide")(function*(
       id: string,
       decision: ApprovalDecision
-    ): Effect.Effect<Approval, ApprovalNotFound | ApprovalExpired | InvalidSpec> =>
-      Effect.gen(function*() {
-        const given = decodeDecision(decision)
-        if (given._tag === "Left") {
-          return yield* new InvalidSpec({ path: "decision", reason: String(given.left.message) })
-        }
-        const { always, behavior, by = "api", message, updatedInput } = given.right
-        const entry = open.get(id)
-        if (entry !== undefined && (yield* Clock.currentTimeMillis) >= Date.parse(entry.approval.expiresAt)) {
-          yield* settle(id, timedOut(entry.approval.tool)) // its timer is about to ring: the decision is late
-        }
-        const live = open.get(id)
-        if (live === undefined) {
-          const old = [...ended].reverse().find((a) => a.id === id)
-          if (old === undefined) return yield* new ApprovalNotFound({ id, pending: [...open.keys()] })
-          return yield* new ApprovalExpired({
-            id,
-            agent: old.agent,
-            tool: old.tool,
-            status: old.status as "allowed" | "denied" | "expired",
-            reason: old.status === "expired"
-              ? `it expired at ${old.decidedAt} (${old.message ?? old.decidedBy})`
-              : `it was ${old.status} already, by ${old.decidedBy} at ${old.decidedAt}`
-          })
-        }
-        const ending: Ending = behavior === "allow"
-          ? {
-            status: "allowed",
+    ): Effect.fn.Return<Approval, ApprovalNotFound | ApprovalExpired | InvalidSpec> {
+      const given = decodeDecision(decision)
+      if (given._tag === "Left") {
+        return yield* new InvalidSpec({ path: "decision", reason: String(given.left.message) })
+      }
+      const { always, behavior, by = "api", message, updatedInput } = given.right
+      const entry = open.get(id)
+      if (entry !== undefined && (yield* Clock.currentTimeMillis) >= Date.parse(entry.approval.expiresAt)) {
+        yield* settle(id, timedOut(entry.approval.tool)) // its timer is about to ring: the decision is late
+      }
+      const live = open.get(id)
+      if (live === undefined) {
+        const old = [...ended].reverse().find((a) => a.id === id)
+        if (old === undefined) return yield* new ApprovalNotFound({ id, pending: [...open.keys()] })
+        return yield* new ApprovalExpired({
+          id,
+          agent: old.agent,
+          tool: old.tool,
+          status: old.status as "allowed" | "denied" | "expired",
+          reason: old.status === "expired"
+            ? `it expired at ${old.decidedAt} (${old.message ?? old.decidedBy})`
+            : `it was ${old.status} already, by ${old.decidedBy} at ${old.decidedAt}`
+        })
+      }
+      const ending: Ending = behavior === "allow"
+        ? {
+          status: "allowed",
+          by,
+          message: message ?? null,
+          answer: {
+            behavior: "allow",
             by,
-            message: message ?? null,
-            answer: {
-              behavior: "allow",
-              by,
-              ...(updatedInput === undefined ? {} : { updatedInput }),
-              ...(always === true ? { always: true } : {})
-            }
+            ...(updatedInput === undefined ? {} : { updatedInput }),
+            ...(always === true ? { always: true } : {})
           }
-          : {
-            status: "denied",
+        }
+        : {
+          status: "denied",
+          by,
+          message: message ?? null,
+          answer: {
+            behavior: "deny",
             by,
-            message: message ?? null,
-            answer: {
-              behavior: "deny",
-              by,
-              message: message === undefined
-                ? "A human denied this tool call."
-                : `A human denied this tool call: ${message}`
-            }
+            message: message === undefined
+              ? "A human denied this tool call."
+              : `A human denied this tool call: ${message}`
           }
-        return (yield* settle(id, ending))!
-      })
+        }
+      return (yield* settle(id, ending))!
+    })
 
     /** The agent's pending approvals end without a decision (its turn was interrupted, it closed or crashed). */
-    const expire = (agent: string, reason: string) =>
+    const expire = Effect.fn("Approvals.expire")((agent: string, reason: string) =>
       Effect.forEach(
         [...open.values()].filter((o) => o.approval.agent === agent),
         (o) => settle(o.approval.id, withdrawn(o.approval.tool, reason, `the agent's turn ended (${reason})`)),
         { discard: true }
       )
+    )
 
     /** Pending approvals, oldest first; with `all`, then the ones that ended lately, newest first. */
     const approvals = (query: ApprovalQuery = {}) =>

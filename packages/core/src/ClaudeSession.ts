@@ -1,15 +1,58 @@
 /**
  * One live `claude` child process: exactly one stdin writer, one stdout reader, stderr drained into a tail,
  * control requests correlated by id, and kill escalation (stdin EOF, SIGTERM, SIGKILL) when its scope closes.
- * Frames that belong to turns are handed to the agent as they are read (`onFrame`); its end, to `onExit`.
+ * Frames that belong to turns are handed to the agent as they are read (`onFrame`); its end, to `onExit`. Also the
+ * child's environment: the host's, less the parent-session markers, and who waits at a usage limit.
  */
 import * as Command from "@effect/platform/Command"
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
-import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Scope, Stream } from "effect"
+import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Predicate, Scope, Stream } from "effect"
 import { StringDecoder } from "node:string_decoder"
-import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeCli.js"
-import { childEnv, ControlRequestFailed, StartError } from "./ClaudeCli.js"
+import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeProcess.js"
+import { ControlRequestFailed, StartError } from "./ClaudeProcess.js"
 import * as Protocol from "./ClaudeProtocol.js"
+
+/**
+ * Markers a Claude Code session sets for itself. A fleet running inside such a session must not hand them to
+ * its children, which would otherwise believe they are nested in it. Credentials and endpoints pass through.
+ */
+export const PARENT_SESSION_MARKERS: ReadonlyArray<string> = [
+  "CLAUDECODE",
+  "CLAUDE_CODE_ENTRYPOINT",
+  "CLAUDE_CODE_SSE_PORT",
+  "CLAUDE_AGENT_SDK_VERSION",
+  "CLAUDE_CODE_SDK_READS_SESSION_STATE"
+]
+
+/**
+ * The CLI's own headless wait at a usage limit (undocumented in 2.1.332; CLAUDE-CLI.md, "Usage limits"): with
+ * `1` the CLI waits inside the turn until the reset and retries; with `0` it reports the limit at once.
+ */
+export const RETRY_WATCHDOG = "CLAUDE_CODE_RETRY_WATCHDOG"
+
+/**
+ * Whether the CLI, not the fleet, waits out usage limits for an agent with this environment (its `env` over the
+ * fleet's): only when it sets `CLAUDE_CODE_RETRY_WATCHDOG=1` itself. Such an agent is never parked.
+ */
+export const cliWaitsAtLimits = (env: Readonly<Record<string, string>>): boolean => env[RETRY_WATCHDOG] === "1"
+
+/**
+ * The child's environment: the host's, less the parent-session markers, plus the agent's own additions.
+ * This is the one place that reads `process.env` whole: a child inherits the host environment by design.
+ *
+ * Exactly one side waits at a usage limit, never both: the fleet parks (`Parking`), so every child gets
+ * `CLAUDE_CODE_RETRY_WATCHDOG=0` (whatever the host has), unless the agent's own environment asks for `1`: then
+ * the CLI waits inside the turn and the fleet does not park that agent (`cliWaitsAtLimits`).
+ */
+export const childEnv = (extra: Readonly<Record<string, string>> = {}): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !PARENT_SESSION_MARKERS.includes(key)) env[key] = value
+  }
+  Object.assign(env, extra)
+  env[RETRY_WATCHDOG] = cliWaitsAtLimits(extra) ? "1" : "0"
+  return env
+}
 
 const STDERR_LINES = 40
 const STDERR_BYTES = 16_384
@@ -242,7 +285,7 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
   })
 
 const describeStartError = (error: unknown, options: StartOptions & { readonly executable: ClaudeExecutable }) => {
-  const text = String((error as { readonly message?: unknown })?.message ?? error)
+  const text = String(Predicate.hasProperty(error, "message") ? error.message : error)
   if (text.includes("ENOENT")) {
     return text.includes("access")
       ? `working directory ${options.cwd} does not exist`

@@ -2,6 +2,7 @@
  * `createFleet(options)`: the fleet for code that does not use Effect. The same operations as the `Flotta`
  * service, as Promises; a failure rejects with the same typed error object (it carries `_tag`).
  */
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import type { AgentOptions } from "./Agent.js"
@@ -70,7 +71,8 @@ export const createFleet = <X extends Extensions = Record<never, never>>(
   options: CreateFleetOptions<X> = {}
 ): Fleet & Faces<X> => {
   const { extensions, ...fleetOptions } = options
-  return fromLayer(Flotta.layer(fleetOptions), extensions)
+  // The Promise API is an edge of its own: it provides the platform, as the cli does.
+  return fromLayer(Flotta.layer(fleetOptions).pipe(Layer.provide(NodeContext.layer)), extensions)
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * The facade: every public operation of the fleet, as Effects. `Flotta.layer(options)` is the whole engine
- * (Registry, ReportLog, FleetConfig, the claude executable and Node's process executor) in one Layer.
+ * (Registry, ReportLog, FleetConfig, the claude executable) in one Layer, over the platform's services
+ * (`CommandExecutor`, `FileSystem`, `Path`), which the edge provides: `Layer.provide(NodeContext.layer)`.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { Duration } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
+import { errorView } from "./AgentView.js"
 import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
 import { ClaudeCli } from "./ClaudeCli.js"
@@ -14,18 +15,18 @@ import { InvalidSpec } from "./Errors.js"
 import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
+import * as Restore from "./internal/restore.js"
 import { Parking } from "./Parking.js"
 import type { PendingDecisions } from "./Permission.js"
 import { Permission } from "./Permission.js"
 import { Registry } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
-import * as Restore from "./Restore.js"
 import { Runs } from "./Run.js"
 import * as Spec from "./Spec.js"
 import { Store } from "./Store.js"
-import type { StoreConfig, StoreOptions } from "./Store.js"
-import { errorView } from "./Turn.js"
+import type { StoreOptions } from "./Store.js"
+import * as StoreConfig from "./StoreConfig.js"
 
 export interface AskOptions {
   /** When it expires the turn is interrupted and fails with TurnTimeout. */
@@ -53,17 +54,7 @@ export interface BootReport {
 }
 
 /** The agent options a spec describes. */
-export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
-  cwd: spec.cwd,
-  model: spec.model,
-  permission: spec.permission,
-  timeout: spec.timeout,
-  role: spec.role,
-  ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
-  ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
-  ...(spec.env === undefined ? {} : { env: spec.env }),
-  ...(spec.sandbox === undefined ? {} : { sandbox: spec.sandbox })
-})
+export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({ ...Spec.agentOptions(spec), role: spec.role })
 
 export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
   effect: Effect.gen(function*() {
@@ -203,7 +194,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     })
 
     /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
-    const boot = (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config)))
+    const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
+      return yield* bootFleet(Spec.readFleet(config))
+    })
 
     return {
       /** What came back from the store when the fleet started (nothing, for a new store). */
@@ -256,7 +249,7 @@ export interface FleetOptions extends FleetSettingsInput {
   /** A custom executable (a wrapper script, or a fake CLI in tests); overrides `claudePath`. */
   readonly executable?: Pick<ClaudeExecutable, "command" | "prefixArgs">
   /** Where state lives (default: memory, for the life of the fleet). */
-  readonly store?: StoreConfig
+  readonly store?: StoreConfig.StoreConfig
   readonly storeOptions?: StoreOptions
 }
 
@@ -285,13 +278,14 @@ export const services = <E, R, SE = never>(
     Layer.provide(cli)
   )
 
-/** The whole engine as one Layer, over the real claude CLI (or `options.executable`), on Node. */
+/**
+ * The whole engine as one Layer, over the real claude CLI (or `options.executable`). It needs the platform's
+ * services: provide them at the edge (`Layer.provide(NodeContext.layer)` on Node).
+ */
 export const layer = (options: FleetOptions = {}) => {
   const { executable, store, storeOptions, ...settings } = options
   const cli = executable === undefined
     ? ClaudeCli.layer(settings.claudePath)
     : ClaudeCli.layerCommand(executable.command, executable.prefixArgs)
-  return services(cli, settings, Approvals.pendingDecisions, Store.layer(store, storeOptions)).pipe(
-    Layer.provide(NodeContext.layer)
-  )
+  return services(cli, settings, Approvals.pendingDecisions, StoreConfig.layer(store, storeOptions))
 }

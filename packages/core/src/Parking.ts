@@ -6,18 +6,31 @@
  * result (CLAUDE-CLI.md, "Usage limits"). A limit with no reset time (an API key's 429, or a throttle) parks for
  * the fleet's own backoff. Agents resume one by one, `parkStagger` apart; a person can unpark by hand.
  *
- * Credentials are the effective child environment's login and endpoint, hashed (`credentialsOf`): reports and
- * listings show a label, never a secret. What is parked, and until when, is kept in the store, so a host that
- * restarts while parked waits for the same reset instead of trying the API again at once.
+ * Agents are grouped by their credentials (`Credentials`). What is parked, and until when, is kept in the store,
+ * so a host that restarts while parked waits for the same reset instead of trying the API again at once.
  *
  * The waiting happens here, not in the CLI: every child gets `CLAUDE_CODE_RETRY_WATCHDOG=0` (see
  * `ClaudeCli.childEnv`). An agent whose own env sets it to `1` leaves the waiting to its CLI and is never parked.
  */
-import { Duration, Effect, Option, Schema } from "effect"
-import { createHash } from "node:crypto"
+import {
+  Array as Arr,
+  Chunk,
+  Clock,
+  DateTime,
+  Duration,
+  Effect,
+  Option,
+  Random,
+  Runtime,
+  Schedule,
+  Schema
+} from "effect"
 import type { RateLimitInfo } from "./ClaudeProtocol.js"
+import type { Credentials } from "./Credentials.js"
 import { FleetConfig } from "./FleetConfig.js"
+import type { FleetSettings } from "./FleetConfig.js"
 import * as Alarms from "./internal/alarms.js"
+import type { Member, Membership } from "./ParkingSeat.js"
 import { ReportLog } from "./ReportLog.js"
 import { Store } from "./Store.js"
 import type { Limit } from "./TurnOutcome.js"
@@ -28,51 +41,27 @@ import type { Limit } from "./TurnOutcome.js"
  */
 export const CONTINUATION = "[flotta: the usage limit has reset. Carry on with the request above.]"
 
-/** The variables that say whose account a child uses and where its requests go. */
-export const CREDENTIAL_VARIABLES: ReadonlyArray<string> = [
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "ANTHROPIC_AUTH_TOKEN",
-  "ANTHROPIC_API_KEY",
-  "CLAUDE_CONFIG_DIR",
-  "ANTHROPIC_BASE_URL"
-]
-
-/** One account, as the fleet groups agents: `key` is a hash, `label` is for people (no secret in either). */
-export interface Credentials {
-  readonly key: string
-  readonly label: string
-}
-
-const endpointOf = (url: string | undefined) => {
-  if (url === undefined || url.length === 0) return ""
-  try {
-    return ` at ${new URL(url).host}`
-  } catch {
-    return " at a custom endpoint"
-  }
-}
+export { CREDENTIAL_VARIABLES, credentialsOf } from "./Credentials.js"
+export type { Credentials } from "./Credentials.js"
+export { unseated } from "./ParkingSeat.js"
+export type { Member, Membership } from "./ParkingSeat.js"
 
 /**
- * The credentials of a child's effective environment (`ClaudeCli.childEnv`): its login variables, its config
- * directory (or, without one, its HOME, where the default config directory and a `claude login` live) and its
- * endpoint, hashed together.
+ * How long a group parks for a limit with no reset time: `parkBackoff` doubling per backoff in a row, at most
+ * `parkBackoffMax`, plus up to `parkJitter` drawn from `Random` (so tests control it with `TestRandom`).
  */
-export const credentialsOf = (env: Readonly<Record<string, string>>): Credentials => {
-  const names = env["CLAUDE_CONFIG_DIR"] === undefined ? [...CREDENTIAL_VARIABLES, "HOME"] : CREDENTIAL_VARIABLES
-  const key = createHash("sha256").update(JSON.stringify(names.map((name) => [name, env[name] ?? null]))).digest(
-    "hex"
+export const backoff = (
+  settings: Pick<FleetSettings, "parkBackoff" | "parkBackoffMax" | "parkJitter">
+): Schedule.Schedule<Duration.Duration> =>
+  Schedule.exponential(settings.parkBackoff).pipe(
+    Schedule.union(Schedule.spaced(settings.parkBackoffMax)),
+    Schedule.addDelayEffect(() => jitter(settings.parkJitter)),
+    Schedule.delays
   )
-  // In the order the CLI prefers them; an empty variable is none.
-  const set = (name: string) => (env[name] ?? "").length > 0
-  const login = set("ANTHROPIC_API_KEY")
-    ? "api key"
-    : set("ANTHROPIC_AUTH_TOKEN")
-    ? "auth token"
-    : set("CLAUDE_CODE_OAUTH_TOKEN")
-    ? "oauth token"
-    : "login"
-  return { key, label: `${login} #${key.slice(0, 8)}${endpointOf(env["ANTHROPIC_BASE_URL"])}` }
-}
+
+/** Up to `max`, drawn from `Random`: spreads the fleet's agents apart when a limit resets. */
+export const jitter = (max: Duration.DurationInput): Effect.Effect<Duration.Duration> =>
+  Effect.map(Random.nextIntBetween(0, Duration.toMillis(max) + 1), Duration.millis)
 
 /** A parked group of agents: one set of credentials. */
 export interface ParkedGroup {
@@ -88,32 +77,6 @@ export interface ParkedGroup {
   readonly until: string
   /** Its agents still parked. */
   readonly agents: ReadonlyArray<string>
-}
-
-/** What an agent gives the fleet's parking when it joins. */
-export interface Member {
-  readonly name: string
-  readonly credentials: Credentials
-  /** False for an agent whose CLI waits at limits itself (`CLAUDE_CODE_RETRY_WATCHDOG=1`): never parked. */
-  readonly parks: boolean
-  /** Whether its turn in flight is parked (it resumes first, with the continuation). */
-  readonly hasParkedTurn: () => boolean
-  /** Unparked: send the continuation, or take the next queued turn. Synchronous; must not throw. */
-  readonly resume: (now: number) => void
-}
-
-/** An agent's seat in its credentials' group. */
-export interface Membership {
-  readonly parks: boolean
-  /** When this agent may send again (Clock millis), or null when it is not parked. */
-  readonly parkedUntil: () => number | null
-  /** Its turn `turnId` ran into `limit` at `now`: the whole group parks (but never an agent that `parks` not). */
-  readonly hit: (limit: Limit, turnId: string, now: number) => void
-  /** The limiter's view (a `rate_limit_event`): `allowed_warning` is reported once, as `usage_warning`. */
-  readonly observe: (info: RateLimitInfo, now: number) => void
-  /** A turn succeeded: the backoff starts over. */
-  readonly succeeded: () => void
-  readonly leave: () => void
 }
 
 interface Seat {
@@ -161,7 +124,8 @@ const decodeStored = Schema.decodeUnknownOption(Schema.Array(StoredPark))
 export const STATE_KEY = "parking"
 
 const noop = () => undefined
-const iso = (millis: number) => new Date(millis).toISOString()
+
+const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
 export class Parking extends Effect.Service<Parking>()("@flotta/core/Parking", {
   scoped: Effect.gen(function*() {
@@ -171,11 +135,18 @@ export class Parking extends Effect.Service<Parking>()("@flotta/core/Parking", {
     const alarms = yield* Alarms.make
     const clock = yield* Effect.clock
     const groups = new Map<string, Group>()
-    const backoffMs = Duration.toMillis(settings.parkBackoff)
-    const backoffMaxMs = Duration.toMillis(settings.parkBackoffMax)
-    const jitterMs = Duration.toMillis(settings.parkJitter)
     const staggerMs = Duration.toMillis(settings.parkStagger)
-    const jitter = () => Math.round(Math.random() * jitterMs)
+    // A member hits a limit synchronously, from its turn: the delays are drawn there, with this fleet's Random.
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+    const schedule = backoff(settings)
+    /** The `step`th backoff in a row, jittered. */
+    const backoffMs = (step: number) =>
+      runSync(
+        Schedule.run(schedule, 0, Arr.replicate(undefined, Math.max(1, step))).pipe(
+          Effect.map((delays) => Duration.toMillis(Option.getOrElse(Chunk.last(delays), () => Duration.zero)))
+        )
+      )
+    const jitterMs = () => Duration.toMillis(runSync(jitter(settings.parkJitter)))
 
     const groupOf = (credentials: Credentials) => {
       let group = groups.get(credentials.key)
@@ -274,11 +245,11 @@ export class Parking extends Effect.Service<Parking>()("@flotta/core/Parking", {
       const resetKnown = limit._tag === "UsageLimit" && limit.resetsAt !== null && limit.resetsAt > now
       let until: number
       if (resetKnown) {
-        until = limit.resetsAt! + jitter()
+        until = limit.resetsAt! + jitterMs()
       } else {
         // Turns already in flight when the group parked may hit it too: that is the same limit, not one more.
         if (current === null) group.step++
-        until = now + Math.min(backoffMs * 2 ** Math.max(0, group.step - 1), backoffMaxMs) + jitter()
+        until = now + backoffMs(group.step)
       }
       let park = current
       const extends_ = park === null || until > park.until
@@ -386,21 +357,20 @@ export class Parking extends Effect.Service<Parking>()("@flotta/core/Parking", {
     )
 
     /** Unparks by hand: one agent (the rest of its group stays parked), or every parked group (staggered). */
-    const unpark = (options: { readonly agent?: string } = {}) =>
-      Effect.sync((): { readonly unparked: ReadonlyArray<string> } => {
-        const now = clock.unsafeCurrentTimeMillis()
-        if (options.agent === undefined) {
-          return { unparked: [...groups.values()].flatMap((group) => resumeAll(group, "manual", now)) }
+    const unpark = Effect.fn("Parking.unpark")(function*(options: { readonly agent?: string } = {}) {
+      const now = yield* Clock.currentTimeMillis
+      if (options.agent === undefined) {
+        return { unparked: [...groups.values()].flatMap((group) => resumeAll(group, "manual", now)) }
+      }
+      for (const group of groups.values()) {
+        for (const seat of group.seats) {
+          if (seat.member.name !== options.agent || !seat.parked) continue
+          resumeSeat(group, seat, "manual", now)
+          return { unparked: [options.agent] }
         }
-        for (const group of groups.values()) {
-          for (const seat of group.seats) {
-            if (seat.member.name !== options.agent || !seat.parked) continue
-            resumeSeat(group, seat, "manual", now)
-            return { unparked: [options.agent] }
-          }
-        }
-        return { unparked: [] }
-      })
+      }
+      return { unparked: [] }
+    })
 
     /** The groups parked now, with their parked agents. */
     const parked = Effect.sync((): ReadonlyArray<ParkedGroup> =>
@@ -422,13 +392,3 @@ export class Parking extends Effect.Service<Parking>()("@flotta/core/Parking", {
     return { join, unpark, parked } as const
   })
 }) {}
-
-/** The seat of an agent that has not joined (yet): never parked. */
-export const unseated: Membership = {
-  parks: false,
-  parkedUntil: () => null,
-  hit: noop,
-  observe: noop,
-  succeeded: noop,
-  leave: noop
-}

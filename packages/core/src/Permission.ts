@@ -159,7 +159,8 @@ const normalize = (decision: PolicyAnswer): PolicyAnswer => {
 }
 
 /** A permission as data, for reports, `info` and the store (a function is only named). */
-export type Described = PermissionData | "function"
+export const Described = Schema.Union(PermissionData, Schema.Literal("function"))
+export type Described = typeof Described.Type
 
 /** A short label for reports and `info`. */
 export const describe = (permission: Policy): Described => typeof permission === "function" ? "function" : permission

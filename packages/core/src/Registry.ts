@@ -5,12 +5,15 @@
  */
 import { Effect, Either, ExecutionStrategy, Exit, Metric, Scope } from "effect"
 import * as Agent from "./Agent.js"
+import { NAME_PATTERN, NAME_RULE } from "./AgentView.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName, InvalidSpec } from "./Errors.js"
 import type { SandboxUnavailable, SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
+import type { AgentDeps, Restored } from "./internal/agentState.js"
 import * as Alarms from "./internal/alarms.js"
+import { startAgent } from "./internal/startAgent.js"
 import { Parking } from "./Parking.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
@@ -18,7 +21,7 @@ import * as Sandbox from "./Sandbox.js"
 import { Store } from "./Store.js"
 import * as Telemetry from "./Telemetry.js"
 
-export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/
+export { NAME_PATTERN } from "./AgentView.js"
 
 /** Agent and run names: lower-case, 1 to 63 characters, usable as a directory and a branch name. */
 export const validateName = (name: unknown): Effect.Effect<string, InvalidName> => {
@@ -26,7 +29,7 @@ export const validateName = (name: unknown): Effect.Effect<string, InvalidName> 
   if (!NAME_PATTERN.test(name)) {
     return new InvalidName({
       name,
-      reason: "use 1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or a digit"
+      reason: `use ${NAME_RULE}`
     })
   }
   return Effect.succeed(name)
@@ -56,7 +59,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
 
     const journal = { on: true }
-    const deps: Agent.AgentDeps = {
+    const deps: AgentDeps = {
       cli,
       alarms: yield* Alarms.make,
       permission,
@@ -72,7 +75,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const spawn = Effect.fn("flotta.spawn")(function*(
       name: string,
       given: Agent.AgentOptions = {},
-      restored?: Agent.Restored
+      restored?: Restored
     ) {
       yield* Effect.annotateCurrentSpan({ "flotta.agent": name, "flotta.restored": restored !== undefined })
       yield* validateName(name)
@@ -82,7 +85,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       entries.set(name, { _tag: "Starting" })
       const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
-      const agent = yield* Agent.make(name, options, deps, restored).pipe(
+      const agent = yield* startAgent(name, options, deps, restored).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() =>
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
@@ -99,7 +102,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       }
       yield* updateGauge
       return agent
-    }) as (name: string, options?: Agent.AgentOptions, restored?: Agent.Restored) => Effect.Effect<
+    }) as (name: string, options?: Agent.AgentOptions, restored?: Restored) => Effect.Effect<
       Agent.Agent,
       InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed
     >

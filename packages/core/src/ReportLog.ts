@@ -9,7 +9,7 @@ import { matches } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportKind, ReportQuery } from "./internal/reportQuery.js"
 import { Store } from "./Store.js"
 
-export { DEFAULT_LIMIT, MAX_LIMIT } from "./internal/reportQuery.js"
+export { DEFAULT_LIMIT, MAX_LIMIT, reportWhere } from "./internal/reportQuery.js"
 export type { ReportEntry, ReportKind, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
 /** What a live subscription delivers: entries, and a notice when its queue overflowed. */
@@ -77,41 +77,40 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     )
     yield* Effect.addFinalizer(() => Effect.sync(stopWatching))
 
-    /** Appends one entry and hands it to live subscribers. Never blocks. */
+    /** Appends one entry and hands it to live subscribers. Never blocks. Untraced: it is on every turn's path. */
     const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
       Effect.clockWith((clock) =>
         Effect.sync(() => unsafePost(agent, kind, data, turnId, clock.unsafeCurrentTimeMillis()))
       )
 
-    const reports = (query: ReportQuery = {}) => store.readReports(query)
+    const reports = Effect.fn("ReportLog.reports")((query: ReportQuery = {}) => store.readReports(query))
 
     /**
      * A live feed. The subscription exists once this effect has run (not when the stream is first pulled),
      * so nothing posted after it is lost; it ends with the scope.
      */
-    const subscribe = (
+    const subscribe = Effect.fn("ReportLog.subscribe")(function*(
       options: SubscribeOptions = {}
-    ): Effect.Effect<Stream.Stream<ReportNotice>, never, Scope.Scope> =>
-      Effect.gen(function*() {
-        const queue = yield* Queue.dropping<ReportEntry>(Math.max(1, options.capacity ?? 1024))
-        const sub: Subscriber = { queue, agent: options.agent, kinds: options.kinds, missed: 0, lastQueued: 0 }
-        yield* Effect.acquireRelease(
-          Effect.sync(() => subscribers.add(sub)),
-          () => Effect.sync(() => subscribers.delete(sub)).pipe(Effect.zipRight(Queue.shutdown(queue)))
+    ): Effect.fn.Return<Stream.Stream<ReportNotice>, never, Scope.Scope> {
+      const queue = yield* Queue.dropping<ReportEntry>(Math.max(1, options.capacity ?? 1024))
+      const sub: Subscriber = { queue, agent: options.agent, kinds: options.kinds, missed: 0, lastQueued: 0 }
+      yield* Effect.acquireRelease(
+        Effect.sync(() => subscribers.add(sub)),
+        () => Effect.sync(() => subscribers.delete(sub)).pipe(Effect.zipRight(Queue.shutdown(queue)))
+      )
+      return Stream.repeatEffectChunk(
+        Queue.takeBetween(queue, 1, 4096).pipe(
+          Effect.map((chunk) => {
+            const out = Chunk.map(chunk, (entry): ReportNotice => ({ _tag: "Entry", entry }))
+            // Report a gap only once the queue has drained, which is where it sits in sequence order.
+            if (sub.missed === 0 || Option.getOrElse(queue.unsafeSize(), () => 0) > 0) return out
+            const missed: ReportNotice = { _tag: "Missed", count: sub.missed, after: sub.lastQueued }
+            sub.missed = 0
+            return Chunk.append(out, missed)
+          })
         )
-        return Stream.repeatEffectChunk(
-          Queue.takeBetween(queue, 1, 4096).pipe(
-            Effect.map((chunk) => {
-              const out = Chunk.map(chunk, (entry): ReportNotice => ({ _tag: "Entry", entry }))
-              // Report a gap only once the queue has drained, which is where it sits in sequence order.
-              if (sub.missed === 0 || Option.getOrElse(queue.unsafeSize(), () => 0) > 0) return out
-              const missed: ReportNotice = { _tag: "Missed", count: sub.missed, after: sub.lastQueued }
-              sub.missed = 0
-              return Chunk.append(out, missed)
-            })
-          )
-        )
-      })
+      )
+    })
 
     /** The same feed as a stream that subscribes when it starts. */
     const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>

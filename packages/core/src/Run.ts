@@ -6,182 +6,39 @@
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Deferred, Effect, Either, Exit, FiberMap, Option, Schema } from "effect"
-import type { Duration } from "effect"
+import { DateTime, Deferred, Effect, Either, FiberMap, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
-import {
-  AgentAlreadyExists,
-  HostRestarted,
-  InvalidSpec,
-  RunErrorSchema,
-  RunNotFound,
-  TurnPending,
-  WorktreeFailed
-} from "./Errors.js"
-import type {
-  AgentClosed,
-  AgentNotFound,
-  BranchNotFound,
-  InvalidName,
-  NotAGitRepo,
-  SandboxUnavailable,
-  SpawnFailed,
-  StructuredOutputMissing,
-  TurnError
-} from "./Errors.js"
+import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPending, WorktreeFailed } from "./Errors.js"
+import { definedFields } from "./Fields.js"
 import { FleetConfig } from "./FleetConfig.js"
-import type * as Permission from "./Permission.js"
 import { Registry, validateName } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import type { RunQuery } from "./RunList.js"
 import { selectRuns, viewOf } from "./RunList.js"
+import { boundFlags, checkOptions, invalid } from "./RunOptions.js"
+import type { RunOptions } from "./RunOptions.js"
+import * as RunOutcome from "./RunOutcome.js"
+import type { Outcome, RunError, RunResult, RunWorktree, VerifyError } from "./RunOutcome.js"
+import * as RunVerify from "./RunVerify.js"
 import * as Sandbox from "./Sandbox.js"
-import type { Spec } from "./Spec.js"
+import * as Spec from "./Spec.js"
 import { Store } from "./Store.js"
 import type { RunRow } from "./Store.js"
 import * as Worktrees from "./Worktrees.js"
 
-export interface RunOptions {
-  readonly prompt?: string
-  readonly cwd?: string
-  readonly model?: string
-  readonly permission?: Permission.Policy
-  readonly systemPrompt?: string
-  readonly appendSystemPrompt?: string
-  /** `true` isolates the run in `<repo>/.claude/worktrees/<run name>`; a string names the worktree. */
-  readonly worktree?: boolean | string
-  /** After a successful run, commit what it left and remove its worktree (the branch stays). */
-  readonly cleanup?: boolean
-  /** Unique among live runs and agents; generated when absent. */
-  readonly name?: string
-  /** A JSON Schema: the result's `structuredOutput` then conforms to it. */
-  readonly jsonSchema?: Record<string, unknown>
-  readonly maxTurns?: number
-  readonly maxBudgetUsd?: number
-  /** The run is interrupted when it expires (TurnTimeout). */
-  readonly timeout?: Duration.DurationInput
-  readonly env?: Readonly<Record<string, string>>
-  /** A `run` entry of the declarative fleet; the call's own options override its fields. */
-  readonly template?: string
-  /** Told what the run is doing as it streams (for progress displays). */
-  readonly onActivity?: Agent.AgentOptions["onActivity"]
-  /**
-   * Run its Bash tool in the CLI's OS sandbox: `true` writes only in its cwd (its worktree, with `worktree`) and
-   * reaches no network; `{ network: { allow: [hosts] }, writable: [paths] }` adds hosts and paths (relative ones
-   * from `cwd`). It never starts unsandboxed (`SandboxUnavailable`).
-   */
-  readonly sandbox?: Sandbox.SandboxData
-}
-
-export interface RunWorktree {
-  readonly path: string
-  readonly branch: string
-  /** The branch's head after the run (with `cleanup`, what the run left is committed first). */
-  readonly commit?: string
-  /** Whether `cleanup` removed the worktree. */
-  readonly removed: boolean
-}
-
-export interface RunResult {
-  readonly kind: "run"
-  readonly name: string
-  readonly text: string
-  readonly costUsd: number
-  readonly durationMs: number
-  readonly modelCalls: number
-  /** Resume it later as a session: `spawn(name, { resume: sessionId })`. */
-  readonly sessionId: string
-  readonly structuredOutput?: unknown
-  readonly permissionDenials: Agent.TurnResult["permissionDenials"]
-  readonly worktree?: RunWorktree
-}
-
-export interface VerifyReport extends Worktrees.VerifyResult {
-  readonly kind: "verify"
-  readonly name: string
-}
-
-export type RunError =
-  | TurnError
-  | InvalidName
-  | InvalidSpec
-  | AgentAlreadyExists
-  | AgentNotFound
-  | AgentClosed
-  | SpawnFailed
-  | SandboxUnavailable
-  | NotAGitRepo
-  | WorktreeFailed
-  | StructuredOutputMissing
-
-export type VerifyError = InvalidName | InvalidSpec | AgentAlreadyExists | NotAGitRepo | BranchNotFound | WorktreeFailed
+export { boundFlags } from "./RunOptions.js"
+export type { RunOptions } from "./RunOptions.js"
+export { Outcome, RunResult, RunWorktree, VerifyReport } from "./RunOutcome.js"
+export type { RunError, VerifyError } from "./RunOutcome.js"
 
 const newName = (prefix: string) => `${prefix}-${randomBytes(4).toString("hex")}`
 
-/** A template's fields as run options. */
-const fromTemplate = (spec: Spec): RunOptions => ({
-  cwd: spec.cwd,
-  model: spec.model,
-  permission: spec.permission,
-  timeout: spec.timeout,
-  ...(spec.prompt === undefined ? {} : { prompt: spec.prompt }),
-  ...(spec.systemPrompt === undefined ? {} : { systemPrompt: spec.systemPrompt }),
-  ...(spec.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: spec.appendSystemPrompt }),
-  ...(spec.worktree === undefined ? {} : { worktree: spec.worktree }),
-  ...(spec.cleanup === undefined ? {} : { cleanup: spec.cleanup }),
-  ...(spec.jsonSchema === undefined ? {} : { jsonSchema: spec.jsonSchema }),
-  ...(spec.maxTurns === undefined ? {} : { maxTurns: spec.maxTurns }),
-  ...(spec.maxBudgetUsd === undefined ? {} : { maxBudgetUsd: spec.maxBudgetUsd }),
-  ...(spec.env === undefined ? {} : { env: spec.env }),
-  ...(spec.sandbox === undefined ? {} : { sandbox: spec.sandbox })
-})
-
-/** The CLI flags for a run's bounds and schema. */
-export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
-  ...(options.maxTurns === undefined ? [] : ["--max-turns", String(options.maxTurns)]),
-  ...(options.maxBudgetUsd === undefined ? [] : ["--max-budget-usd", String(options.maxBudgetUsd)]),
-  ...(options.jsonSchema === undefined ? [] : ["--json-schema", JSON.stringify(options.jsonSchema)])
-]
-
 const cwdOf = (options: RunOptions) => path.resolve(options.cwd ?? ".")
 
-const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
-
-const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSpec> => {
-  if (typeof options.prompt !== "string" || options.prompt.trim().length === 0) {
-    return invalid("prompt", "a run needs a non-empty prompt")
-  }
-  if (options.maxTurns !== undefined && !(Number.isInteger(options.maxTurns) && options.maxTurns > 0)) {
-    return invalid("maxTurns", "must be a positive integer")
-  }
-  if (options.maxBudgetUsd !== undefined && !(options.maxBudgetUsd > 0)) {
-    return invalid("maxBudgetUsd", "must be a positive number of dollars")
-  }
-  if (options.jsonSchema !== undefined && (typeof options.jsonSchema !== "object" || options.jsonSchema === null)) {
-    return invalid("jsonSchema", "must be a JSON Schema object")
-  }
-  if (options.cleanup === true && (options.worktree === undefined || options.worktree === false)) {
-    return invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
-  }
-  return Effect.void
-}
-
-type Outcome = Deferred.Deferred<RunResult | VerifyReport, RunError | VerifyError>
-
-const encodeError = Schema.encodeSync(RunErrorSchema)
-const decodeError = Schema.decodeUnknownOption(RunErrorSchema)
-
-/** A finished run's outcome as the store keeps it. */
-const outcomeOf = (row: RunRow): Exit.Exit<RunResult | VerifyReport, RunError | VerifyError> => {
-  if (row.status === "succeeded") return Exit.succeed(row.result as RunResult | VerifyReport)
-  const error = decodeError(row.error)
-  return Option.isSome(error)
-    ? Exit.fail(error.value as RunError | VerifyError)
-    : Exit.die(new Error(`run ${row.name} failed: ${row.errorMessage ?? "unknown"}`))
-}
+type Pending = Deferred.Deferred<Outcome, RunError | VerifyError>
 
 export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
   scoped: Effect.gen(function*() {
@@ -194,7 +51,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const cli = yield* ClaudeCli
     const background = yield* FiberMap.make<string>()
     /** Async runs in progress, by name; a finished one's outcome is in the store. */
-    const outcomes = new Map<string, Outcome>()
+    const outcomes = new Map<string, Pending>()
     /** Set when the fleet shuts down: runs it interrupts are restored as interrupted by the restart. */
     let closing = false
     /** Names of runs and verifies in progress (sync and async). */
@@ -202,7 +59,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** Worktrees whose run is still going: gc leaves them alone. */
     const busyWorktrees = new Set<string>()
     /** `run` entries of the declarative fleet, by name. */
-    const templates = new Map<string, Spec>()
+    const templates = new Map<string, Spec.Spec>()
 
     const provide = <A, E>(effect: Effect.Effect<A, E, CommandExecutor.CommandExecutor | FileSystem.FileSystem>) =>
       effect.pipe(
@@ -217,7 +74,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         if (input.template !== undefined) {
           const template = templates.get(input.template)
           if (template === undefined) return yield* invalid("template", `no run template named "${input.template}"`)
-          options = { ...fromTemplate(template), ...input }
+          options = { ...Spec.runOptions(template), ...input }
         }
         yield* checkOptions(options)
         // Its sandbox checked, and its writable paths made absolute from the cwd it was given (not its worktree).
@@ -231,36 +88,29 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         return { name, options }
       })
 
-    /** Keeps an async run in the store: running (with its worktree once it has one), then its outcome. */
-    const track = (name: string, kind: RunRow["kind"]) =>
+    const track = RunOutcome.track(store, () => closing)
+
+    /** Runs `effect` under supervision, keeping its outcome for `runResult` (in memory, then in the store). */
+    const startAsync = (
+      name: string,
+      kind: RunRow["kind"],
+      effect: (onWorktree: (path: string) => void) => Effect.Effect<Outcome, RunError | VerifyError>
+    ) =>
       Effect.gen(function*() {
-        const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-        let worktree: string | null = null
-        const save = (fields: Partial<RunRow>) => {
-          if (closing) return
-          store.saveRun({ name, kind, status: "running", startedAt, finishedAt: null, worktree, ...fields })
-        }
-        save({})
-        return {
-          worktree: (path: string) => {
-            worktree = path
-            save({})
-          },
-          done: (exit: Exit.Exit<RunResult | VerifyReport, RunError | VerifyError>) =>
-            Clock.currentTimeMillis.pipe(Effect.map((now) => {
-              const finishedAt = new Date(now).toISOString()
-              if (Exit.isSuccess(exit)) save({ status: "succeeded", finishedAt, result: exit.value })
-              else {
-                const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-                save({
-                  status: "failed",
-                  finishedAt,
-                  errorMessage: failure?.message ?? "the run died",
-                  ...(failure === undefined ? {} : { error: encodeError(failure) })
-                })
-              }
-            }))
-        }
+        const outcome: Pending = yield* Deferred.make<Outcome, RunError | VerifyError>()
+        outcomes.set(name, outcome)
+        const tracked = yield* track(name, kind)
+        yield* FiberMap.run(
+          background,
+          name,
+          effect(tracked.worktree).pipe(
+            Effect.exit,
+            Effect.tap(tracked.done),
+            Effect.flatMap((exit) => Deferred.done(outcome, exit)),
+            Effect.ensuring(Effect.sync(() => outcomes.delete(name)))
+          )
+        )
+        return name
       })
 
     const execute = (
@@ -289,13 +139,15 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           lifecycle: "run",
           extraArgs: boundFlags(options),
           expectStructuredOutput: options.jsonSchema !== undefined,
-          ...(options.model === undefined ? {} : { model: options.model }),
-          ...(options.permission === undefined ? {} : { permission: options.permission }),
-          ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-          ...(options.appendSystemPrompt === undefined ? {} : { appendSystemPrompt: options.appendSystemPrompt }),
-          ...(options.env === undefined ? {} : { env: options.env }),
-          ...(options.onActivity === undefined ? {} : { onActivity: options.onActivity }),
-          ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
+          ...definedFields(options, [
+            "model",
+            "permission",
+            "systemPrompt",
+            "appendSystemPrompt",
+            "env",
+            "onActivity",
+            "sandbox"
+          ])
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(
           Effect.flatMap((agent) =>
@@ -361,85 +213,24 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** Starts a run under supervision and returns its name at once. */
     const runAsync = Effect.fn("Runs.runAsync")(function*(options: RunOptions) {
       const prepared = yield* prepare(options)
-      const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
-      outcomes.set(prepared.name, outcome)
-      const tracked = yield* track(prepared.name, "run")
-      yield* FiberMap.run(
-        background,
+      return yield* startAsync(
         prepared.name,
-        execute(prepared.name, prepared.options, tracked.worktree).pipe(
-          Effect.exit,
-          Effect.tap(tracked.done),
-          Effect.flatMap((exit) => Deferred.done(outcome, exit)),
-          Effect.ensuring(Effect.sync(() => outcomes.delete(prepared.name)))
-        )
+        "run",
+        (onWorktree) => execute(prepared.name, prepared.options, onWorktree)
       )
-      return prepared.name
     })
 
-    const verifyNamed = (name: string, cwd: string, options: Worktrees.VerifyOptions) =>
-      Effect.gen(function*() {
-        yield* reports.post(name, "spawned", { kind: "verify", branch: options.branch, checks: options.checks })
-        const result = yield* provide(Worktrees.verify(path.resolve(cwd), options))
-        const report: VerifyReport = { kind: "verify", name, ...result }
-        yield* reports.post(name, "result", {
-          passed: result.passed,
-          commit: result.commit,
-          checks: result.checks.map(({ command, exitCode, ok, timedOut }) => ({ command, ok, exitCode, timedOut }))
-        })
-        return report
-      }).pipe(
-        Effect.tapError((error) =>
-          reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
-        ),
-        Effect.ensuring(reports.post(name, "closed", {}).pipe(Effect.zipRight(Effect.sync(() => live.delete(name)))))
-      )
-
-    const prepareVerify = (options: Worktrees.VerifyOptions & { readonly name?: string }) =>
-      Effect.gen(function*() {
-        if (typeof options.branch !== "string" || options.branch.length === 0) {
-          return yield* invalid("branch", "name the branch (or commit) to verify")
-        }
-        if (!Array.isArray(options.checks) || options.checks.length === 0) {
-          return yield* invalid("checks", "give at least one shell command to run")
-        }
-        if (options.checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
-          return yield* invalid("checks", "every check must be a non-empty shell command")
-        }
-        const name = yield* validateName(options.name ?? newName("verify"))
-        if (live.has(name)) return yield* new AgentAlreadyExists({ name })
-        live.add(name)
-        return name
-      })
+    const verifying: RunVerify.VerifyDeps = { reports, live, newName, provide }
 
     /** Runs shell checks against a branch in a throwaway worktree. */
-    const verify = Effect.fn("Runs.verify")(function*(
-      cwd: string,
-      options: Worktrees.VerifyOptions & { readonly name?: string }
-    ) {
-      const name = yield* prepareVerify(options)
-      return yield* verifyNamed(name, cwd, options)
+    const verify = Effect.fn("Runs.verify")(function*(cwd: string, options: RunVerify.VerifyRequest) {
+      const name = yield* RunVerify.prepare(verifying, options)
+      return yield* RunVerify.run(verifying, name, cwd, options)
     })
 
-    const verifyAsync = Effect.fn("Runs.verifyAsync")(function*(
-      cwd: string,
-      options: Worktrees.VerifyOptions & { readonly name?: string }
-    ) {
-      const name = yield* prepareVerify(options)
-      const outcome: Outcome = yield* Deferred.make<RunResult | VerifyReport, RunError | VerifyError>()
-      outcomes.set(name, outcome)
-      const tracked = yield* track(name, "verify")
-      yield* FiberMap.run(
-        background,
-        name,
-        verifyNamed(name, cwd, options).pipe(
-          Effect.exit,
-          Effect.tap(tracked.done),
-          Effect.flatMap((exit) => Deferred.done(outcome, exit)),
-          Effect.ensuring(Effect.sync(() => outcomes.delete(name)))
-        )
-      )
-      return name
+    const verifyAsync = Effect.fn("Runs.verifyAsync")(function*(cwd: string, options: RunVerify.VerifyRequest) {
+      const name = yield* RunVerify.prepare(verifying, options)
+      return yield* startAsync(name, "verify", () => RunVerify.run(verifying, name, cwd, options))
     })
 
     /** An async run's (or verify's) outcome: the result, TurnPending while it runs, or its typed failure. */
@@ -454,18 +245,20 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         const row = yield* store.run(name)
         if (Option.isNone(row)) return yield* new RunNotFound({ name })
         if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
-        return yield* outcomeOf(row.value)
+        return yield* RunOutcome.outcomeOf(row.value)
       })
 
     /** Waits for an async run (or verify) to finish. */
     const awaitRun = (name: string) =>
-      Effect.suspend((): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> => {
+      Effect.suspend((): Effect.Effect<Outcome, RunError | VerifyError | RunNotFound> => {
         const outcome = outcomes.get(name)
         if (outcome !== undefined) return Deferred.await(outcome)
         return Effect.flatMap(
           store.run(name),
-          (row): Effect.Effect<RunResult | VerifyReport, RunError | VerifyError | RunNotFound> =>
-            Option.isNone(row) || row.value.status === "running" ? new RunNotFound({ name }) : outcomeOf(row.value)
+          (row): Effect.Effect<Outcome, RunError | VerifyError | RunNotFound> =>
+            Option.isNone(row) || row.value.status === "running"
+              ? new RunNotFound({ name })
+              : RunOutcome.outcomeOf(row.value)
         )
       })
 
@@ -474,7 +267,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
      * stay (unlocked, so `gcWorktrees` may collect them once someone has looked).
      */
     const restore = Effect.gen(function*() {
-      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const now = DateTime.formatIso(yield* DateTime.now)
       const interrupted: Array<string> = []
       for (const row of yield* store.runs) {
         if (row.status !== "running") continue
@@ -487,7 +280,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           ...row,
           status: "failed",
           finishedAt: now,
-          error: encodeError(error),
+          error: RunOutcome.storedError(error),
           errorMessage: error.message
         })
         yield* reports.post(row.name, "error", { error: { _tag: error._tag, message: error.message } })
@@ -518,7 +311,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
       provide(Worktrees.gc(path.resolve(cwd), { busy: busyWorktrees, ...options }))
 
-    const addTemplates = (specs: ReadonlyArray<Spec>) =>
+    const addTemplates = (specs: ReadonlyArray<Spec.Spec>) =>
       Effect.sync(() => {
         for (const spec of specs) templates.set(spec.name, spec)
       })

@@ -3,8 +3,9 @@
  * from the store's row and, while a run goes on, what it has spent so far), newest first, narrowed by state and
  * count. Pure functions: the `Runs` service reads the rows, a cluster merges the hosts' lists with `selectRuns`.
  */
+import { Option, Predicate, Schema } from "effect"
 import * as path from "node:path"
-import type { RunWorktree } from "./Run.js"
+import { exact } from "./Decode.js"
 import type { RunRow } from "./Store.js"
 
 /** Where an async run (or verify) stands. */
@@ -38,20 +39,25 @@ export interface RunQuery {
   readonly limit?: number
 }
 
+/** What a list shows of a stored result: only the fields it needs, so a partial row still shows what it has. */
+const Shown = Schema.Struct({
+  kind: Schema.Literal("run", "verify"),
+  costUsd: exact(Schema.Number),
+  worktree: exact(Schema.Struct({ path: Schema.String, branch: Schema.String })),
+  branch: exact(Schema.String),
+  passed: exact(Schema.Boolean)
+})
+const decodeShown = Schema.decodeUnknownOption(Shown)
+
 /** What a stored run row shows in a list (`liveCost`: what a run still going has spent so far, if known). */
 export const viewOf = (row: RunRow, liveCost: number | null = null): RunView => {
-  const result = row.status === "succeeded"
-    ? row.result as {
-      readonly costUsd?: number
-      readonly worktree?: RunWorktree
-      readonly branch?: string
-      readonly passed?: boolean
-    } | undefined
-    : undefined
-  const error = row.status === "failed" ? row.error as { readonly _tag?: unknown; readonly costUsd?: unknown } : null
+  const outcome = row.status === "succeeded" ? Option.getOrUndefined(decodeShown(row.result)) : undefined
+  const result = outcome?.kind === "run" ? outcome : undefined
+  const verified = outcome?.kind === "verify" ? outcome : undefined
+  // A failure's encoded error: its tag, and what a failed turn had spent.
+  const error = row.status === "failed" && Predicate.isRecord(row.error) ? row.error : null
   const worktree = result?.worktree?.path ?? row.worktree
-  const branch = result?.worktree?.branch ??
-    (row.kind === "verify" ? result?.branch : undefined) ??
+  const branch = result?.worktree?.branch ?? verified?.branch ??
     (worktree === null ? null : `worktree-${path.basename(worktree)}`)
   const cost = result?.costUsd ?? (typeof error?.costUsd === "number" ? error.costUsd : null)
   return {
@@ -69,7 +75,7 @@ export const viewOf = (row: RunRow, liveCost: number | null = null): RunView => 
       : null,
     worktree,
     branch: branch ?? null,
-    passed: row.kind === "verify" && typeof result?.passed === "boolean" ? result.passed : null,
+    passed: verified?.passed ?? null,
     error: row.status !== "failed" ? null : typeof error?._tag === "string" ? error._tag : "Failed"
   }
 }

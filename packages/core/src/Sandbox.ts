@@ -14,9 +14,10 @@
  * A sandbox only narrows what the permission allows: Bash still goes through the permission, never auto-allowed
  * (`autoAllowBashIfSandboxed: false`), and the guarded tools always reach the host's answer.
  */
-import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Effect, Either, Option, ParseResult, Predicate, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Decode from "./Decode.js"
 import { SandboxUnavailable } from "./Errors.js"
 
 // ------------------------------------------------------------------------------------------------ the option
@@ -91,11 +92,7 @@ export const normalize = (
     const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
     // The deepest issue says what is wrong; a union also reports that the value is no boolean.
     const issue = [...issues].sort((a, b) => b.path.length - a.path.length)[0]!
-    const at = issue.path.reduce<string>(
-      (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`),
-      "sandbox"
-    )
-    return Either.left({ path: at, reason: issue.message })
+    return Either.left({ path: Decode.formatPath("sandbox", issue.path), reason: issue.message })
   }
   const sandbox = decoded.right
   if (sandbox === true || sandbox === false) return Either.right(sandbox || undefined)
@@ -112,15 +109,20 @@ export const normalize = (
  * is off. A sandboxed agent's further flags may carry only inline `--settings` (see `extraArgsProblem`).
  */
 export const withOptions = <
-  O extends { readonly sandbox?: unknown; readonly cwd?: string; readonly extraArgs?: ReadonlyArray<string> }
->(options: O): Either.Either<O, { readonly path: string; readonly reason: string }> => {
+  O extends { readonly sandbox?: SandboxData; readonly cwd?: string; readonly extraArgs?: ReadonlyArray<string> }
+>(
+  options: O
+): Either.Either<
+  Omit<O, "sandbox"> & { readonly sandbox?: SandboxData },
+  { readonly path: string; readonly reason: string }
+> => {
   if (options.sandbox === undefined) return Either.right(options)
   const { sandbox: given, ...rest } = options
   return Either.flatMap(normalize(given, path.resolve(options.cwd ?? ".")), (sandbox) => {
-    if (sandbox === undefined) return Either.right(rest as unknown as O)
+    if (sandbox === undefined) return Either.right(rest)
     const problem = extraArgsProblem(options.extraArgs ?? [])
     return problem === undefined
-      ? Either.right({ ...rest, sandbox } as unknown as O)
+      ? Either.right({ ...rest, sandbox })
       : Either.left({ path: "extraArgs", reason: problem })
   })
 }
@@ -175,9 +177,7 @@ const splitSettings = (args: ReadonlyArray<string>) => {
 const asObject = (text: string): Record<string, unknown> | undefined => {
   try {
     const value: unknown = JSON.parse(text)
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? value as Record<string, unknown>
-      : undefined
+    return Predicate.isRecord(value) ? value : undefined
   } catch {
     return undefined
   }

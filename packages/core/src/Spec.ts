@@ -3,9 +3,11 @@
  * Validation never throws: a bad entry is reported with the path of its bad field and skipped, so one typo
  * never stops the rest of the fleet from booting.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Predicate, Schema } from "effect"
+import { NAME_PATTERN } from "./AgentView.js"
+import * as Decode from "./Decode.js"
+import { definedFields } from "./Fields.js"
 import * as Permission from "./Permission.js"
-import { NAME_PATTERN } from "./Registry.js"
 import * as Sandbox from "./Sandbox.js"
 
 const PositiveMillis = Schema.Number.pipe(Schema.int(), Schema.positive())
@@ -101,44 +103,18 @@ export interface Fleet {
   readonly rejected: ReadonlyArray<Rejected>
 }
 
-const decodeSpec = Schema.decodeUnknownEither(Spec, { errors: "all", onExcessProperty: "error" })
-
-const formatPath = (base: string, path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), base)
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** Validates one entry with the fleet defaults merged under it (the entry's own keys win). */
 export const validate = (
   input: unknown,
   defaults: Record<string, unknown> = {},
   entry = "spec"
 ): Either.Either<Spec, ReadonlyArray<Rejected>> => {
-  const name = isRecord(input) && typeof input["name"] === "string" ? input["name"] : null
-  if (!isRecord(input)) {
-    return Either.left([{ entry, name, path: entry, message: "expected an object describing an agent" }])
+  if (!Predicate.isRecord(input)) {
+    return Either.left([{ entry, name: null, path: entry, message: "expected an object describing an agent" }])
   }
-  const merged = { ...defaults, ...input }
-  const decoded = decodeSpec(merged)
-  if (Either.isLeft(decoded)) {
-    // A union reports one issue per member at the same path: say them once, as alternatives. A member whose type
-    // does not match at all says nothing when another member's issue lies deeper (`sandbox: { network: ... }`
-    // with a bad host is not "expected a boolean").
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-    const deeper = (issue: ParseResult.ArrayFormatterIssue) =>
-      issues.some((other) =>
-        other.path.length > issue.path.length && issue.path.every((key, i) => other.path[i] === key)
-      )
-    const byPath = new Map<string, Array<string>>()
-    for (const issue of issues.filter((issue) => !(issue._tag === "Type" && deeper(issue)))) {
-      const at = formatPath(entry, issue.path)
-      const messages = byPath.get(at) ?? []
-      if (!messages.includes(issue.message)) messages.push(issue.message)
-      byPath.set(at, messages)
-    }
-    return Either.left([...byPath].map(([path, messages]) => ({ entry, name, path, message: messages.join(", or ") })))
-  }
+  const name = Predicate.isString(input["name"]) ? input["name"] : null
+  const decoded = Decode.decodeAt(Spec, { ...defaults, ...input }, entry)
+  if (Either.isLeft(decoded)) return Either.left(decoded.left.map((issue) => ({ entry, name, ...issue })))
   const spec = decoded.right
   const refuse = (field: string, message: string) => Either.left([{ entry, name, path: `${entry}.${field}`, message }])
   if (spec.lifecycle === "session" && spec.worktree !== undefined && spec.worktree !== false) {
@@ -158,38 +134,45 @@ export const validate = (
   return Either.right(spec)
 }
 
+/** Any failure of `schema` says `message`: for the sections whose shape has one plain rule. */
+const saying = (message: string) => ({ message: () => ({ message, override: true }) })
+
+const ConfigObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+  Schema.filter((config) => !Array.isArray(config))
+).annotations(saying("expected an object"))
+
+/** `fleetDefaults`: agent fields, merged under every entry (a name would make every entry the same agent). */
+const FleetDefaults = ConfigObject.pipe(Schema.filter((fields) => !("name" in fields))).annotations(
+  saying("expected an object of agent fields (without a name); defaults were ignored")
+)
+
+const AgentEntries = Schema.Array(Schema.Unknown).annotations(saying("expected an array of agent entries"))
+
+/** A section decoded at `path`; what is wrong with it, as rejected entries. */
+const section = <A, I>(schema: Schema.Schema<A, I>, input: unknown, path: string) =>
+  Either.mapLeft(
+    Decode.decodeAt(schema, input, path),
+    (issues): Array<Rejected> => issues.map((issue) => ({ entry: path, name: null, ...issue }))
+  )
+
 /** Reads `{ fleetDefaults, agents }` from a config object. */
 export const readFleet = (config: unknown): Fleet => {
   const rejected: Array<Rejected> = []
   const sessions: Array<Spec> = []
   const templates: Array<Spec> = []
-  if (!isRecord(config)) {
-    return {
-      sessions,
-      templates,
-      rejected: [{ entry: "config", name: null, path: "config", message: "expected an object" }]
-    }
-  }
-  let defaults: Record<string, unknown> = {}
-  const rawDefaults = config["fleetDefaults"]
-  if (rawDefaults !== undefined) {
-    if (isRecord(rawDefaults) && !("name" in rawDefaults)) defaults = rawDefaults
-    else {
-      rejected.push({
-        entry: "fleetDefaults",
-        name: null,
-        path: "fleetDefaults",
-        message: "expected an object of agent fields (without a name); defaults were ignored"
-      })
-    }
-  }
-  const agents = config["agents"] ?? []
-  if (!Array.isArray(agents)) {
-    rejected.push({ entry: "agents", name: null, path: "agents", message: "expected an array of agent entries" })
-    return { sessions, templates, rejected }
-  }
+  const root = section(ConfigObject, config, "config")
+  if (Either.isLeft(root)) return { sessions, templates, rejected: root.left }
+  const given = root.right["fleetDefaults"]
+  const defaults = given === undefined ?
+    {} :
+    Either.getOrElse(section(FleetDefaults, given, "fleetDefaults"), (bad) => {
+      rejected.push(...bad)
+      return {}
+    })
+  const agents = section(AgentEntries, root.right["agents"] ?? [], "agents")
+  if (Either.isLeft(agents)) return { sessions, templates, rejected: [...rejected, ...agents.left] }
   const seen = new Set<string>()
-  agents.forEach((input, index) => {
+  agents.right.forEach((input, index) => {
     const entry = `agents[${index}]`
     const result = validate(input, defaults, entry)
     if (Either.isLeft(result)) {
@@ -207,3 +190,18 @@ export const readFleet = (config: unknown): Fleet => {
   })
   return { sessions, templates, rejected }
 }
+
+/** The fields of a spec that every agent takes, as `spawn` and `run` take them (absent fields left out). */
+export const agentOptions = (spec: Spec) => ({
+  cwd: spec.cwd,
+  model: spec.model,
+  permission: spec.permission,
+  timeout: spec.timeout,
+  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox"])
+})
+
+/** A `run` template's fields, as `run` takes them (`Run.RunOptions`; the run's own options win over them). */
+export const runOptions = (spec: Spec) => ({
+  ...agentOptions(spec),
+  ...definedFields(spec, ["prompt", "worktree", "cleanup", "jsonSchema", "maxTurns", "maxBudgetUsd"])
+})

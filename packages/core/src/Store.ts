@@ -1,86 +1,53 @@
 /**
  * Where the fleet's state lives: the report log, agents, their turns, async runs, and the state of the layers
- * above the engine (the scheduler's). `Store.memory` keeps it for the life of the Layer; `Store.sqlite(path)`
- * and `Store.postgres(url)` keep it across restarts of the host, through `@effect/sql`.
+ * above the engine (the scheduler's). `Store.memory` keeps it for the life of the Layer; `SqliteStore.layer(path)`
+ * and `PostgresStore.layer(url)` keep it across restarts of the host, through `@effect/sql` (`StoreConfig.layer`
+ * picks the one a config names).
  *
  * Writes are synchronous and never wait: agents save from their hot paths. A durable store numbers a report
  * entry at once and commits behind, in batches; when the disk or the database refuses, it keeps the writes
  * (bounded), shows itself `degraded`, and retries until they land. Reads see what is committed and what waits.
  */
-import { Context, Effect, Layer, Option } from "effect"
-import type { Scope } from "effect"
-import type { AgentStatus, TurnRecord } from "./Agent.js"
-import type { StoreError } from "./Errors.js"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { AgentRow, TurnRow } from "./AgentView.js"
+import { exact } from "./Decode.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
-import type { SandboxData } from "./Sandbox.js"
 
 export type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
-/** The process an agent ran, so a later host can end it if it outlived its parent. */
-export interface StoredProcess {
-  readonly pid: number
-  /** The kernel's start time of that pid (clock ticks since boot), so a reused pid is never taken for it. */
-  readonly startTicks: string | null
-}
+export { AgentRow, StoredOptions, StoredProcess, TurnRow } from "./AgentView.js"
 
-/** The options of an agent, as data (a permission given as a function is not: see `notRestorable`). */
-export interface StoredOptions {
-  readonly cwd: string
-  readonly model?: string
-  readonly permission: unknown
-  readonly systemPrompt?: string
-  readonly appendSystemPrompt?: string
-  readonly timeoutMs: number
-  readonly env?: Readonly<Record<string, string>>
-  readonly role?: "member" | "manager"
-  readonly extraArgs?: ReadonlyArray<string>
-  readonly expectStructuredOutput?: boolean
-  /** Its sandbox (paths absolute), when it has one. */
-  readonly sandbox?: SandboxData
-}
-
-export interface AgentRow {
-  readonly name: string
-  readonly lifecycle: "session" | "run"
-  readonly options: StoredOptions
-  readonly sessionId: string
-  /** Whether the session has a conversation on disk to `--resume`. */
-  readonly resumable: boolean
-  readonly status: AgentStatus
-  readonly restarts: number
-  readonly startedAt: string
-  readonly closedReason: string | null
-  /** Why this agent cannot come back after a restart of the host, when it cannot. */
-  readonly notRestorable: string | null
-  readonly process: StoredProcess | null
-}
-
-export interface TurnRow {
-  readonly agent: string
-  /** The turn's number within its agent (`t3` is 3): the order of the queue. */
-  readonly n: number
-  readonly timeoutMs: number
-  readonly record: TurnRecord
-  /** A succeeded turn's whole result. */
-  readonly result?: unknown
-  /** A failed turn's typed error, encoded (see `TurnErrorSchema`). */
-  readonly error?: unknown
-}
-
-export interface RunRow {
-  readonly name: string
-  readonly kind: "run" | "verify"
-  readonly status: "running" | "succeeded" | "failed"
-  readonly startedAt: string
-  readonly finishedAt: string | null
+/** An async run (or verify) as the store keeps it. */
+export const RunRow = Schema.Struct({
+  name: Schema.String,
+  kind: Schema.Literal("run", "verify"),
+  status: Schema.Literal("running", "succeeded", "failed"),
+  startedAt: Schema.String,
+  finishedAt: Schema.NullOr(Schema.String),
   /** The run's worktree while it has one. */
-  readonly worktree: string | null
+  worktree: Schema.NullOr(Schema.String),
   /** The outcome once finished: the result, or the typed error (encoded: see `RunErrorSchema`). */
-  readonly result?: unknown
-  readonly error?: unknown
+  result: exact(Schema.Unknown),
+  error: exact(Schema.Unknown),
   /** The error's message, for people. */
-  readonly errorMessage?: string
+  errorMessage: exact(Schema.String)
+})
+export type RunRow = typeof RunRow.Type
+
+/**
+ * A stored row that does not decode (written by a newer flotta, or edited by hand). Reads skip it and log this,
+ * naming where it is: one bad row does not keep the rest of the fleet from coming back.
+ */
+export class StoreRowInvalid extends Schema.TaggedError<StoreRowInvalid>()("StoreRowInvalid", {
+  location: Schema.String,
+  table: Schema.String,
+  key: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the store ${this.location} has a row it cannot read in ${this.table} (${this.key}), skipped: ${this.reason}`
+  }
 }
 
 export interface StoreHealth {
@@ -293,43 +260,4 @@ export const describeConfig = (config: StoreConfig): string => {
 export class Store extends Context.Tag("@flotta/core/Store")<Store, StoreShape>() {
   /** State for the life of the Layer. Share one between two fleets in a test to show a restart. */
   static readonly memory: Layer.Layer<Store> = Layer.sync(Store, makeMemory)
-
-  /** An SQLite file (made, with its directory, when missing), in WAL mode, held by one host at a time. */
-  static sqlite(path: string, options: StoreOptions = {}): Layer.Layer<Store, StoreError> {
-    return Layer.scoped(
-      Store,
-      Effect.flatMap(
-        Effect.promise(() => import("./internal/sqliteStore.js")),
-        (sqlite) => sqlite.openSqlite(path, options)
-      )
-    )
-  }
-
-  /** A Postgres database (optionally one schema of it), held by one host at a time (an advisory lock). */
-  static postgres(
-    target: string | { readonly url: string; readonly schema?: string },
-    options: StoreOptions = {}
-  ): Layer.Layer<Store, StoreError> {
-    return Layer.scoped(
-      Store,
-      Effect.flatMap(
-        Effect.promise(() => import("./internal/postgresStore.js")),
-        (pg) => pg.openPostgres(typeof target === "string" ? { url: target } : target, options)
-      )
-    )
-  }
-
-  /** The store a config names. */
-  static layer(config: StoreConfig | undefined, options: StoreOptions = {}): Layer.Layer<Store, StoreError> {
-    if (config === undefined || config === "memory") return Store.memory
-    if ("sqlite" in config) return Store.sqlite(config.sqlite, options)
-    return Store.postgres(config.postgres, options)
-  }
 }
-
-/** The effect that opens a store, for tools that read it without a fleet (`flotta reports --store`). */
-export const open = (
-  config: StoreConfig,
-  options: StoreOptions = {}
-): Effect.Effect<StoreShape, StoreError, Scope.Scope> =>
-  Layer.build(Store.layer(config, options)).pipe(Effect.map((context) => Context.get(context, Store)))

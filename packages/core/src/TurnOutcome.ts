@@ -4,6 +4,7 @@
  * as a `success` subtype with `is_error`, an interrupt as `error_during_execution`, and can report success
  * without the structured output a schema asked for: each of these is told apart here.
  */
+import type { TurnResult } from "./AgentView.js"
 import * as Protocol from "./ClaudeProtocol.js"
 import {
   BudgetExceeded,
@@ -15,22 +16,7 @@ import {
 } from "./Errors.js"
 import type { TurnError } from "./Errors.js"
 
-/** The outcome of one finished turn. */
-export interface TurnResult {
-  readonly turnId: string
-  readonly text: string
-  /** This turn's own cost (the CLI reports a per-process running total). */
-  readonly costUsd: number
-  readonly durationMs: number
-  /** Model round trips in this turn (a tool call makes two). */
-  readonly modelCalls: number
-  readonly sessionId: string
-  readonly usage: Protocol.Usage
-  readonly permissionDenials: ReadonlyArray<Protocol.PermissionDenial>
-  /** The CLI's result subtype (`success`, `error_during_execution`, ...; an API error is `api_error`). */
-  readonly subtype: string
-  readonly structuredOutput?: unknown
-}
+export type { TurnResult } from "./AgentView.js"
 
 /** What the agent knows about the turn besides its result frame. */
 export interface TurnFacts {

@@ -5,7 +5,7 @@
  */
 import type * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Duration, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BranchNotFound, NotAGitRepo, WorktreeFailed } from "./Errors.js"
@@ -25,22 +25,24 @@ export interface WorktreeInfo extends Worktree {
   readonly ageMs: number
 }
 
-export interface CheckResult {
-  readonly command: string
-  readonly ok: boolean
-  readonly exitCode: number | null
-  readonly timedOut: boolean
-  readonly durationMs: number
+export const CheckResult = Schema.Struct({
+  command: Schema.String,
+  ok: Schema.Boolean,
+  exitCode: Schema.NullOr(Schema.Number),
+  timedOut: Schema.Boolean,
+  durationMs: Schema.Number,
   /** The tail of stdout and stderr together. */
-  readonly output: string
-}
+  output: Schema.String
+})
+export type CheckResult = typeof CheckResult.Type
 
-export interface VerifyResult {
-  readonly passed: boolean
-  readonly branch: string
-  readonly commit: string
-  readonly checks: ReadonlyArray<CheckResult>
-}
+export const VerifyResult = Schema.Struct({
+  passed: Schema.Boolean,
+  branch: Schema.String,
+  commit: Schema.String,
+  checks: Schema.Array(CheckResult)
+})
+export type VerifyResult = typeof VerifyResult.Type
 
 export interface VerifyOptions {
   readonly branch: string

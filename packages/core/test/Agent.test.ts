@@ -5,13 +5,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
-import { eventually, failureOf, memoryFleet, tagOf } from "./support.js"
+import { eventually, failureOf, memoryFleet, tagOf, withAgents } from "./support.js"
 
 describe("turns", () => {
   it.effect("prompt returns a turn id at once and turns run FIFO, one at a time", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("fifo")
+      const fleet = yield* withAgents("fifo")
       const first = yield* fleet.prompt("fifo", "slow 300 one")
       const second = yield* fleet.prompt("fifo", "two")
       const third = yield* fleet.prompt("fifo", "three")
@@ -36,8 +35,7 @@ describe("turns", () => {
 
   it.effect("result: NoResult before any turn, latest after, and each turn's own cost", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("res")
+      const fleet = yield* withAgents("res")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.result("res", "latest"))), "NoResult")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.result("res", "t9"))), "NoResult")
       const a = yield* fleet.askResult("res", "a")
@@ -58,8 +56,7 @@ describe("turns", () => {
 
   it.effect("an API error is TurnFailed with its HTTP status, recorded, and the agent goes on", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("apierr")
+      const fleet = yield* withAgents("apierr")
       const error = failureOf(yield* Effect.exit(fleet.ask("apierr", "error 529")))
       assert.strictEqual(error._tag, "TurnFailed")
       assert.strictEqual(error._tag === "TurnFailed" ? error.status : null, 529)
@@ -72,8 +69,7 @@ describe("turns", () => {
 
   it.effect("an empty prompt or a non-positive timeout is refused with a clear error", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("empty")
+      const fleet = yield* withAgents("empty")
       const error = failureOf(yield* Effect.exit(fleet.prompt("empty", "  ")))
       assert.strictEqual(error._tag, "InvalidSpec")
       assert.match(error.message, /non-empty/)
@@ -82,8 +78,7 @@ describe("turns", () => {
 
   it.effect("the conversation carries across turns", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("memo")
+      const fleet = yield* withAgents("memo")
       yield* fleet.ask("memo", "the cat is grey")
       assert.strictEqual(yield* fleet.ask("memo", "recall"), "earlier: the cat is grey")
     }).pipe(Effect.provide(memoryFleet())))
@@ -92,8 +87,7 @@ describe("turns", () => {
 describe("permission as data", () => {
   it.effect("read_only: Read runs, a Write is not even offered; both are in the transcript", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("ro")
+      const fleet = yield* withAgents("ro")
       const denied = yield* fleet.askResult("ro", "tool Write {\"file_path\":\"/tmp/x\",\"content\":\"y\"}")
       assert.strictEqual(denied.text, "denied Write: No such tool available: Write")
       assert.strictEqual(denied.permissionDenials[0]?.tool_name, "Write")
@@ -165,8 +159,7 @@ describe("permission as data", () => {
 describe("interrupt and timeouts", () => {
   it.effect("interrupt ends the running turn as TurnInterrupted and queued turns go on", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("intr")
+      const fleet = yield* withAgents("intr")
       const hung = yield* fleet.prompt("intr", "hang")
       const next = yield* fleet.prompt("intr", "after")
       yield* eventually(fleet.status("intr"), (s) => s.current === hung)
@@ -178,8 +171,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("ask with a timeout interrupts the turn when it expires", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("slowpoke")
+      const fleet = yield* withAgents("slowpoke")
       const fiber = yield* Effect.fork(Effect.exit(fleet.ask("slowpoke", "hang", { timeout: "30 seconds" })))
       yield* eventually(fleet.status("slowpoke"), (s) => s.current !== null)
       yield* TestClock.adjust("29 seconds")
@@ -193,8 +185,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("a caller's timeout is a deadline from the call: a turn still queued at it never runs", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("queue")
+      const fleet = yield* withAgents("queue")
       yield* fleet.prompt("queue", "slow 60000 long")
       const late = yield* fleet.prompt("queue", "late", { timeout: "10 seconds" })
       const waiting = yield* Effect.fork(Effect.exit(fleet.wait("queue", late)))
@@ -219,8 +210,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("interrupting a caller of ask cancels its turn", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("cancel")
+      const fleet = yield* withAgents("cancel")
       const fiber = yield* Effect.fork(fleet.ask("cancel", "hang"))
       yield* eventually(fleet.status("cancel"), (s) => s.current !== null)
       yield* Fiber.interrupt(fiber)
@@ -230,8 +220,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("interrupting a watcher leaves the turn running, and it still completes", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("watched")
+      const fleet = yield* withAgents("watched")
       const turnId = yield* fleet.prompt("watched", "slow 400 watched")
       const running = yield* eventually(fleet.status("watched"), (s) => s.current === turnId)
       assert.strictEqual(running.currentStartedAt, (yield* fleet.transcript("watched"))[0]!.startedAt)
@@ -250,8 +239,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("interrupting a watcher of a queued turn leaves it queued, and it runs", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("watchq")
+      const fleet = yield* withAgents("watchq")
       yield* fleet.prompt("watchq", "slow 300 first")
       const queued = yield* fleet.prompt("watchq", "second")
       const watcher = yield* Effect.fork(fleet.watch("watchq", queued))
@@ -265,8 +253,7 @@ describe("interrupt and timeouts", () => {
 
   it.effect("a turn with no output for stallTimeout is interrupted and the process restarted", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("stall")
+      const fleet = yield* withAgents("stall")
       const turn = yield* fleet.prompt("stall", "hang")
       const waiting = yield* Effect.fork(Effect.exit(fleet.wait("stall", turn)))
       yield* eventually(fleet.status("stall"), (s) => s.current === turn)
@@ -307,8 +294,7 @@ describe("supervision", () => {
 
   it.effect("restarts back off exponentially; past the budget the agent stays closed with the reason", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("fragile")
+      const fleet = yield* withAgents("fragile")
       // Backoffs 1, 2, 4 s: three crashes fit the budget, the fourth closes the agent.
       for (const backoff of [1000, 2000, 4000]) {
         assert.strictEqual(tagOf(yield* Effect.exit(fleet.ask("fragile", "crash"))), "AgentCrashed")
@@ -332,8 +318,7 @@ describe("supervision", () => {
 
   it.effect("the restart budget is a window: old restarts stop counting", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("steady")
+      const fleet = yield* withAgents("steady")
       for (let i = 0; i < 5; i++) {
         assert.strictEqual(tagOf(yield* Effect.exit(fleet.ask("steady", "crash"))), "AgentCrashed")
         yield* eventually(fleet.status("steady"), (s) => s.status === "restarting")
@@ -347,8 +332,7 @@ describe("supervision", () => {
 
   it.effect("a restart that cannot start is reported and retried within the budget", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("flaky")
+      const fleet = yield* withAgents("flaky")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.ask("flaky", "crash"))), "AgentCrashed")
       yield* TestClock.adjust("1 second") // first restart: refused
       yield* TestClock.adjust("2 seconds") // second restart: comes up
@@ -372,8 +356,7 @@ describe("supervision", () => {
 describe("close", () => {
   it.effect("close fails the running and queued turns with AgentClosed and frees the name", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("closer")
+      const fleet = yield* withAgents("closer")
       const running = yield* fleet.prompt("closer", "hang")
       const queued = yield* fleet.prompt("closer", "later")
       yield* eventually(fleet.status("closer"), (s) => s.current === running)

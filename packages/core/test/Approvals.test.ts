@@ -8,10 +8,12 @@ import { Effect, Either, Fiber, Schema, Scope, Stream, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import type * as Agent from "../src/Agent.js"
 import { Flotta } from "../src/Flotta.js"
 import * as Permission from "../src/Permission.js"
-import * as Store from "../src/Store.js"
-import { eventually, failureOf, memoryFleet } from "./support.js"
+import * as SqliteStore from "../src/SqliteStore.js"
+import * as StoreConfig from "../src/StoreConfig.js"
+import { eventually, failureOf, memoryFleet, withAgents } from "./support.js"
 
 const write = (file: string) => `tool Write ${JSON.stringify({ file_path: file, content: "hi" })}`
 const guarded = { allow: ["Read"], ask: ["Write"] } as const
@@ -19,6 +21,14 @@ const guarded = { allow: ["Read"], ask: ["Write"] } as const
 /** The first pending approval of `agent`, once there is one. */
 const pendingOf = (fleet: Flotta, agent: string) =>
   eventually(fleet.approvals({ agent }), (list) => list.length > 0).pipe(Effect.map((list) => list[0]!))
+
+/** Spawns "w" with `options`, has it write `file` and waits for the approval that asks about it. */
+const awaitingApproval = (fleet: Flotta, options: Agent.AgentOptions, file: string) =>
+  Effect.gen(function*() {
+    yield* fleet.spawn("w", options)
+    const turnId = yield* fleet.prompt("w", write(file))
+    return { turnId, approval: yield* pendingOf(fleet, "w") }
+  })
 
 describe("permission forms that ask a human", () => {
   it("flags: ask tools are offered but need a prompt; \"ask\" offers every tool and allows the read-only ones", () => {
@@ -73,9 +83,7 @@ describe("a pending approval", () => {
   it.effect("waits for a human: waiting_approval, listed, reported; allowed, the tool runs", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: guarded })
-      const turnId = yield* fleet.prompt("w", write("out.txt"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval, turnId } = yield* awaitingApproval(fleet, { permission: guarded }, "out.txt")
       assert.deepInclude(approval, { agent: "w", turnId, tool: "Write", status: "pending" })
       assert.deepStrictEqual(approval.input, { file_path: "out.txt", content: "hi" })
       assert.strictEqual(Date.parse(approval.expiresAt) - Date.parse(approval.requestedAt), 15 * 60_000)
@@ -97,9 +105,7 @@ describe("a pending approval", () => {
   it.effect("denied with a message: the model sees it, and the tool does not run", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: "ask" })
-      const turnId = yield* fleet.prompt("w", write("no.txt"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval, turnId } = yield* awaitingApproval(fleet, { permission: "ask" }, "no.txt")
       yield* fleet.decide(approval.id, { behavior: "deny", message: "not on a Friday" })
       const result = yield* fleet.wait("w", turnId)
       assert.match(result.text, /^denied Write: .*not on a Friday/)
@@ -108,9 +114,7 @@ describe("a pending approval", () => {
   it.effect("updatedInput replaces what the tool runs with", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: guarded })
-      const turnId = yield* fleet.prompt("w", write("a.txt"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval, turnId } = yield* awaitingApproval(fleet, { permission: guarded }, "a.txt")
       yield* fleet.decide(approval.id, { behavior: "allow", updatedInput: { file_path: "b.txt", content: "x" } })
       assert.include((yield* fleet.wait("w", turnId)).text, "b.txt")
     }).pipe(Effect.provide(memoryFleet())))
@@ -118,9 +122,11 @@ describe("a pending approval", () => {
   it.effect("expires after approvalTimeout as a deny; a late or unknown decision is a typed error", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: guarded, timeout: "1 minute" })
-      const turnId = yield* fleet.prompt("w", write("late.txt"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval, turnId } = yield* awaitingApproval(
+        fleet,
+        { permission: guarded, timeout: "1 minute" },
+        "late.txt"
+      )
       // Waiting for a human stops the turn's clock: its one-minute timeout does not fire in five.
       yield* TestClock.adjust("5 minutes")
       assert.strictEqual((yield* fleet.status("w")).status, "waiting_approval")
@@ -144,9 +150,7 @@ describe("a pending approval", () => {
   it.effect("a second decision on the same approval is ApprovalExpired, naming who decided", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: guarded })
-      yield* fleet.prompt("w", write("x"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval } = yield* awaitingApproval(fleet, { permission: guarded }, "x")
       yield* fleet.decide(approval.id, { behavior: "deny", by: "mcp" })
       const again = failureOf(yield* Effect.exit(fleet.decide(approval.id, { behavior: "allow" })))
       assert.match(again.message, /it was denied already, by mcp/)
@@ -154,9 +158,7 @@ describe("a pending approval", () => {
 
   it.effect("interrupt and close end it as expired; the turn ends as they say", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("a", { permission: guarded })
-      yield* fleet.spawn("b", { permission: guarded })
+      const fleet = yield* withAgents(["a", "b"], { permission: guarded })
       const ta = yield* fleet.prompt("a", write("x"))
       yield* fleet.prompt("b", write("y"))
       const first = yield* pendingOf(fleet, "a")
@@ -176,9 +178,7 @@ describe("a pending approval", () => {
   it.effect("always: the tool is allowed for the rest of the agent's life, and that is recorded", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("w", { permission: guarded })
-      const t1 = yield* fleet.prompt("w", write("1"))
-      const approval = yield* pendingOf(fleet, "w")
+      const { approval, turnId: t1 } = yield* awaitingApproval(fleet, { permission: guarded }, "1")
       yield* fleet.decide(approval.id, { behavior: "allow", always: true })
       yield* fleet.wait("w", t1)
       const t2 = yield* fleet.prompt("w", write("2"))
@@ -226,7 +226,7 @@ describe("after a host restart", () => {
         message: null
       }
       yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* Store.open({ sqlite: file })
+        const store = yield* StoreConfig.open({ sqlite: file })
         store.saveState("approvals", { pending: [pending], ended: [] })
         yield* store.flush(5000)
       }))
@@ -239,6 +239,6 @@ describe("after a host restart", () => {
         assert.strictEqual(late._tag, "ApprovalExpired")
         const reported = (yield* fleet.reports({ kinds: ["approval_decided"] })).entries
         assert.deepInclude(reported[0]!.data as object, { id: "ap_left", by: "host_restart", status: "expired" })
-      }).pipe(Effect.provide(memoryFleet({ store: Store.Store.sqlite(file) })))
+      }).pipe(Effect.provide(memoryFleet({ store: SqliteStore.layer(file) })))
     }))
 })

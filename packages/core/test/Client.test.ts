@@ -17,10 +17,11 @@ afterEach(async () => {
   await Promise.all(fleets.splice(0).map((f) => f.shutdown()))
 })
 
-/** Resolves once `predicate` holds, polling on the event loop (no timers). */
-const until = async (predicate: () => boolean) => {
-  for (let i = 0; i < 10_000 && !predicate(); i++) await new Promise((r) => setImmediate(r))
-  assert.isTrue(predicate(), "the condition never held")
+/** A promise and the function that resolves it: a test waits on what a callback sees, never on a clock. */
+const deferred = () => {
+  let resolve: () => void = () => undefined
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
 }
 
 describe("the Promise facade", () => {
@@ -53,10 +54,13 @@ describe("the Promise facade", () => {
     const fleet = newFleet()
     await fleet.spawn("watched")
     const seen: Array<ReportEntry> = []
-    const unsubscribe = fleet.subscribe((entry) => seen.push(entry), { agent: "watched" })
+    const both = deferred()
+    const unsubscribe = fleet.subscribe((entry) => {
+      if (seen.push(entry) === 2) both.resolve()
+    }, { agent: "watched" })
     await unsubscribe.ready
     await fleet.ask("watched", "one")
-    await until(() => seen.length === 2)
+    await both.promise
     unsubscribe()
     await fleet.ask("watched", "two")
     assert.deepStrictEqual(seen.map((e) => e.kind), ["turn_started", "result"])

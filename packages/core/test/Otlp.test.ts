@@ -125,17 +125,18 @@ describe("the children's environment", () => {
   it.effect("Claude Code's telemetry, exporting JSON where the fleet does", () =>
     Effect.gen(function*() {
       const settings = yield* settingsOf({ otlp: "http://127.0.0.1:4318", children: true, headers: { "x-k": "a b,c" } })
+      // Every variable, by name.
       assert.deepStrictEqual(Otlp.sharedChildEnvironment(settings), {
         CLAUDE_CODE_ENABLE_TELEMETRY: "1",
         CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: "1",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-        OTEL_TRACES_EXPORTER: "otlp",
-        OTEL_METRICS_EXPORTER: "otlp",
-        OTEL_LOGS_EXPORTER: "otlp",
         OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318",
-        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:4318/v1/traces",
+        OTEL_EXPORTER_OTLP_HEADERS: "x-k=a%20b%2Cc",
         OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "http://127.0.0.1:4318/v1/metrics",
-        OTEL_EXPORTER_OTLP_HEADERS: "x-k=a%20b%2Cc"
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:4318/v1/traces",
+        OTEL_LOGS_EXPORTER: "otlp",
+        OTEL_METRICS_EXPORTER: "otlp",
+        OTEL_TRACES_EXPORTER: "otlp"
       })
       assert.deepStrictEqual(Otlp.parseHeaders("x-k=a%20b%2Cc"), { "x-k": "a b,c" })
     }))

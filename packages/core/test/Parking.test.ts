@@ -4,7 +4,7 @@
  * continuation's; by hand, interrupted, closed, backed off, warned about, and across a restart of the host.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Random, Scope, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -12,9 +12,9 @@ import { childEnv, cliWaitsAtLimits } from "../src/ClaudeCli.js"
 import * as Client from "../src/Client.js"
 import { Flotta } from "../src/Flotta.js"
 import * as Parking from "../src/Parking.js"
-import * as Store from "../src/Store.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf } from "./support.js"
+import { eventually, failureOf, withAgents } from "./support.js"
 
 const ONE = { ANTHROPIC_API_KEY: "sk-secret-one" }
 const TWO = { ANTHROPIC_API_KEY: "sk-secret-two" }
@@ -33,6 +33,14 @@ const model: Testing.Model = ({ prompt, resumed }) => {
 const refusals = { left: 2 }
 
 const fleetLayer = (options: Testing.Options = {}) => Testing.layer({ model, parkJitter: 0, ...options })
+
+/** Spawns `name` on the credentials `env`, sends it into a usage limit and waits until it is parked. */
+const parkedAgent = (fleet: Flotta, name: string, env = ONE) =>
+  Effect.gen(function*() {
+    yield* fleet.spawn(name, { env })
+    yield* fleet.prompt(name, "limit")
+    return yield* eventually(fleet.status(name), (s) => s.status === "parked")
+  })
 
 const kinds = (fleet: Flotta, agent?: string) =>
   Effect.map(
@@ -101,25 +109,25 @@ describe("parking at a usage limit", () => {
       assert.deepStrictEqual(log[2]!.data, { by: "reset", credentials: group!.credentials })
     }).pipe(Effect.provide(fleetLayer())))
 
-  it.effect("agents resume at the reset plus at most the jitter", () =>
+  it.effect("agents resume at the reset plus at most the jitter, drawn from Random", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("a", { env: ONE })
-      yield* fleet.prompt("a", "limit")
-      const until = Date.parse((yield* eventually(fleet.status("a"), (s) => s.status === "parked")).parkedUntil!)
-      assert.isAtLeast(until, HOUR)
-      assert.isAtMost(until, HOUR + 30_000)
+      const until = Date.parse((yield* parkedAgent(fleet, "a")).parkedUntil!)
+      assert.strictEqual(until, HOUR + 12_345)
       yield* TestClock.adjust(until - 1)
       assert.strictEqual((yield* fleet.status("a")).status, "parked")
       yield* TestClock.adjust(1)
       assert.strictEqual((yield* fleet.wait("a", "t1")).text, "resumed: limit")
-    }).pipe(Effect.provide(fleetLayer({ parkJitter: "30 seconds" }))))
+    }).pipe(
+      // Random is the fleet's: a fixed one draws the same jitter every time.
+      Effect.provide(
+        fleetLayer({ parkJitter: "30 seconds" }).pipe(Layer.provide(Layer.setRandom(Random.fixed([12_345]))))
+      )
+    ))
 
   it.effect("unpark by hand: one agent, then the rest; an unknown agent is AgentNotFound", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("a", { env: ONE })
-      yield* fleet.spawn("b", { env: ONE })
+      const fleet = yield* withAgents(["a", "b"], { env: ONE })
       assert.deepStrictEqual(yield* fleet.unpark(), { unparked: [] })
       yield* fleet.prompt("a", "limit")
       yield* eventually(fleet.status("a"), (s) => s.status === "parked")
@@ -141,9 +149,7 @@ describe("parking at a usage limit", () => {
   it.effect("a parked turn interrupted fails TurnInterrupted; the agent stays parked until the reset", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      yield* fleet.spawn("x", { env: ONE })
-      yield* fleet.prompt("x", "limit")
-      yield* eventually(fleet.status("x"), (s) => s.status === "parked")
+      yield* parkedAgent(fleet, "x")
       assert.isTrue(yield* fleet.interrupt("x"))
       assert.strictEqual(failureOf(yield* Effect.exit(fleet.wait("x", "t1")))._tag, "TurnInterrupted")
       const x = yield* fleet.status("x")
@@ -157,9 +163,7 @@ describe("parking at a usage limit", () => {
 
   it.effect("close while parked fails the parked turn and the queued one with AgentClosed", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("y", { env: TWO })
-      yield* fleet.spawn("z", { env: TWO })
+      const fleet = yield* withAgents(["y", "z"], { env: TWO })
       const hit = yield* Effect.fork(
         Effect.exit(Effect.flatMap(fleet.prompt("y", "limit"), (id) => fleet.wait("y", id)))
       )
@@ -273,7 +277,7 @@ describe("parking at a usage limit", () => {
         Effect.gen(function*() {
           const scope = yield* Scope.make()
           const context = yield* Layer.buildWithScope(
-            fleetLayer({ disk: where.disk, store: Store.Store.sqlite(where.file) }),
+            fleetLayer({ disk: where.disk, store: SqliteStore.layer(where.file) }),
             scope
           ).pipe(Effect.orDie)
           const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
@@ -336,8 +340,16 @@ describe("the Promise facade", () => {
       const fleet = Client.fromLayer(fleetLayer())
       try {
         await fleet.spawn("a", { env: ONE })
+        // Told by the report log when it parks: no polling.
+        let parked!: () => void
+        const isParked = new Promise<void>((resolve) => (parked = resolve))
+        const unsubscribe = fleet.subscribe((entry) => {
+          if (entry.kind === "parked") parked()
+        })
+        await unsubscribe.ready
         const turnId = await fleet.prompt("a", "limit")
-        while ((await fleet.status("a")).status !== "parked") await new Promise((r) => setImmediate(r))
+        await isParked
+        unsubscribe()
         const [group] = await fleet.parking()
         assert.deepStrictEqual(group!.agents, ["a"])
         assert.deepStrictEqual(await fleet.unpark({ agent: "a" }), { unparked: ["a"] })

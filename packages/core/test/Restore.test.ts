@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Flotta } from "../src/Flotta.js"
-import * as Store from "../src/Store.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
 
 const failure = <A, E>(exit: Exit.Exit<A, E>) =>
@@ -26,7 +26,7 @@ const host = (
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      Testing.layer({ model, ...options, disk: shared.disk, store: Store.Store.sqlite(shared.file) }),
+      Testing.layer({ model, ...options, disk: shared.disk, store: SqliteStore.layer(shared.file) }),
       scope
     ).pipe(Effect.orDie)
     const exit = yield* Effect.exit(body(Context.get(context, Flotta)))

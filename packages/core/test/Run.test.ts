@@ -10,7 +10,7 @@ import { Flotta } from "../src/Flotta.js"
 import { boundFlags } from "../src/Run.js"
 import { selectRuns, viewOf } from "../src/RunList.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, memoryFleet, scripted, tagOf } from "./support.js"
+import { eventually, failureOf, memoryFleet, scripted, tagOf, withAgents } from "./support.js"
 
 describe("runs", () => {
   it.effect("a run takes one turn, returns its result, and is gone afterwards", () =>
@@ -249,8 +249,7 @@ describe("runs", () => {
 describe("runs and sessions share one registry", () => {
   it.effect("a run is listed while it runs, interrupt reaches it, and its name is unique among agents", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("taken")
+      const fleet = yield* withAgents("taken")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.run({ prompt: "x", name: "taken" }))), "AgentAlreadyExists")
       const name = yield* fleet.runAsync({ prompt: "hang", name: "stoppable" })
       const info = yield* eventually(

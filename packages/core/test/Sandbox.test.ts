@@ -12,7 +12,7 @@ import { buildArgs } from "../src/Agent.js"
 import { Flotta } from "../src/Flotta.js"
 import * as Sandbox from "../src/Sandbox.js"
 import * as Spec from "../src/Spec.js"
-import * as Store from "../src/Store.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
 
 const failure = <A, E>(exit: Exit.Exit<A, E>) =>
@@ -310,7 +310,7 @@ describe("the store keeps the sandbox", () => {
           Testing.layer({
             model: ({ sandbox }) => JSON.stringify(sandbox),
             disk: shared.disk,
-            store: Store.Store.sqlite(shared.file)
+            store: SqliteStore.layer(shared.file)
           }),
           scope
         ).pipe(Effect.orDie)

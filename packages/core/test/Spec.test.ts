@@ -68,4 +68,34 @@ describe("Spec", () => {
     assert.strictEqual(Spec.readFleet({ fleetDefaults: [] }).rejected[0]!.path, "fleetDefaults")
     assert.deepStrictEqual(Spec.readFleet({}).sessions, [])
   })
+
+  it("says what each section should be, and goes on without the bad one", () => {
+    const fleet = Spec.readFleet({ fleetDefaults: { name: "all", model: "opus" }, agents: [{ name: "a" }] })
+    assert.deepStrictEqual(fleet.rejected.map((r) => [r.path, r.message]), [
+      ["fleetDefaults", "expected an object of agent fields (without a name); defaults were ignored"]
+    ])
+    assert.deepStrictEqual(fleet.sessions.map((s) => [s.name, s.model]), [["a", "sonnet"]])
+    assert.deepStrictEqual(Spec.readFleet({ agents: "a" }).rejected.map((r) => r.message), [
+      "expected an array of agent entries"
+    ])
+    assert.deepStrictEqual(Spec.readFleet([]).rejected.map((r) => r.message), ["expected an object"])
+  })
+
+  it("turns a spec into the options of an agent and of a run", () => {
+    const spec = Either.getOrThrow(Spec.validate({ name: "r", lifecycle: "run", prompt: "go", maxTurns: 3 }))
+    assert.deepStrictEqual(Spec.agentOptions(spec), {
+      cwd: ".",
+      model: "sonnet",
+      permission: "read_only",
+      timeout: 180_000
+    })
+    assert.deepStrictEqual(Spec.runOptions(spec), {
+      cwd: ".",
+      model: "sonnet",
+      permission: "read_only",
+      timeout: 180_000,
+      prompt: "go",
+      maxTurns: 3
+    })
+  })
 })

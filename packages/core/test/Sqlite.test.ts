@@ -11,8 +11,8 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
-import { openSqlite } from "../src/internal/sqliteStore.js"
 import * as Sqlite from "../src/Sqlite.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 
 const tempDir = () => fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-sqlite-")))
 
@@ -250,7 +250,7 @@ describe("Sqlite: better-sqlite3 that does not load", () => {
       const { dir, root } = fakeBetterSqlite3()
       const file = path.join(tempDir(), "state.db")
       const error = failure(
-        yield* Effect.exit(Effect.scoped(openSqlite(file, { driver: { betterSqlite3From: root } })))
+        yield* Effect.exit(Effect.scoped(SqliteStore.make(file, { driver: { betterSqlite3From: root } })))
       )
       assert.strictEqual(error._tag, "StoreUnavailable")
       assert.include(error.message, `the store ${file} cannot be used: better-sqlite3 12.11.1 is installed in ${dir}`)

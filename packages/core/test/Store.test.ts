@@ -3,12 +3,14 @@
  * host, a corrupt file, a newer schema).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, TestClock } from "effect"
+import { Effect, Exit, Logger, Option, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Sqlite from "../src/Sqlite.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 import * as Store from "../src/Store.js"
+import * as StoreConfig from "../src/StoreConfig.js"
 import { agentRow, storeSuite, turnRow } from "./storeSuite.js"
 
 const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-store-")), "nested", "state.db")
@@ -30,7 +32,7 @@ storeSuite({
     Effect.sync(() => {
       const file = tempFile()
       // No retention at open: the suite prunes by hand (the default is tested below).
-      return { fresh: Store.Store.sqlite(file, { retainDays: 0 }), again: Store.Store.sqlite(file, { retainDays: 0 }) }
+      return { fresh: SqliteStore.layer(file, { retainDays: 0 }), again: SqliteStore.layer(file, { retainDays: 0 }) }
     })
 })
 
@@ -41,7 +43,7 @@ describe("Store: an SQLite file", () => {
   it.scoped("runs in WAL mode, and refuses a second holder by naming the first one's pid", () =>
     Effect.gen(function*() {
       const file = tempFile()
-      const store = yield* Store.open({ sqlite: file })
+      const store = yield* StoreConfig.open({ sqlite: file })
       store.appendReport({ at: "x", agent: "a", kind: "k", data: {}, turnId: undefined })
       assert.isTrue(yield* store.flush())
       assert.isTrue(fs.existsSync(`${file}-wal`), "WAL mode keeps a -wal file beside the database")
@@ -49,11 +51,11 @@ describe("Store: an SQLite file", () => {
       assert.strictEqual(info.kind, "sqlite")
       assert.strictEqual(info.schemaVersion, 1)
       assert.isAbove(info.sizeBytes ?? 0, 0)
-      const second = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      const second = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(second?._tag, "StoreLocked")
       assert.include(second?.message, `pid ${process.pid}`)
       // A reader beside the holder takes no lock and sees what was committed.
-      const reader = yield* Store.open({ sqlite: file }, { readOnly: true })
+      const reader = yield* StoreConfig.open({ sqlite: file }, { readOnly: true })
       assert.strictEqual((yield* reader.readReports({})).entries.length, 1)
     }))
 
@@ -63,7 +65,7 @@ describe("Store: an SQLite file", () => {
       fs.mkdirSync(path.dirname(file), { recursive: true })
       // pid 2^22 + 1 is above Linux's pid limit: no process has it.
       fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: 4_194_305, startTicks: "1", host: "gone", since: "x" }))
-      const store = yield* Store.open({ sqlite: file })
+      const store = yield* StoreConfig.open({ sqlite: file })
       assert.strictEqual((yield* store.info).health.state, "ok")
     }))
 
@@ -73,7 +75,7 @@ describe("Store: an SQLite file", () => {
       fs.mkdirSync(path.dirname(file), { recursive: true })
       const garbage = Buffer.from("this is not a database, it is a note to self\n".repeat(100))
       fs.writeFileSync(file, garbage)
-      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      const error = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(error?._tag, "StoreUnavailable")
       assert.include(error?.message, file)
       assert.include(error?.message, "not an SQLite database")
@@ -85,12 +87,12 @@ describe("Store: an SQLite file", () => {
   it.effect("a store of a newer schema is refused, and nothing in it changes", () =>
     Effect.gen(function*() {
       const file = tempFile()
-      yield* Effect.scoped(Store.open({ sqlite: file }).pipe(Effect.flatMap((s) => s.flush())))
+      yield* Effect.scoped(StoreConfig.open({ sqlite: file }).pipe(Effect.flatMap((s) => s.flush())))
       const db = Sqlite.openSync(file)
       db.prepare("insert into flotta_migrations (migration_id, name) values (99, 'future')").run()
       db.close()
       const before = fs.readFileSync(file)
-      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      const error = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(error?._tag, "StoreSchemaTooNew")
       assert.include(error?.message, "schema version 99")
       assert.isTrue(fs.readFileSync(file).equals(before))
@@ -100,7 +102,7 @@ describe("Store: an SQLite file", () => {
     Effect.gen(function*() {
       const file = tempFile()
       fs.mkdirSync(file, { recursive: true })
-      const error = failure(yield* Effect.exit(Effect.scoped(Store.open({ sqlite: file }))))
+      const error = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(error?._tag, "StoreUnavailable")
       assert.include(error?.message, "is a directory")
     }))
@@ -128,7 +130,7 @@ describe("Store: retention by default", () => {
       const file = tempFile()
       const day = 86_400_000
       yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* Store.open({ sqlite: file }, { retainDays: 0 })
+        const store = yield* StoreConfig.open({ sqlite: file }, { retainDays: 0 })
         store.appendReport({
           at: new Date(10 * day).toISOString(),
           agent: "a",
@@ -147,7 +149,7 @@ describe("Store: retention by default", () => {
         yield* store.flush()
       }))
       yield* TestClock.setTime(100 * day)
-      const store = yield* Store.open({ sqlite: file })
+      const store = yield* StoreConfig.open({ sqlite: file })
       // The pruning runs beside this fiber as the store opens: yield to it between reads.
       const kinds = yield* Effect.yieldNow().pipe(
         Effect.zipRight(store.readReports({})),
@@ -156,5 +158,42 @@ describe("Store: retention by default", () => {
       )
       assert.deepStrictEqual(kinds, ["new"])
       assert.deepStrictEqual(yield* store.turns("a"), [])
+    }))
+})
+
+describe("Store: a row that does not decode", () => {
+  it.scoped("is skipped with a warning naming its table and key; the other rows still read", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      yield* Effect.scoped(
+        StoreConfig.open({ sqlite: file }).pipe(Effect.flatMap((store) => {
+          store.saveAgent(agentRow("good"))
+          store.saveAgent(agentRow("bad"))
+          store.saveRun({
+            name: "r",
+            kind: "run",
+            status: "running",
+            startedAt: "2026-01-01T00:00:00.000Z",
+            finishedAt: null,
+            worktree: null
+          })
+          return store.flush()
+        }))
+      )
+      const db = Sqlite.openSync(file)
+      db.prepare("update flotta_agents set row = '{\"name\":\"bad\",\"status\":42}' where name = 'bad'").run()
+      db.prepare("update flotta_runs set row = 'not json' where name = 'r'").run()
+      db.close()
+      const logged: Array<unknown> = []
+      const logger = Logger.make(({ message }) => void logged.push(...(Array.isArray(message) ? message : [message])))
+      const store = yield* StoreConfig.open({ sqlite: file }, { retainDays: 0 })
+      const [agents, run] = yield* Effect.all([store.agents, store.run("r")]).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
+      assert.deepStrictEqual(agents.map((a) => a.name), ["good"])
+      assert.isTrue(Option.isNone(run))
+      const errors = logged.filter((m): m is Store.StoreRowInvalid => m instanceof Store.StoreRowInvalid)
+      assert.deepStrictEqual(errors.map((e) => [e.table, e.key]), [["flotta_agents", "bad"], ["flotta_runs", "r"]])
+      assert.include(errors[0]!.message, "flotta_agents (bad)")
     }))
 })

@@ -5,6 +5,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
+import { withAgents } from "./support.js"
 
 const failure = <A, E extends { readonly _tag: string }>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
@@ -27,8 +28,7 @@ describe("Testing.layer: the in-memory Claude", () => {
 
   it.effect("a tool call goes through the agent's permission policy and into the transcript", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("reader")
+      const fleet = yield* withAgents("reader")
       yield* fleet.spawn("writer", { permission: (tool) => ({ behavior: "deny", message: `no ${tool} today` }) })
       // Read is allowed by the read-only flags without asking; Write is not offered to a read-only agent.
       assert.strictEqual(yield* fleet.ask("reader", "Read"), "allow")
@@ -52,8 +52,7 @@ describe("Testing.layer: the in-memory Claude", () => {
 
   it.effect("a delayed reply arrives only when the clock is adjusted", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("slow")
+      const fleet = yield* withAgents("slow")
       const fiber = yield* Effect.fork(fleet.ask("slow", "x"))
       yield* TestClock.adjust("59 seconds")
       assert.strictEqual((yield* fleet.status("slow")).status, "working")
@@ -64,8 +63,7 @@ describe("Testing.layer: the in-memory Claude", () => {
 
   it.effect("an API error is TurnFailed with its status; the agent goes on", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("a")
+      const fleet = yield* withAgents("a")
       const error = failure(yield* Effect.exit(fleet.ask("a", "fail")))
       assert.strictEqual(error?._tag, "TurnFailed")
       assert.strictEqual(error?._tag === "TurnFailed" ? error.status : null, 529)
@@ -78,8 +76,7 @@ describe("Testing.layer: the in-memory Claude", () => {
 
   it.effect("a crash fails the turn; the agent restarts with --resume and the history survives", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("c")
+      const fleet = yield* withAgents("c")
       assert.strictEqual(yield* fleet.ask("c", "remember blue"), "ok")
       const fiber = yield* Effect.fork(fleet.ask("c", "crash"))
       yield* TestClock.adjust("1 second") // the first restart's backoff
@@ -100,8 +97,7 @@ describe("Testing.layer: the in-memory Claude", () => {
 
   it.effect("a hang trips the caller's timeout (interrupted) and the stall watchdog (restarted)", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("h")
+      const fleet = yield* withAgents("h")
       const timed = yield* Effect.fork(fleet.ask("h", "hang", { timeout: "30 seconds" }))
       yield* TestClock.adjust("30 seconds")
       assert.strictEqual(failure(yield* Fiber.await(timed))?._tag, "TurnTimeout")

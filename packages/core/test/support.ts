@@ -3,10 +3,12 @@
  * its model for these tests, `eventually` waits for a condition without real time. `fakeFleet` and the process
  * helpers below serve the ring against the fake CLI script (test/core-fake-cli.test.ts and friends).
  */
-import { Effect, Exit } from "effect"
+import { NodeContext } from "@effect/platform-node"
+import { Effect, Exit, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import type * as Agent from "../src/Agent.js"
 import * as Flotta from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
 
@@ -45,6 +47,14 @@ export const scripted: Testing.Model = ({ history, prompt }) => {
 /** The fleet over the in-memory Claude with the `scripted` model. */
 export const memoryFleet = (options: Testing.Options = {}) => Testing.layer({ model: scripted, ...options })
 
+/** The fleet with these agents spawned in order, all with the same options: how most tests start. */
+export const withAgents = (names: string | ReadonlyArray<string>, options: Agent.AgentOptions = {}) =>
+  Effect.gen(function*() {
+    const fleet = yield* Flotta.Flotta
+    for (const name of typeof names === "string" ? [names] : names) yield* fleet.spawn(name, options)
+    return fleet
+  })
+
 /** The typed failure of an exit, or its tag `success` / `defect`. */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isFailure(exit) && exit.cause._tag === "Fail") return exit.cause.error
@@ -75,7 +85,9 @@ export const FAKE_CLAUDE = path.join(import.meta.dirname, "fixtures", "fake-clau
 
 /** The whole engine over the fake CLI script (real processes). */
 export const fakeFleet = (options: Flotta.FleetOptions = {}) =>
-  Flotta.layer({ executable: { command: process.execPath, prefixArgs: [FAKE_CLAUDE] }, ...options })
+  Flotta.layer({ executable: { command: process.execPath, prefixArgs: [FAKE_CLAUDE] }, ...options }).pipe(
+    Layer.provide(NodeContext.layer)
+  )
 
 /** A fresh directory for one test, removed when its scope closes. */
 export const tempDir = Effect.acquireRelease(

@@ -1,36 +1,36 @@
 /**
  * The live dashboard as a Layer, on only when the config has a `dashboard` section. With a port of its own it
  * listens for as long as the layer lives (`layer`); without one it shares the MCP server's port (`shared`):
- * it then only provides its handler, and whoever composes the layers mounts it beside `/mcp`.
+ * it then only provides its routes, and whoever composes the layers mounts them beside `/mcp`.
  */
 import type { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
 import { Context, Effect, Layer, Option } from "effect"
-import * as http from "node:http"
 import * as DashboardConfig from "./DashboardConfig.js"
 import * as Server from "./Server.js"
 
 export class Dashboard extends Context.Tag("@flotta/dashboard/Dashboard")<Dashboard, {
   /** The page's address when the dashboard has its own port (`http://127.0.0.1:4100/`); none when shared. */
   readonly url: Option.Option<string>
-  /** The Node request handler, with its guards: what the server (its own, or the MCP one) calls. */
-  readonly handle: Server.Handler
+  /** The dashboard's routes, each behind its guard: what the server (its own, or the MCP one) serves. */
+  readonly handle: Http.Routes
 }>() {}
 
 /** Serves the settings on their own port until the scope closes. */
-export const serve = (settings: DashboardConfig.DashboardSettings) =>
-  Effect.gen(function*() {
-    const handle = yield* Server.make(settings)
-    const server = http.createServer(handle)
-    server.headersTimeout = 30_000
-    const address = yield* Http.listenScoped(server, settings.port, settings.host, (reason) =>
-      new DashboardConfig.DashboardConfigError({ reason: `${reason}: stop the other server or set dashboard.port` }))
-    const url = `${Http.originOf(address)}/`
-    yield* Effect.logInfo(`dashboard at ${url}`).pipe(
-      Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "token" : "none (loopback only)" })
-    )
-    return { url: Option.some(url), handle }
+export const serve = Effect.fn("Dashboard.serve")(function*(settings: DashboardConfig.DashboardSettings) {
+  const handle = yield* Server.make(settings)
+  const bound = yield* Http.serve([handle], {
+    port: settings.port,
+    host: settings.host,
+    fail: (reason) =>
+      new DashboardConfig.DashboardConfigError({ reason: `${reason}: stop the other server or set dashboard.port` })
   })
+  const url = `${bound.origin}/`
+  yield* Effect.logInfo(`dashboard at ${url}`).pipe(
+    Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "token" : "none (loopback only)" })
+  )
+  return { url: Option.some(url), handle }
+})
 
 /** The dashboard on its own port, for as long as the layer lives; nothing at all without a config. */
 export function layer(
@@ -45,7 +45,7 @@ export function layer(config: DashboardConfig.DashboardConfigInput | undefined) 
     : Layer.scoped(Dashboard, Effect.flatMap(DashboardConfig.make(config), serve))
 }
 
-/** The dashboard's handler only, to be mounted on the server described by `server` (the MCP one). */
+/** The dashboard's routes only, to be mounted on the server described by `server` (the MCP one). */
 export const shared = (
   config: DashboardConfig.DashboardConfigInput,
   server: DashboardConfig.SharedServer

@@ -7,6 +7,7 @@
  * token and allowed names (its own `token` and allowed names still apply on top).
  */
 import { isLoopback, originHostname, ServerFields } from "@flotta/core/Http"
+import { redactedToken, type ServerSectionInput } from "@flotta/core/ServerSection"
 import { Data, Effect, Option, Redacted, Schema } from "effect"
 
 export interface DashboardSettings {
@@ -22,13 +23,7 @@ export interface DashboardSettings {
 }
 
 /** The section's fields as plain data; `port` absent means "share the MCP server". */
-export interface DashboardConfigInput {
-  readonly port?: number
-  readonly host?: string
-  readonly token?: string | Redacted.Redacted<string>
-  readonly allowedOrigins?: ReadonlyArray<string>
-  readonly allowedHosts?: ReadonlyArray<string>
-}
+export type DashboardConfigInput = ServerSectionInput
 
 /** Where a shared dashboard lives: the MCP server's own settings, which it inherits. */
 export interface SharedServer {
@@ -68,10 +63,7 @@ export const make = (
     }
     const host = (input.host ?? shared?.host ?? DEFAULT_HOST).trim()
     if (host.length === 0) return yield* fail("dashboard.host must not be empty")
-    const own = input.token === undefined
-      ? Option.none()
-      : Option.some(typeof input.token === "string" ? Redacted.make(input.token) : input.token)
-    const token = Option.orElse(own, () => shared?.token ?? Option.none())
+    const token = Option.orElse(redactedToken(input.token), () => shared?.token ?? Option.none())
     if (Option.isSome(token) && Redacted.value(token.value).trim().length < 16) {
       return yield* fail("the dashboard token must be at least 16 characters long")
     }

@@ -1,18 +1,22 @@
 /**
- * The dashboard's HTTP handler: the guards, then the routes. It is a plain Node handler so that the dashboard can
- * have a port of its own or share the MCP server's (which hands it every path that is not `/mcp`).
+ * The dashboard's routes on the fleet's one HTTP stack (`Http.Routes`), so that the dashboard can have a port of
+ * its own or share the MCP server's: the pages, `/events`, `/api/charts`, `/assets/<file>`, sign-in, and the
+ * actions (POSTs). Any other method on a route gets 405 with `Allow`; any other path the not-found page.
  *
- * The guards are the MCP server's rules for a browser: the Host must be a name this server answers to (against
- * DNS rebinding); a foreign Origin is refused on every request, and a POST must name an allowed Origin (against
- * cross-site requests); with a token configured, each request needs it, as a Bearer header, or as the session
- * cookie the browser got for it once (`/?token=…` or the login form), `HttpOnly; SameSite=Strict`.
+ * Every route sits behind the shared guard (`HttpGuard`) with a browser's rules: the Host must be a name this
+ * server answers to (against DNS rebinding); a foreign Origin is refused on every request, and only the page's
+ * own origin passes (another port is another origin); a POST must name it, or carry the token as a Bearer
+ * header (against cross-site requests). With a token configured, each request needs it, as a Bearer header, or
+ * as the session cookie the browser got for it once (`/?token=…` or the sign-in form),
+ * `HttpOnly; SameSite=Strict`: the assets and the sign-in page excepted.
  */
-import { Flotta } from "@flotta/core/Flotta"
-import { isLoopback } from "@flotta/core/Http"
-import { Effect, FiberSet, Option, Redacted } from "effect"
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpRouter, HttpServerRequest as Request, HttpServerResponse } from "@effect/platform"
+import type { Flotta } from "@flotta/core/Flotta"
+import * as Http from "@flotta/core/Http"
+import * as HttpGuard from "@flotta/core/HttpGuard"
+import { Effect, FiberSet, Option, Predicate } from "effect"
 import type { Scope } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
-import type * as http from "node:http"
 import * as Actions from "./Actions.js"
 import * as Assets from "./Assets.js"
 import * as Charts from "./Charts.js"
@@ -20,13 +24,7 @@ import type { DashboardSettings } from "./DashboardConfig.js"
 import * as Events from "./Events.js"
 import * as Pages from "./Pages.js"
 
-export type Handler = (request: http.IncomingMessage, response: http.ServerResponse) => void
-
 export const COOKIE = "flotta_session"
-/** Bodies of actions are small forms: anything bigger is refused before it is read whole. */
-const MAX_BODY = 64 * 1024
-
-const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 
 const SECURITY_HEADERS = {
   "content-security-policy":
@@ -37,291 +35,202 @@ const SECURITY_HEADERS = {
   "referrer-policy": "same-origin"
 }
 
-const digest = (text: string) => createHash("sha256").update(text, "utf8").digest()
+type Response = HttpServerResponse.HttpServerResponse
+type Handler = Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest | HttpGuard.Caller>
 
-/** What the cookie holds: not the token itself, but a value only the token's holder could have. */
-const sessionOf = (token: string) => createHash("sha256").update(`flotta-dashboard:${token}`).digest("hex")
-
-const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b))
-
-const cookieOf = (request: http.IncomingMessage, name: string): string | undefined => {
-  for (const part of (request.headers.cookie ?? "").split(";")) {
-    const at = part.indexOf("=")
-    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
+const text = (status: number, type: string, body: string | Uint8Array): Response => {
+  const options = {
+    status,
+    contentType: type,
+    headers: {
+      ...SECURITY_HEADERS,
+      "cache-control": type.startsWith("text/html") || type.startsWith("application/json") ? "no-store" : "no-cache"
+    }
   }
-  return undefined
+  return typeof body === "string"
+    ? HttpServerResponse.text(body, options)
+    : HttpServerResponse.uint8Array(body, options)
 }
 
-/** The hostname of a Host header or an origin's host (`[::1]:4099` → `[::1]`). */
-const hostnameOf = (host: string) => {
-  const bracket = host.startsWith("[") ? host.indexOf("]") : -1
-  if (bracket > 0) return host.slice(0, bracket + 1).toLowerCase()
-  return host.split(":", 1)[0]!.toLowerCase()
-}
+const json = (status: number, body: unknown) => text(status, "application/json; charset=utf-8", JSON.stringify(body))
 
-type Reply =
-  | { readonly _tag: "Text"; readonly status: number; readonly type: string; readonly body: string | Uint8Array }
-  | { readonly _tag: "Redirect"; readonly location: string; readonly cookie?: string }
+const errorJson = (status: number, tag: string, message: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.setHeaders(json(status, { ok: false, error: { _tag: tag, message } }), headers)
 
-const json = (status: number, body: unknown): Reply => ({
-  _tag: "Text",
-  status,
-  type: "application/json; charset=utf-8",
-  body: JSON.stringify(body)
-})
-const htmlReply = (status: number, body: string): Reply => ({
-  _tag: "Text",
-  status,
-  type: "text/html; charset=utf-8",
-  body
-})
-const errorJson = (status: number, tag: string, message: string) =>
-  json(status, { ok: false, error: { _tag: tag, message } })
-
-/** The pages, by path; `null` when the path is none of them. */
-const pageOf = (path: string): Omit<Pages.PageRequest, "fragment" | "query"> | null => {
-  if (path === "/") return { page: "agents" }
-  if (path === "/approvals") return { page: "approvals" }
-  if (path === "/schedule") return { page: "schedule" }
-  if (path === "/reports") return { page: "reports" }
-  const agent = /^\/agents\/([^/]+)$/.exec(path)
-  if (agent === null) return null
-  try {
-    return { page: "agent", name: decodeURIComponent(agent[1]!) }
-  } catch {
-    return { page: "notFound" }
-  }
-}
-
-const readBody = (request: http.IncomingMessage) =>
-  Effect.async<Actions.Fields, Actions.BadAction>((resume) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    request.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > MAX_BODY) {
-        request.destroy()
-        resume(Effect.fail(new Actions.BadAction({ status: 413, reason: "the request body is over 64 KiB" })))
-      } else chunks.push(chunk)
-    })
-    request.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8")
-      const type = (request.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
-      if (type === "application/json") {
-        try {
-          const body: unknown = text.length === 0 ? {} : JSON.parse(text)
-          if (typeof body !== "object" || body === null || Array.isArray(body)) throw new Error("not an object")
-          const fields = new Map<string, string>()
-          for (const [k, v] of Object.entries(body)) {
-            if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") fields.set(k, String(v))
-          }
-          resume(Effect.succeed(fields))
-        } catch {
-          resume(Effect.fail(new Actions.BadAction({ status: 400, reason: "the body is not a JSON object" })))
-        }
-      } else if (type === "" || type === "application/x-www-form-urlencoded" || type === "text/plain") {
-        resume(Effect.succeed(new Map(new URLSearchParams(text))))
-      } else {
-        resume(
-          Effect.fail(new Actions.BadAction({ status: 415, reason: `send a form or JSON, not ${type}` }))
-        )
-      }
-    })
-    request.on("error", () =>
-      resume(Effect.fail(new Actions.BadAction({ status: 400, reason: "the request body was cut off" }))))
+const redirect = (location: string, cookie?: string): Response =>
+  HttpServerResponse.empty({
+    status: 303,
+    headers: { ...SECURITY_HEADERS, location, ...(cookie === undefined ? {} : { "set-cookie": cookie }) }
   })
 
-export const make = (settings: DashboardSettings): Effect.Effect<Handler, never, Flotta | Scope.Scope> =>
+const refuse = (status: number, message: string, headers?: Record<string, string>) =>
+  errorJson(
+    status,
+    status === 405 ? "MethodNotAllowed" : status === 401 ? "Unauthorized" : "Forbidden",
+    message,
+    headers
+  )
+
+/** The request's address, read against a placeholder origin (only its path and query matter here). */
+const urlOf = (request: HttpServerRequest.HttpServerRequest) => new URL(request.url, "http://dashboard.invalid")
+
+const wantsJson = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["accept"] ?? "").includes("application/json")
+
+/** Where a plain form goes back to after its POST: the page it came from, on this server only. */
+const back = (request: HttpServerRequest.HttpServerRequest) => {
+  try {
+    const referer = new URL(request.headers["referer"] ?? "")
+    if (referer.host === request.headers["host"]) return referer.pathname + referer.search
+  } catch {
+    // no referer: the start page
+  }
+  return "/"
+}
+
+export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, never, Flotta | Scope.Scope> =>
   Effect.gen(function*() {
-    // Each request runs as a fiber of this set: closing the dashboard interrupts them all (open SSE streams too).
-    const run = yield* FiberSet.makeRuntime<Flotta, void, never>()
-    const wildcard = settings.host === "0.0.0.0" || settings.host === "::" || settings.host === "[::]"
-    const hosts = new Set([
-      ...LOOPBACK_HOSTS,
-      ...(wildcard
-        ? []
-        : [
-          hostnameOf(
-            settings.host.includes(":") && !settings.host.startsWith("[") ? `[${settings.host}]` : settings.host
-          )
-        ]),
-      ...settings.allowedHosts.map(hostnameOf)
-    ])
-    // Behind a non-loopback bind with no names configured, the token is the guard (as for MCP).
-    const checkHost = isLoopback(settings.host) || settings.allowedHosts.length > 0
-    const session = Option.map(settings.token, (token) => sessionOf(Redacted.value(token)))
+    // The handlers run on the context the dashboard was built in (the scheduler, when one runs, is found there).
+    const context = yield* Effect.context<Flotta>()
+    // Routines started from the page run in the dashboard's scope: they end with it, not with their request.
+    const fires = yield* FiberSet.make()
+    const rules = {
+      host: settings.host,
+      allowedHosts: settings.allowedHosts,
+      allowedOrigins: settings.allowedOrigins,
+      origins: "same-origin",
+      originlessPosts: "bearer",
+      token: settings.token,
+      cookie: COOKIE,
+      requireToken: false,
+      refuse
+    } satisfies HttpGuard.Rules
+    const guard = HttpGuard.make(rules)
+    const cookie = HttpGuard.sessionCookie(rules)
 
-    /** Same origin (scheme, host and port of this request), or a configured hostname. */
-    const originAllowed = (origin: string, request: http.IncomingMessage) => {
-      try {
-        const url = new URL(origin)
-        return url.host === request.headers.host || settings.allowedOrigins.includes(url.hostname.toLowerCase())
-      } catch {
-        return false
-      }
-    }
-
-    const tokenMatches = (given: string) =>
-      Option.match(settings.token, { onNone: () => true, onSome: (t) => same(given, Redacted.value(t)) })
-
-    const bearer = (request: http.IncomingMessage) => {
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
-      return match === null ? undefined : match[1]!
-    }
-
-    const authorized = (request: http.IncomingMessage) => {
-      if (Option.isNone(session)) return true
-      const given = bearer(request)
-      if (given !== undefined) return tokenMatches(given)
-      const cookie = cookieOf(request, COOKIE)
-      return cookie !== undefined && same(cookie, session.value)
-    }
-
-    const setCookie = () =>
-      Option.match(session, {
-        onNone: () => undefined,
-        onSome: (value) => `${COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/`
-      })
-
-    const wantsJson = (request: http.IncomingMessage) => (request.headers.accept ?? "").includes("application/json")
-
-    const page = (request: Omit<Pages.PageRequest, "fragment" | "query">, url: URL, status?: number) =>
+    const render = (page: Omit<Pages.PageRequest, "fragment" | "query">, url: URL, status?: number) =>
       Effect.map(
-        Pages.render({ ...request, fragment: url.searchParams.get("fragment") === "1", query: url.searchParams }),
-        (rendered) => htmlReply(status ?? rendered.status, rendered.html)
+        Pages.render({ ...page, fragment: url.searchParams.get("fragment") === "1", query: url.searchParams }),
+        (rendered) => text(status ?? rendered.status, "text/html; charset=utf-8", rendered.html)
       )
 
     const login = (url: URL, error?: string) =>
-      page({ page: "login", ...(error === undefined ? {} : { error }) }, url, 401)
+      render({ page: "login", ...(error === undefined ? {} : { error }) }, url, 401)
 
-    /** Where a plain form goes back to after its POST: the page it came from, on this server only. */
-    const back = (request: http.IncomingMessage) => {
-      try {
-        const referer = new URL(request.headers.referer ?? "")
-        if (referer.host === request.headers.host) return referer.pathname + referer.search
-      } catch {
-        // no referer: the start page
-      }
-      return "/"
-    }
-
-    const post = (request: http.IncomingMessage, url: URL): Effect.Effect<Reply, never, Flotta> =>
+    /**
+     * A GET: `?token=` once (then the cookie: the address bar and history lose it at once), else the caller's
+     * token, else the sign-in page (for a browser, on a page) or 401; an `open` one needs no token.
+     */
+    const signedIn = (
+      handle: (url: URL) => Effect.Effect<Response, never, Flotta | HttpServerRequest.HttpServerRequest>,
+      kind: "page" | "data" | "open"
+    ): Handler =>
       Effect.gen(function*() {
-        const fields = yield* readBody(request)
-        if (url.pathname === "/login") {
-          const given = fields.get("token") ?? ""
-          if (Option.isNone(session) || !tokenMatches(given)) return yield* login(url, "That token is not right.")
-          const next = fields.get("next") ?? "/"
-          const location = next.startsWith("/") && !next.startsWith("//") ? next : "/"
-          const cookie = setCookie()
-          return { _tag: "Redirect", location, ...(cookie === undefined ? {} : { cookie }) } as const
-        }
-        if (!authorized(request)) return errorJson(401, "Unauthorized", "sign in first: the token is missing")
-        const result = yield* Actions.run(url.pathname, fields)
-        return wantsJson(request)
-          ? json(200, { ok: true, result })
-          : { _tag: "Redirect", location: back(request) } as const
-      }).pipe(
-        Effect.catchAll((error) => {
-          const status = Actions.statusOf(error)
-          const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "Error"
-          const message = error instanceof Error ? error.message : String(error)
-          return Effect.succeed(errorJson(status, tag, message))
-        })
-      )
-
-    const get = (request: http.IncomingMessage, response: http.ServerResponse, url: URL) =>
-      Effect.gen(function*() {
-        const path = url.pathname
-        if (path.startsWith("/assets/")) {
-          const asset = yield* Assets.asset(path.slice("/assets/".length))
-          return Option.match(asset, {
-            onNone: () => errorJson(404, "NotFound", `no asset ${path}`),
-            onSome: (a): Reply => ({ _tag: "Text", status: 200, type: a.type, body: a.body })
-          })
-        }
-        // The token once in the address, then the cookie: the address bar and history lose it at once.
+        const request = yield* Request.HttpServerRequest
+        const url = urlOf(request)
         const given = url.searchParams.get("token")
-        if (given !== null && Option.isSome(session)) {
-          if (!tokenMatches(given)) return yield* login(url, "That token is not right.")
+        if (given !== null && cookie !== undefined) {
+          if (!HttpGuard.tokenMatches(rules, given)) return yield* login(url, "That token is not right.")
           url.searchParams.delete("token")
-          const cookie = setCookie()!
-          return { _tag: "Redirect", location: url.pathname + url.search, cookie } as const
+          return redirect(url.pathname + url.search, cookie)
         }
-        if (path === "/login") return yield* login(url)
-        const known = pageOf(path)
-        if (!authorized(request)) {
-          return known !== null && !wantsJson(request)
+        if (kind !== "open" && !(yield* HttpGuard.Caller).authorized) {
+          return kind === "page" && !wantsJson(request)
             ? yield* login(url)
             : errorJson(401, "Unauthorized", "the dashboard's token is missing or wrong")
         }
-        if (path === "/events") {
-          yield* Effect.scoped(Events.stream(response, Events.cursorOf(request, url)))
-          return null
+        return yield* handle(url)
+      }).pipe(Effect.provide(context))
+
+    const page = (
+      of: (params: Readonly<Record<string, string | undefined>>) => Omit<Pages.PageRequest, "fragment" | "query">,
+      kind: "page" | "open" = "page"
+    ) => Effect.flatMap(HttpRouter.params, (params) => signedIn((url) => render(of(params), url), kind))
+
+    const signIn: Handler = Effect.gen(function*() {
+      const request = yield* Request.HttpServerRequest
+      const url = urlOf(request)
+      const fields = yield* Actions.fields
+      if (cookie === undefined || !HttpGuard.tokenMatches(rules, fields.get("token") ?? "")) {
+        return yield* login(url, "That token is not right.")
+      }
+      const next = fields.get("next") ?? "/"
+      return redirect(next.startsWith("/") && !next.startsWith("//") ? next : "/", cookie)
+    }).pipe(Effect.catchAll(failed), Effect.provide(context))
+
+    /** An action's answer: JSON for the script, else back to the page by redirect. */
+    const act = (action: (fields: Actions.Fields) => Effect.Effect<unknown, unknown, Flotta>): Handler =>
+      Effect.gen(function*() {
+        const request = yield* Request.HttpServerRequest
+        const fields = yield* Actions.fields
+        if (!(yield* HttpGuard.Caller).authorized) {
+          return errorJson(401, "Unauthorized", "sign in first: the token is missing")
         }
-        if (path === "/api/charts") return json(200, yield* Charts.chartData)
-        return yield* page(known ?? { page: "notFound" }, url)
-      })
+        const result = yield* action(fields)
+        return wantsJson(request) ? json(200, { ok: true, result }) : redirect(back(request))
+      }).pipe(Effect.catchAll(failed), Effect.provide(context))
 
-    const answer = (response: http.ServerResponse, reply: Reply) => {
-      if (response.headersSent) return
-      if (reply._tag === "Redirect") {
-        response.writeHead(303, {
-          ...SECURITY_HEADERS,
-          location: reply.location,
-          ...(reply.cookie === undefined ? {} : { "set-cookie": reply.cookie })
+    const asset = Effect.flatMap(HttpRouter.params, ({ file }) =>
+      Effect.map(
+        Assets.asset(file ?? ""),
+        Option.match({
+          onNone: () => errorJson(404, "NotFound", `no asset /assets/${file}`),
+          onSome: (a) => text(200, a.type, a.body)
         })
-        return response.end()
-      }
-      response.writeHead(reply.status, {
-        ...SECURITY_HEADERS,
-        "content-type": reply.type,
-        "cache-control": reply.type.startsWith("text/html") || reply.type.startsWith("application/json")
-          ? "no-store"
-          : "no-cache"
-      })
-      response.end(reply.body)
-    }
+      ))
 
-    const refuse = (response: http.ServerResponse, status: number, message: string) =>
-      answer(response, errorJson(status, "Forbidden", message))
+    const events = signedIn(
+      (url) =>
+        Effect.flatMap(
+          Request.HttpServerRequest,
+          (request) => Events.stream(Events.cursorOf(request.headers["last-event-id"], url.searchParams.get("since")))
+        ),
+      "data"
+    )
 
-    return (request, response) => {
-      const host = request.headers.host ?? ""
-      if (checkHost && !hosts.has(hostnameOf(host))) {
-        return refuse(response, 403, `the Host ${host || "(none)"} is not one this dashboard answers to`)
-      }
-      const origin = request.headers.origin
-      if (origin !== undefined && !originAllowed(origin, request)) {
-        return refuse(response, 403, `requests from ${origin} are not allowed`)
-      }
-      const method = request.method ?? "GET"
-      if (method === "POST" && origin === undefined && (bearer(request) === undefined || !authorized(request))) {
-        return refuse(response, 403, "a POST must come from the dashboard's own page (it carries no Origin)")
-      }
-      let url: URL
-      try {
-        url = new URL(request.url ?? "/", "http://dashboard.invalid")
-      } catch {
-        return refuse(response, 400, "the request's address is malformed")
-      }
-      const work = method === "POST"
-        ? post(request, url)
-        : method === "GET" || method === "HEAD"
-        ? get(request, response, url)
-        : Effect.succeed(errorJson(405, "MethodNotAllowed", `${method} is not supported here: use GET or POST`))
-      const fiber = run(
-        work.pipe(
-          Effect.flatMap((reply) => Effect.sync(() => reply === null || answer(response, reply))),
-          Effect.catchAllCause((cause) =>
-            Effect.logError("dashboard: request failed", cause).pipe(
-              Effect.zipRight(Effect.sync(() => answer(response, errorJson(500, "InternalError", "internal error"))))
-            )
-          ),
-          Effect.asVoid
-        )
-      )
-      // A client that goes away (an SSE stream closed by the browser) ends its fiber.
-      response.on("close", () => fiber.unsafeInterruptAsFork(fiber.id()))
-    }
+    const GET = <R>(handler: Effect.Effect<Response, never, R>) => Http.methods({ GET: handler, HEAD: handler }, refuse)
+    const POST = <R>(handler: Effect.Effect<Response, never, R>) => Http.methods({ POST: handler }, refuse)
+    const pages = HttpRouter.empty.pipe(
+      Http.route("/", GET(page(() => ({ page: "agents" })))),
+      Http.route("/approvals", GET(page(() => ({ page: "approvals" })))),
+      Http.route("/schedule", GET(page(() => ({ page: "schedule" })))),
+      Http.route("/reports", GET(page(() => ({ page: "reports" })))),
+      Http.route("/agents/:name", GET(page(({ name }) => ({ page: "agent", name })))),
+      Http.route("/login", Http.methods({ GET: page(() => ({ page: "login" }), "open"), POST: signIn }, refuse)),
+      Http.route("/events", GET(events)),
+      Http.route("/api/charts", GET(signedIn(() => Effect.map(Charts.chartData, (data) => json(200, data)), "data"))),
+      Http.route("/assets/:file", GET(asset))
+    )
+    const router = Actions.table(fires).reduce(
+      (router, [path, action]) =>
+        router.pipe(
+          Http.route(path, POST(Effect.flatMap(HttpRouter.params, (params) => act((fields) => action(params, fields)))))
+        ),
+      pages
+    )
+
+    /** A path that is no route: the not-found page for a GET, `nothing to do` for a POST, 405 for the rest. */
+    const notFound: Handler = Effect.flatMap(Request.HttpServerRequest, (request) => {
+      const path = urlOf(request).pathname
+      return request.method === "POST"
+        ? act(() => Effect.fail(Actions.nothingAt(path)))
+        : request.method === "GET" || request.method === "HEAD"
+        ? signedIn((url) => render({ page: "notFound" }, url), "data")
+        : Effect.succeed(errorJson(404, "NotFound", `no route ${request.method} ${path}`))
+    })
+
+    return {
+      router: HttpRouter.use(router, guard),
+      notFound: guard(notFound)
+    } satisfies Http.Routes
   })
+
+/** A failed action or sign-in: its status and tag, and what went wrong. */
+const failed = (error: unknown) =>
+  Effect.succeed(
+    errorJson(
+      Actions.statusOf(error),
+      Predicate.hasProperty(error, "_tag") ? String(error._tag) : "Error",
+      error instanceof Error ? error.message : String(error)
+    )
+  )

@@ -11,7 +11,7 @@ import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import { Array as Arr, Effect, Option } from "effect"
+import { Array as Arr, Effect, Option, Predicate } from "effect"
 import * as path from "node:path"
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
@@ -146,8 +146,6 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
       ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 const clip = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
 
 /**
@@ -155,12 +153,12 @@ const clip = (text: string, max = 200) => (text.length <= max ? text : text.slic
  */
 export const summary = (entry: Pick<ReportEntry, "data">): string => {
   const data = entry.data
-  if (isRecord(data)) {
+  if (Predicate.isRecord(data)) {
     const cost = typeof data["costUsd"] === "number" ? ` ($${data["costUsd"].toFixed(4)})` : ""
     if (typeof data["text"] === "string") return clip(data["text"]) + cost
     if (typeof data["prompt"] === "string") return clip(data["prompt"])
     const error = data["error"]
-    if (isRecord(error) && typeof error["_tag"] === "string") {
+    if (Predicate.isRecord(error) && typeof error["_tag"] === "string") {
       return clip(`${error["_tag"]}: ${String(error["message"])}`)
     }
     if (typeof data["reason"] === "string") return clip(data["reason"])

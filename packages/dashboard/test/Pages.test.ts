@@ -9,7 +9,7 @@ import * as Testing from "@flotta/core/Testing"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Effect, Either, Layer, Option, TestClock } from "effect"
-import { eventually } from "../../core/test/support.js"
+import { eventually, withAgents } from "../../core/test/support.js"
 import { asset } from "../src/Assets.js"
 import { html } from "../src/Html.js"
 import type { PageRequest } from "../src/Pages.js"
@@ -35,9 +35,7 @@ const NAV = ["Agents", "Approvals", "Schedule", "Reports"]
 describe("pages", () => {
   it.effect("agents: the shell, the Agents table with a row per agent, charts, and a fragment without the shell", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("alpha")
-      yield* fleet.spawn("beta")
+      const fleet = yield* withAgents(["alpha", "beta"])
       yield* fleet.ask("alpha", "hello")
       const { html, status } = yield* page("agents")
       assert.strictEqual(status, 200)
@@ -67,8 +65,7 @@ describe("pages", () => {
 
   it.effect("agents: a working agent shows its turn's start ticking, and queued turns", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("slow")
+      const fleet = yield* withAgents("slow")
       yield* fleet.prompt("slow", "hang")
       yield* fleet.prompt("slow", "next")
       yield* eventually(fleet.status("slow"), (s) => s.status === "working")
@@ -79,8 +76,7 @@ describe("pages", () => {
 
   it.effect("agent: status, the transcript (escaped), and the Prompt, Send, Interrupt and Close controls", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("alpha")
+      const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "hostile")
       const { html, status } = yield* page("agent", { name: "alpha" })
       assert.strictEqual(status, 200)
@@ -158,9 +154,7 @@ describe("pages", () => {
 
   it.effect("reports: newest first with data-seq, filtered by agent and kind (repeated or listed)", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("a")
-      yield* fleet.spawn("b")
+      const fleet = yield* withAgents(["a", "b"])
       yield* fleet.ask("a", "hostile")
       yield* fleet.ask("b", "two")
       const all = yield* page("reports", { fragment: true })

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Testing from "@flotta/core/Testing"
-import { Context, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as Dashboard from "../src/Dashboard.js"
 import * as DashboardConfig from "../src/DashboardConfig.js"
@@ -58,13 +58,20 @@ const post = (base: string, path: string, fields: Record<string, string> = {}, h
   })
 
 /** Reads an event stream until `enough` holds for the events seen, then closes it. */
-const events = (url: string, headers: Record<string, string>, enough: (ids: Array<number>) => boolean) =>
+const events = (
+  url: string,
+  headers: Record<string, string>,
+  enough: (ids: Array<number>) => boolean,
+  opened?: Deferred.Deferred<void>
+) =>
   Effect.async<{ ids: Array<number>; kinds: Array<string>; raw: string }, Error>((resume) => {
     const req = http.request(url, { agent: false, headers }, (res) => {
       let raw = ""
       res.setEncoding("utf8")
       res.on("data", (chunk: string) => {
         raw += chunk
+        // The server subscribes before its first line: from here on, nothing posted is missed.
+        if (opened !== undefined && raw.startsWith("retry:")) Deferred.unsafeDone(opened, Exit.void)
         const blocks = raw.split("\n\n").filter((b) => b.includes("event: entry"))
         const ids = blocks.map((b) => Number(/^id: (\d+)$/m.exec(b)?.[1]))
         const kinds = blocks.map((b) => (JSON.parse(/^data: (.*)$/m.exec(b)![1]!) as { kind: string }).kind)
@@ -257,5 +264,85 @@ describe("the dashboard's server", () => {
       const after = yield* Fiber.join(live)
       assert.isTrue(after.ids.every((id, i) => id > last && (i === 0 || id > after.ids[i - 1]!)))
       assert.includeMembers(after.kinds, ["turn_started", "result"])
+    }))
+
+  it.scoped("answers 405 with Allow for a method a route does not take, and 404 for a path that is no route", () =>
+    Effect.gen(function*() {
+      const { base } = yield* serve()
+      // [method, path, status, Allow]
+      const table: Array<[string, string, number, string?]> = [
+        ["TRACE", "/", 405, "GET, HEAD"],
+        ["PUT", "/", 405, "GET, HEAD"],
+        ["OPTIONS", "/reports", 405, "GET, HEAD"],
+        ["DELETE", "/agents/scout", 405, "GET, HEAD"],
+        ["POST", "/events", 405, "GET, HEAD"],
+        ["PUT", "/login", 405, "GET, POST"],
+        ["GET", "/schedule/pause", 405, "POST"],
+        ["TRACE", "/agents/scout/prompt", 405, "POST"],
+        ["HEAD", "/", 200],
+        ["GET", "/nowhere", 404],
+        ["TRACE", "/nowhere", 404],
+        ["PUT", "/mcp/anything", 404],
+        ["GET", "/agents/scout/more/parts", 404],
+        ["POST", "/schedule/nothing", 404]
+      ]
+      for (const [method, path, status, allow] of table) {
+        const reply = yield* request(`${base}${path}`, {
+          method,
+          headers: method === "POST" ? { origin: base, accept: "application/json" } : {}
+        })
+        assert.strictEqual(reply.status, status, `${method} ${path}: ${reply.body}`)
+        assert.strictEqual(reply.headers["allow"], allow, `${method} ${path}`)
+      }
+    }))
+
+  it.scoped("refuses forged cookies, traversal, bad event cursors and oversized bodies", () =>
+    Effect.gen(function*() {
+      const { base, fleet } = yield* serve({ token: TOKEN })
+      const auth = { authorization: `Bearer ${TOKEN}` }
+      for (const cookie of ["flotta_session=forged", `flotta_session=${TOKEN}`, "flotta_session=", "other=1"]) {
+        assert.strictEqual((yield* request(`${base}/api/charts`, { headers: { cookie } })).status, 401, cookie)
+      }
+      // The cookie is not a bearer: an action without an Origin needs the header.
+      const first = yield* request(`${base}/?token=${TOKEN}`)
+      const session = String(first.headers["set-cookie"]).split(";", 1)[0]!
+      const cookieOnly = yield* request(`${base}/schedule/pause`, { method: "POST", headers: { cookie: session } })
+      assert.strictEqual(cookieOnly.status, 403)
+      for (const path of ["/assets/..%2F..%2Fpackage.json", "/assets/../../package.json", "/assets/%2e%2e%2fapp.js"]) {
+        const reply = yield* request(`${base}${path}`, { headers: auth })
+        assert.strictEqual(reply.status, 404, path)
+        assert.notInclude(reply.body, "\"name\"")
+      }
+      // A cursor that is not a whole number is no cursor: the stream starts live, replaying nothing.
+      yield* fleet.spawn("scout")
+      yield* fleet.ask("scout", "one")
+      for (const cursor of ["-1", "1e3", "0x10", "abc", "1.5", " "]) {
+        const before = (yield* fleet.reports({ last: 1 })).next
+        const opened = yield* Deferred.make<void>()
+        const stream = yield* Effect.fork(
+          events(`${base}/events?since=${encodeURIComponent(cursor)}`, auth, (ids) => ids.length > 0, opened)
+        )
+        yield* Deferred.await(opened)
+        yield* fleet.ask("scout", "more")
+        const reply = yield* Fiber.join(stream)
+        assert.isAbove(reply.ids[0]!, before, `${cursor}: replayed from the store`)
+        assert.match(reply.raw, /^retry: \d+/)
+      }
+      const big = yield* post(base, "/schedule/pause", { pad: "x".repeat(70 * 1024) }, auth)
+      assert.strictEqual(big.status, 413)
+      const notJson = yield* post(base, "/schedule/pause", {}, { ...auth, "content-type": "application/json" })
+      assert.strictEqual(notJson.status, 409) // an empty JSON body is {}: the scheduler is what is missing
+      const badJson = yield* request(`${base}/schedule/pause`, {
+        method: "POST",
+        headers: { ...auth, origin: base, accept: "application/json", "content-type": "application/json" },
+        body: "[1, 2]"
+      })
+      assert.strictEqual(badJson.status, 400)
+      const xml = yield* request(`${base}/schedule/pause`, {
+        method: "POST",
+        headers: { ...auth, origin: base, "content-type": "application/xml" },
+        body: "<a/>"
+      })
+      assert.strictEqual(xml.status, 415)
     }))
 })

@@ -3,10 +3,10 @@
  * and a run's worktree read from its working directory.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Flotta } from "@flotta/core/Flotta"
 import * as Testing from "@flotta/core/Testing"
 import { Effect } from "effect"
 import * as path from "node:path"
+import { withAgents } from "../../core/test/support.js"
 import * as Views from "../src/Views.js"
 
 const fleet = Testing.layer({
@@ -16,9 +16,7 @@ const fleet = Testing.layer({
 describe("views", () => {
   it.effect("agents: every live agent and run in progress, by name, with its turn's start", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("zeta")
-      yield* fleet.spawn("alpha")
+      const fleet = yield* withAgents(["zeta", "alpha"])
       yield* fleet.prompt("zeta", "hang")
       const run = yield* fleet.runAsync({ name: "job", prompt: "hang" })
       const rows = yield* Effect.iterate([] as ReadonlyArray<Views.AgentRow>, {
@@ -34,8 +32,7 @@ describe("views", () => {
 
   it.effect("agent: live with its transcript, a finished async run by its outcome, else gone", () =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
-      yield* fleet.spawn("alpha")
+      const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "hi")
       const live = yield* Views.agent("alpha")
       assert.strictEqual(live._tag, "Live")

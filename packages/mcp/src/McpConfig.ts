@@ -4,6 +4,7 @@
  * and Origin checked on every request, and a non-loopback bind without a token refused at start.
  */
 import { isLoopback, originHostname, ServerFields } from "@flotta/core/Http"
+import { redactedToken, type ServerSectionInput } from "@flotta/core/ServerSection"
 import { Data, Duration, Effect, Option, Redacted, Schema } from "effect"
 
 export interface McpSettings {
@@ -28,12 +29,7 @@ export interface McpSettings {
 }
 
 /** The config section's fields, as plain data (a config file, or code). */
-export interface McpConfigInput {
-  readonly port?: number
-  readonly host?: string
-  readonly token?: string | Redacted.Redacted<string>
-  readonly allowedOrigins?: ReadonlyArray<string>
-  readonly allowedHosts?: ReadonlyArray<string>
+export interface McpConfigInput extends ServerSectionInput {
   readonly maxSessions?: number
   readonly sessionIdleTimeout?: Duration.DurationInput
 }
@@ -60,10 +56,7 @@ export const make = (input: McpConfigInput = {}): Effect.Effect<McpSettings, Mcp
     }
     const host = (input.host ?? DEFAULT_HOST).trim()
     if (host.length === 0) return yield* new McpConfigError({ reason: "mcp.host must not be empty" })
-    const raw = input.token
-    const token = raw === undefined
-      ? Option.none()
-      : Option.some(typeof raw === "string" ? Redacted.make(raw) : raw)
+    const token = redactedToken(input.token)
     if (Option.isSome(token) && Redacted.value(token.value).trim().length < 16) {
       return yield* new McpConfigError({ reason: "the MCP token must be at least 16 characters long" })
     }

@@ -1,7 +1,9 @@
 /**
- * The MCP endpoint as a web-standard `fetch(Request) => Promise<Response>`, socket-free so tests and the HTTP
- * server share every line of it. Every request passes the guards first (Host, Origin, bearer token), then goes
- * to its protocol era:
+ * The MCP endpoint as a route, `/mcp` on the fleet's one HTTP stack (`Http.Routes`): POST, GET and DELETE, each
+ * behind the shared guard (`HttpGuard`: Host, Origin, bearer token); any other method gets 405 with `Allow`, any
+ * other path 404. `fetch` is the same routes as a web-standard `fetch(Request) => Promise<Response>`, socket-free,
+ * so tests and the HTTP server share every line of it. The body of a POST is read once, under 4 MiB (413 above),
+ * parsed for routing, and handed to its protocol era:
  *
  * - 2026-07-28 requests (a per-request `_meta` envelope) go to the SDK's sessionless modern handler; closing the
  *   response stream is the cancellation.
@@ -10,31 +12,32 @@
  *   (least recently used goes first), expire when idle, and close with the handler. A legacy client that keeps
  *   no session id is still served, statelessly.
  */
+import { HttpApp, HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Flotta } from "@flotta/core/Flotta"
+import * as Http from "@flotta/core/Http"
+import * as HttpGuard from "@flotta/core/HttpGuard"
 import {
   createMcpHandler,
-  hostHeaderValidationResponse,
   isInitializeRequest,
   isLegacyRequest,
   legacyStatelessFallback,
-  localhostAllowedHostnames,
-  localhostAllowedOrigins,
-  originValidationResponse,
   WebStandardStreamableHTTPServerTransport
 } from "@modelcontextprotocol/server"
 import type { McpServer as SdkServer } from "@modelcontextprotocol/server"
-import { Clock, Duration, Effect, Option, Redacted, Runtime, Schedule } from "effect"
+import { Clock, Duration, Effect, identity, Option, Predicate, Runtime, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import type { McpSettings } from "./McpConfig.js"
-import { isLoopback, PATH } from "./McpConfig.js"
+import { PATH } from "./McpConfig.js"
 import * as ServerFactory from "./ServerFactory.js"
 
 export interface McpHandler {
-  /** Serves one HTTP request of either era. Never rejects. */
+  /** Serves one HTTP request of either era, guards and routing included. Never rejects. */
   readonly fetch: (request: Request) => Promise<Response>
   /** Live 2025-era sessions. */
   readonly sessions: () => number
+  /** The endpoint's route and its 404, for the HTTP server. */
+  readonly routes: Http.Routes
 }
 
 interface Session {
@@ -46,16 +49,45 @@ interface Session {
 /** The first revision without `initialize` (2026-07-28); revisions sort as dates. */
 const MODERN_ERA = "2026-07-28"
 
+/** The SDK's own bound on a request body. */
+const MAX_BODY = 4 * 1024 * 1024
+
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers })
 
-const digest = (text: string) => createHash("sha256").update(text, "utf8").digest()
+/** The same error as an HTTP response of the stack. */
+const refusal = (status: number, message: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(
+    { jsonrpc: "2.0", error: { code: status >= 500 ? -32603 : -32000, message }, id: null },
+    {
+      status,
+      headers
+    }
+  )
 
-/** The Host names a request may carry: loopback names, the bound host, and the configured ones. */
-const hostNames = (settings: McpSettings) => {
-  const bound = settings.host.includes(":") && !settings.host.startsWith("[") ? `[${settings.host}]` : settings.host
-  const wildcard = bound === "0.0.0.0" || bound === "[::]"
-  return [...localhostAllowedHostnames(), ...(wildcard ? [] : [bound]), ...settings.allowedHosts]
+const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
+
+/**
+ * Headers about the connection, not the response (RFC 9110 §7.6.1): the server's own to write (`Http.serve`).
+ * The SDK sends `Connection: keep-alive` with every SSE answer; passed on, it kept Node from telling the client
+ * how long an idle connection is kept, so the client guessed (undici: 4 s against Node's 5 s) and, under load,
+ * reused one the server was closing at that moment: ECONNRESET.
+ */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
+
+/**
+ * The SDK's response as one of the stack. A body stream that errors (the SDK ends an SSE stream that way) ends
+ * the response cleanly, as the SDK's own Node adapter does, instead of resetting the connection.
+ */
+const fromWeb = (response: Response) => {
+  const headers = Object.fromEntries([...response.headers].filter(([name]) => !HOP_BY_HOP.has(name)))
+  const body = response.body
+  return body === null
+    ? HttpServerResponse.empty({ status: response.status, headers })
+    : HttpServerResponse.stream(
+      Stream.fromReadableStream({ evaluate: () => body, onError: identity }).pipe(Stream.catchAll(() => Stream.empty)),
+      { status: response.status, headers }
+    )
 }
 
 export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Flotta | Scope.Scope> =>
@@ -70,17 +102,16 @@ export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Fl
     const stateless = legacyStatelessFallback(() => factory(), onerror)
     const sessions = new Map<string, Session>()
 
-    // Behind a non-loopback bind the token is the guard, and Host names are only checked when configured.
-    const allowedHosts = isLoopback(settings.host) || settings.allowedHosts.length > 0 ? hostNames(settings) : null
-    const allowedOrigins = [...localhostAllowedOrigins(), ...settings.allowedOrigins]
-    const expected = Option.map(settings.token, (token) => digest(Redacted.value(token)))
-
-    const authorized = (request: Request) => {
-      if (Option.isNone(expected)) return true
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")
-      // Digests have one length, so the comparison takes the same time whatever the guess.
-      return match !== null && timingSafeEqual(digest(match[1]!), expected.value)
-    }
+    const guard = HttpGuard.make({
+      host: settings.host,
+      allowedHosts: settings.allowedHosts,
+      allowedOrigins: settings.allowedOrigins,
+      origins: "loopback",
+      originlessPosts: "allow",
+      token: settings.token,
+      requireToken: true,
+      refuse: refusal
+    })
 
     const closeSession = (id: string, session: Session) =>
       Effect.promise(() => session.server.close().catch(() => undefined)).pipe(
@@ -98,81 +129,101 @@ export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Fl
           .pipe(Effect.zipRight(closeSession(oldest[0], oldest[1])))
     })
 
-    const openSession = (request: Request, body: unknown) =>
-      Effect.gen(function*() {
-        yield* evict
-        const server = factory()
-        const now = yield* Clock.currentTimeMillis
-        const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => {
-            sessions.set(id, { server, transport, lastSeen: now })
-          },
-          onsessionclosed: (id) => {
-            sessions.delete(id)
-          }
-        })
-        yield* Effect.promise(() => server.connect(transport))
-        server.server.onclose = () => {
-          if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+    const openSession = Effect.fn("McpHandler.openSession")(function*(request: Request, body: unknown) {
+      yield* evict
+      const server = factory()
+      const now = yield* Clock.currentTimeMillis
+      const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, { server, transport, lastSeen: now })
+        },
+        onsessionclosed: (id) => {
+          sessions.delete(id)
         }
-        return yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
       })
+      yield* Effect.promise(() => server.connect(transport))
+      server.server.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+      }
+      return yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
+    })
 
-    const serveLegacy = (request: Request, body: unknown) =>
-      Effect.gen(function*() {
-        const id = request.headers.get("mcp-session-id")
-        if (id !== null) {
-          const session = sessions.get(id)
-          if (session === undefined) {
-            return jsonRpcError(404, -32001, "Session not found: it ended or expired; initialize a new one")
-          }
-          session.lastSeen = yield* Clock.currentTimeMillis
-          return yield* Effect.promise(() =>
-            session.transport.handleRequest(request, body === undefined ? {} : { parsedBody: body })
-          )
+    const serveLegacy = Effect.fn("McpHandler.serveLegacy")(function*(request: Request, body: unknown) {
+      const id = request.headers.get("mcp-session-id")
+      if (id !== null) {
+        const session = sessions.get(id)
+        if (session === undefined) {
+          return jsonRpcError(404, -32001, "Session not found: it ended or expired; initialize a new one")
         }
-        if (isInitializeRequest(body)) return yield* openSession(request, body)
-        // A client that keeps no session id: served statelessly (no cancellation, no GET stream).
-        return yield* Effect.promise(() => stateless(request))
-      })
-
-    /** The body of a POST, parsed once for routing and the legacy transports; undefined when it is not JSON. */
-    const readBody = (request: Request) =>
-      request.method === "POST"
-        ? Effect.promise(() => request.clone().json().then((body: unknown) => body, () => undefined))
-        : Effect.succeed(undefined)
-
-    const serve = (request: Request): Effect.Effect<Response> =>
-      Effect.gen(function*() {
-        const badHost = allowedHosts === null ? undefined : hostHeaderValidationResponse(request, allowedHosts)
-        if (badHost !== undefined) return badHost
-        const badOrigin = originValidationResponse(request, allowedOrigins)
-        if (badOrigin !== undefined) return badOrigin
-        if (new URL(request.url).pathname !== PATH) {
-          return jsonRpcError(404, -32000, `Not found: the endpoint is ${PATH}`)
-        }
-        if (!authorized(request)) {
-          return jsonRpcError(401, -32000, "Unauthorized: send Authorization: Bearer <token>", {
-            "www-authenticate": "Bearer realm=\"flotta\""
-          })
-        }
-        // A modern revision in the version header is always the modern path's to answer (even when malformed):
-        // no need to read the body to classify it.
-        const version = request.headers.get("mcp-protocol-version")
-        if (version !== null && version >= MODERN_ERA) return yield* Effect.promise(() => modern.fetch(request))
-        const body = yield* readBody(request)
-        const legacy = yield* Effect.promise(() =>
-          body === undefined ? isLegacyRequest(request) : isLegacyRequest(request, body)
+        session.lastSeen = yield* Clock.currentTimeMillis
+        return yield* Effect.promise(() =>
+          session.transport.handleRequest(request, body === undefined ? {} : { parsedBody: body })
         )
-        return yield* (legacy ? serveLegacy(request, body) : Effect.promise(() => modern.fetch(request)))
-      }).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.logError("MCP: request failed", cause).pipe(
-            Effect.as(jsonRpcError(500, -32603, "Internal error"))
+      }
+      if (isInitializeRequest(body)) return yield* openSession(request, body)
+      // A client that keeps no session id: served statelessly (no cancellation, no GET stream).
+      return yield* Effect.promise(() => stateless(request))
+    })
+
+    /** One request, as the SDK takes it, to its era: a modern revision in the version header needs no body. */
+    const dispatch = (request: Request, body: unknown): Effect.Effect<Response> => {
+      const version = request.headers.get("mcp-protocol-version")
+      if (version !== null && version >= MODERN_ERA) return Effect.promise(() => modern.fetch(request))
+      return Effect.promise(() => body === undefined ? isLegacyRequest(request) : isLegacyRequest(request, body))
+        .pipe(
+          Effect.flatMap((legacy) => legacy ? serveLegacy(request, body) : Effect.promise(() => modern.fetch(request)))
+        )
+    }
+
+    /** The body of a POST as text, under the bound; `undefined` for other methods. */
+    const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+      request.method !== "POST"
+        ? Effect.succeed(undefined)
+        : Number(request.headers["content-length"]) > MAX_BODY
+        ? Effect.fail("tooLarge" as const)
+        : request.text.pipe(
+          HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY)),
+          Effect.mapError((error) =>
+            Predicate.hasProperty(error.cause, "message") && error.cause.message === "maxBytes exceeded"
+              ? "tooLarge" as const
+              : "cutOff" as const
           )
         )
+
+    const endpoint = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const text = yield* readBody(request)
+      const abort = new AbortController()
+      const web = new Request(`http://${request.headers["host"] ?? "localhost"}${request.url}`, {
+        method: request.method,
+        headers: request.headers,
+        signal: abort.signal,
+        ...(text === undefined || text.length === 0 ? {} : { body: text })
+      })
+      const body = text === undefined ? undefined : Option.getOrUndefined(decodeJson(text))
+      const response = yield* dispatch(web, body).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
+      return fromWeb(response)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.succeed(
+          error === "tooLarge"
+            ? refusal(413, `Payload Too Large: Request body must not exceed ${MAX_BODY} bytes`, { connection: "close" })
+            : refusal(400, "the request body was cut off")
+        )
+      ),
+      Effect.catchAllCause((cause) =>
+        Effect.logError("MCP: request failed", cause).pipe(Effect.as(refusal(500, "Internal error")))
       )
+    )
+
+    const routes: Http.Routes = {
+      router: HttpRouter.empty.pipe(
+        Http.route(PATH, Http.methods({ POST: endpoint, GET: endpoint, DELETE: endpoint }, refusal)),
+        HttpRouter.use(guard)
+      ),
+      notFound: guard(Effect.succeed(refusal(404, `Not found: the endpoint is ${PATH}`)))
+    }
 
     // Clients often never DELETE their session: close the idle ones.
     const idleMs = Duration.toMillis(settings.sessionIdleTimeout)
@@ -191,9 +242,10 @@ export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Fl
         .pipe(Effect.zipRight(Effect.promise(() => modern.close().catch(() => undefined))))
     )
 
-    const runPromise = Runtime.runPromise(runtime)
+    const fetch = HttpApp.toWebHandlerRuntime(runtime)(yield* Http.toApp([routes]))
     return {
-      fetch: (request: Request) => runPromise(serve(request)),
-      sessions: () => sessions.size
+      fetch: (request: Request) => fetch(request),
+      sessions: () => sessions.size,
+      routes
     } satisfies McpHandler
   })

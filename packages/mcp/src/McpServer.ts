@@ -1,14 +1,13 @@
 /**
  * The fleet's MCP server over Streamable HTTP: one endpoint, `http://<host>:<port>/mcp`, serving the
- * 2026-07-28 revision and the 2025-era ones side by side (see McpHandler). `layer(config)` runs it for as long
- * as the layer's scope lives and closes the port, the sessions and every open stream when it ends;
- * `layer(undefined)` (a config without an `mcp` section) is `Layer.empty`: no port is opened.
+ * 2026-07-28 revision and the 2025-era ones side by side (see McpHandler), on the fleet's one HTTP stack
+ * (`Http.serve`). `layer(config)` runs it for as long as the layer's scope lives and closes the port, the
+ * sessions and every open stream when it ends; `layer(undefined)` (a config without an `mcp` section) is
+ * `Layer.empty`: no port is opened.
  */
-import { Flotta } from "@flotta/core/Flotta"
+import type { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
-import { toNodeHandler } from "@modelcontextprotocol/node"
 import { Context, Effect, Layer, Option } from "effect"
-import * as http from "node:http"
 import * as McpConfig from "./McpConfig.js"
 import * as McpHandler from "./McpHandler.js"
 
@@ -23,43 +22,29 @@ export class McpServer extends Context.Tag("@flotta/mcp/McpServer")<McpServer, {
 }>() {}
 
 /**
- * Routes served beside the endpoint on the same port (the dashboard, when it shares the server): every request
- * whose path is not the endpoint's goes to them, with its own guards.
+ * Routes served beside the endpoint on the same port (the dashboard, when it shares the server), each behind its
+ * own guard; their `notFound` answers every path that no route takes.
  */
-export class SharedRoutes extends Context.Tag("@flotta/mcp/SharedRoutes")<
-  SharedRoutes,
-  (request: http.IncomingMessage, response: http.ServerResponse) => void
->() {}
-
-/** The endpoint's own path, whatever the query. */
-const isEndpoint = (url: string | undefined) => {
-  const path = (url ?? "/").split("?", 1)[0]!
-  return path === McpConfig.PATH || path.startsWith(`${McpConfig.PATH}/`)
-}
+export class SharedRoutes extends Context.Tag("@flotta/mcp/SharedRoutes")<SharedRoutes, Http.Routes>() {}
 
 /** Serves the settings' endpoint until the scope closes. */
-export const serve = (settings: McpConfig.McpSettings) =>
-  Effect.gen(function*() {
-    const handler = yield* McpHandler.make(settings)
-    const node = toNodeHandler(handler)
-    const shared = yield* Effect.serviceOption(SharedRoutes)
-    const server = http.createServer((req, res) => {
-      if (Option.isSome(shared) && !isEndpoint(req.url)) return shared.value(req, res)
-      void node(req as Parameters<typeof node>[0], res)
-    })
+export const serve = Effect.fn("McpServer.serve")(function*(settings: McpConfig.McpSettings) {
+  const handler = yield* McpHandler.make(settings)
+  const shared = yield* Effect.serviceOption(SharedRoutes)
+  const bound = yield* Http.serve([...Option.toArray(shared), handler.routes], {
+    port: settings.port,
+    host: settings.host,
     // Bounds on receiving a request (not on answering it: a wait streams its answer for up to 50 s).
-    server.requestTimeout = 60_000
-    server.headersTimeout = 30_000
-    const address = yield* Http.listenScoped(server, settings.port, settings.host, (reason) =>
-      new McpConfig.McpConfigError({
-        reason: `${reason}: stop the other server or set mcp.port (FLOTTA_MCP_PORT)`
-      }))
-    const url = `${Http.originOf(address)}${McpConfig.PATH}`
-    yield* Effect.logInfo(`MCP server listening on ${url}`).pipe(
-      Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "bearer token" : "none (loopback only)" })
-    )
-    return { url, host: address.address, port: address.port, handler }
+    requestTimeout: 60_000,
+    fail: (reason) =>
+      new McpConfig.McpConfigError({ reason: `${reason}: stop the other server or set mcp.port (FLOTTA_MCP_PORT)` })
   })
+  const url = `${bound.origin}${McpConfig.PATH}`
+  yield* Effect.logInfo(`MCP server listening on ${url}`).pipe(
+    Effect.annotateLogs({ auth: Option.isSome(settings.token) ? "bearer token" : "none (loopback only)" })
+  )
+  return { url, host: bound.host, port: bound.port, handler }
+})
 
 /** The server with these settings, for as long as the layer lives; nothing at all without settings. */
 export function layer(

@@ -7,9 +7,10 @@
  */
 import { InvalidSchedule } from "@flotta/scheduler/Errors"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
+import * as Views from "@flotta/scheduler/SchedulerViews"
 import type { FireOutcome, RunningFire, ScanOptions } from "@flotta/scheduler/Steering"
-import { Clock, Duration, Effect, Option, Schema } from "effect"
-import { PROGRESS_INTERVAL, seconds, waitBound } from "./internal/toolWait.js"
+import { Duration, Effect, Option, Schema } from "effect"
+import { bounded, seconds, secondsText, waitBound } from "./internal/wait.js"
 import * as S from "./Schemas.js"
 import type { Failure, ToolContext } from "./Tool.js"
 import * as Tool from "./Tool.js"
@@ -83,148 +84,21 @@ export const FindingsArgs = Schema.Struct({
 const describe = <A extends Schema.Schema.Any>(schema: A, description: string) =>
   schema.annotations({ description }) as A
 
-const Iso = describe(Schema.String, "An instant, ISO 8601 in UTC")
-const NullableIso = Schema.NullOr(Iso)
-
-export const WindowView = Schema.Struct({
-  start: describe(Schema.String, "Local wall-clock start, HH:MM"),
-  end: describe(Schema.String, "Local wall-clock end, HH:MM"),
-  from: Iso,
-  until: Iso,
-  source: Schema.Literal("hours", "work_on", "keep_going")
-})
-
-export const Override = Schema.Struct({
-  id: Schema.String,
-  kind: Schema.Literal("keep_going", "work_on", "stop_for_today"),
-  from: Iso,
-  until: describe(Iso, "When it expires by itself"),
-  date: Schema.optional(Schema.String),
-  window: Schema.optional(Schema.Struct({ start: Schema.String, end: Schema.String })),
-  minutes: Schema.optional(Schema.Number)
-})
-
-const Cadence = Schema.Union(
-  Schema.Struct({ intervalMs: describe(Schema.Number, "Every this much working time") }),
-  Schema.Struct({ dailyAt: describe(Schema.String, "Once per working day at this local time") })
-)
-
-const Action = describe(Schema.String, "scan, run, dispatch_scan or prompt")
-
-export const RunningFireView = Schema.Struct({
-  fireId: Schema.String,
-  routine: describe(Schema.NullOr(Schema.String), "null: an ad-hoc scan (flotta_scan_now)"),
-  action: Action,
-  trigger: describe(Schema.String, "schedule or manual"),
-  since: Iso
-})
-
-export const RoutineView = Schema.Struct({
-  name: Schema.String,
-  action: Action,
-  every: Cadence,
-  state: Schema.Literal("idle", "running", "railed"),
-  nextFireAt: describe(NullableIso, "When it fires next if nothing changes; null: paused or no working time ahead"),
-  workedMs: Schema.optional(describe(Schema.Number, "Working time counted since its last fire")),
-  spentTodayUsd: Schema.Number,
-  maxBudgetUsd: Schema.NullOr(Schema.Number),
-  dailyBudgetUsd: Schema.NullOr(Schema.Number),
-  railedUntil: describe(NullableIso, "Set while its daily budget holds it back"),
-  lastFire: Schema.NullOr(Schema.Struct({
-    fireId: Schema.String,
-    at: Iso,
-    ok: Schema.Boolean,
-    costUsd: Schema.Number
-  }))
-})
-
-export const ScheduleStatus = Schema.Struct({
-  mode: Schema.Literal("working", "paused"),
-  working: describe(Schema.Boolean, "Whether this instant is working time (mode, hours and overrides together)"),
-  reason: describe(Schema.String, "Why it is or is not working: \"hours 09:00-17:00\", \"paused\", ..."),
-  timezone: Schema.String,
-  now: Iso,
-  localTime: describe(Schema.String, "The schedule's local time with its offset"),
-  today: Schema.Struct({
-    date: Schema.String,
-    weekday: Schema.String,
-    windows: Schema.Array(WindowView)
-  }),
-  overrides: Schema.Array(Override),
-  running: describe(Schema.Array(RunningFireView), "Fires in flight"),
-  routines: Schema.Array(RoutineView),
-  rejected: describe(
-    Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String })),
-    "Routines the config had but that were skipped"
-  ),
-  nextChange: describe(NullableIso, "The next instant working time starts or stops (within a week)")
-})
-
-const Priority = Schema.Literal("low", "medium", "high")
-
-const TaskView = Schema.Struct({
-  title: Schema.String,
-  detail: Schema.String,
-  priority: Schema.optional(Priority),
-  key: Schema.String
-})
-
-export const FireOutcomeView = Schema.Struct({
-  fireId: Schema.String,
-  routine: Schema.NullOr(Schema.String),
-  action: Action,
-  trigger: Schema.String,
-  startedAt: Iso,
-  finishedAt: Iso,
-  ok: Schema.Boolean,
-  costUsd: Schema.Number,
-  error: Schema.optional(S.ErrorView),
-  runs: describe(Schema.Array(Schema.String), "The runs it started, by name (flotta_run_result, flotta_reports)"),
-  text: Schema.optional(describe(Schema.String, "run and prompt: the reply")),
-  turnId: Schema.optional(Schema.String),
-  tasks: Schema.optional(describe(Schema.Array(TaskView), "scan and dispatch_scan: what the scan reported")),
-  dispatched: Schema.optional(Schema.Array(Schema.Struct({
-    title: Schema.String,
-    key: Schema.String,
-    run: Schema.String,
-    ok: Schema.Boolean,
-    costUsd: Schema.Number,
-    error: Schema.optional(S.ErrorView)
-  }))),
-  deferred: Schema.optional(Schema.Array(Schema.Struct({
-    title: Schema.String,
-    key: Schema.String,
-    reason: Schema.String
-  })))
-})
-
+/** A manual fire as the call saw it: its outcome, or `done: false` when the wait ended first. */
 export const FireResult = Schema.Struct({
   done: describe(Schema.Boolean, "false: the fire was still going when the wait ended; it goes on"),
   fireId: describe(Schema.NullOr(Schema.String), "The fire's id (null only if it could not be told apart)"),
   routine: describe(Schema.NullOr(Schema.String), "null: an ad-hoc scan"),
   waitedMs: Schema.Number,
-  outcome: Schema.optional(FireOutcomeView),
+  outcome: Schema.optional(Views.FireOutcome),
   message: describe(Schema.String, "What happened, in words, and what to call next")
 })
 
-export const FindingView = Schema.Struct({
-  title: Schema.String,
-  detail: Schema.String,
-  priority: Schema.optional(Priority),
-  key: describe(Schema.String, "The normalised title findings are deduplicated by"),
-  routine: describe(Schema.NullOr(Schema.String), "The routine whose scan found it last (null: an ad-hoc scan)"),
-  fireId: Schema.String,
-  foundAt: Iso,
-  firstFoundAt: Iso,
-  sightings: describe(Schema.Number, "How many scans reported it"),
-  seq: describe(Schema.Number, "The report-log entry of the newest sighting")
-})
-
 const Steered = Schema.Struct({
-  override: describe(Override, "The override just added; it expires by itself"),
-  status: describe(ScheduleStatus, "The schedule after the change")
+  override: describe(Views.Override, "The override just added; it expires by itself"),
+  status: describe(Views.SchedulerStatus, "The schedule after the change")
 })
-const StatusAnswer = Schema.Struct({ status: describe(ScheduleStatus, "The schedule after the change") })
+const StatusAnswer = Schema.Struct({ status: describe(Views.SchedulerStatus, "The schedule after the change") })
 
 // --- handlers -----------------------------------------------------------------------------------------------
 
@@ -247,10 +121,8 @@ const windowOf = (args: { readonly from?: string; readonly to?: string }) => {
   return Effect.succeed([args.from, args.to] as const)
 }
 
-const withStatus = <E extends Failure>(scheduler: Scheduler, change: Effect.Effect<typeof Override.Type, E>) =>
+const withStatus = <E extends Failure>(scheduler: Scheduler, change: Effect.Effect<Views.Override, E>) =>
   Effect.map(Effect.zip(change, scheduler.status), ([override, status]) => ({ override, status }))
-
-const secondsText = (ms: number) => `${Math.round(ms / 1000)} s`
 
 const describeOutcome = (label: string, outcome: FireOutcome) => {
   const cost = `$${outcome.costUsd.toFixed(4)}`
@@ -277,16 +149,10 @@ const waitFire = (
   ctx: ToolContext
 ) =>
   Effect.gen(function*() {
-    const bound = waitBound(timeoutSeconds)
-    const boundMs = Duration.toMillis(bound)
-    const started = yield* Clock.currentTimeMillis
-    const waited = Effect.map(Clock.currentTimeMillis, (now) => now - started)
-    const progress = Effect.gen(function*() {
-      const ms = yield* waited
-      yield* ctx.progress(`${label}: running, waited ${secondsText(ms)}`, ms / 1000, boundMs / 1000)
-    }).pipe(Effect.delay(PROGRESS_INTERVAL), Effect.forever)
-    const outcome = yield* fire.pipe(Effect.timeoutOption(bound), Effect.raceFirst(progress))
-    const waitedMs = yield* waited
+    const { outcome, waitedMs } = yield* bounded(fire, waitBound(timeoutSeconds), {
+      ctx,
+      describe: (waitedMs) => Effect.succeed(`${label}: running, waited ${secondsText(waitedMs)}`)
+    })
     if (Option.isSome(outcome)) {
       const value = outcome.value
       return {
@@ -335,7 +201,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       "outcome and today's spend. " + NOT_ENABLED,
     annotations: READ,
     input: S.NoArgs,
-    output: ScheduleStatus,
+    output: Views.SchedulerStatus,
     run: () => steer((scheduler) => scheduler.status)
   }),
   Tool.make({
@@ -454,7 +320,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       NOT_ENABLED,
     annotations: READ,
     input: FindingsArgs,
-    output: Schema.Struct({ findings: Schema.Array(FindingView) }),
+    output: Schema.Struct({ findings: Schema.Array(Views.Finding) }),
     run: (query) => steer((scheduler) => Effect.map(scheduler.findings(query), (findings) => ({ findings })))
   })
 ]

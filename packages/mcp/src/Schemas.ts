@@ -2,7 +2,10 @@
  * The tools' arguments and results, as Effect Schemas. Arguments are strict (a misspelt field is an error that
  * names it); results describe what the engine returns and tolerate fields added later.
  */
+import * as View from "@flotta/core/AgentView"
+import { exact } from "@flotta/core/Decode"
 import { PermissionData } from "@flotta/core/Permission"
+import * as Outcome from "@flotta/core/RunOutcome"
 import { SandboxData } from "@flotta/core/Sandbox"
 import { Schema } from "effect"
 
@@ -13,8 +16,8 @@ export const req = <S extends Schema.Schema.All>(schema: S, description: string)
   Schema.propertySignature(schema).annotations({ description })
 
 /** An optional field that is absent, never `undefined` (what `exactOptionalPropertyTypes` expects). */
-export const opt = <S extends Schema.Schema.All>(schema: S, description?: string) =>
-  Schema.optionalWith(schema, { exact: true }).annotations(description === undefined ? {} : { description })
+export const opt = <A, I, R>(schema: Schema.Schema<A, I, R>, description?: string) =>
+  exact(schema).annotations(description === undefined ? {} : { description })
 
 const Text = Schema.String.pipe(Schema.minLength(1))
 
@@ -22,8 +25,6 @@ const Text = Schema.String.pipe(Schema.minLength(1))
 const JsonValue = Schema.Unknown.annotations({
   jsonSchema: { anyOf: ["object", "array", "string", "number", "boolean", "null"].map((type) => ({ type })) }
 })
-/** A free-form JSON object. */
-const JsonObject = Schema.Unknown.annotations({ jsonSchema: { type: "object", additionalProperties: true } })
 const Seconds = Schema.Number.pipe(Schema.positive(), Schema.finite())
 const Count = Schema.Number.pipe(Schema.int(), Schema.positive())
 
@@ -181,39 +182,25 @@ const describe = <S extends Schema.Schema.Any>(schema: S, description: string) =
 const NullableString = Schema.NullOr(Schema.String)
 const NullableNumber = Schema.NullOr(Schema.Number)
 
-export const ErrorView = Schema.Struct({ _tag: Schema.String, message: Schema.String })
+export const ErrorView = View.ErrorView
 
 const PARKED_UNTIL_DESCRIPTION = "While parked at a usage limit: when it resumes (ISO 8601); null when it is not parked"
+const STATUS_DESCRIPTION = "starting, idle, working, waiting_approval, parked, restarting or closed"
+
+// The engine's views (`@flotta/core/AgentView`), with the descriptions a client reads.
 
 export const AgentInfo = Schema.Struct({
-  name: Schema.String,
-  status: describe(Schema.String, "starting, idle, working, waiting_approval, parked, restarting or closed"),
-  pid: NullableNumber,
-  sessionId: Schema.String,
-  alive: Schema.Boolean,
-  cwd: Schema.String,
-  model: NullableString,
-  permission: Schema.Union(
-    Schema.String,
-    Schema.Struct({
-      allow: Schema.Array(Schema.String),
-      ask: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
-    })
-  ),
-  role: Schema.String,
+  ...View.AgentInfo.fields,
+  status: describe(View.AgentStatus, STATUS_DESCRIPTION),
   current: describe(NullableString, "The turn in flight"),
-  queued: Schema.Number,
-  totals: Schema.Struct({ turns: Schema.Number, failed: Schema.Number, costUsd: Schema.Number }),
-  restarts: Schema.Number,
-  startedAt: Schema.String,
-  closedReason: NullableString,
   parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
   host: opt(Schema.String, "In a cluster: the host that runs it"),
   sandbox: opt(SandboxData, "Its sandbox, when it has one (paths absolute)")
 })
 
 export const StatusView = Schema.Struct({
-  status: describe(Schema.String, "starting, idle, working, waiting_approval, parked, restarting or closed"),
+  ...View.AgentStatusView.fields,
+  status: describe(View.AgentStatus, STATUS_DESCRIPTION),
   current: describe(NullableString, "The turn in flight"),
   currentStartedAt: describe(NullableString, "When the turn in flight started (ISO 8601)"),
   queued: describe(Schema.Number, "Turns waiting behind it"),
@@ -222,67 +209,20 @@ export const StatusView = Schema.Struct({
 })
 
 export const TurnResult = Schema.Struct({
-  turnId: Schema.String,
-  text: Schema.String,
-  costUsd: Schema.Number,
-  durationMs: Schema.Number,
-  modelCalls: Schema.Number,
-  sessionId: Schema.String,
-  subtype: Schema.String,
-  usage: Schema.optional(describe(JsonObject, "Token usage, as the API reported it")),
-  permissionDenials: Schema.Array(JsonObject),
-  structuredOutput: Schema.optional(JsonValue)
+  ...View.TurnResult.fields,
+  usage: describe(View.TurnResult.fields.usage, "Token usage, as the API reported it"),
+  structuredOutput: opt(JsonValue)
 })
 
 export const TurnRecord = Schema.Struct({
-  turnId: Schema.String,
-  prompt: Schema.String,
-  status: describe(Schema.String, "queued, running, succeeded or failed"),
-  reply: NullableString,
-  error: Schema.NullOr(ErrorView),
-  toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, input: JsonValue })),
-  permissions: Schema.Array(JsonObject),
-  costUsd: Schema.Number,
-  durationMs: Schema.Number,
-  modelCalls: Schema.Number,
-  enqueuedAt: Schema.String,
-  startedAt: NullableString,
-  finishedAt: NullableString
+  ...View.TurnRecord.fields,
+  status: describe(View.TurnStatus, "queued, running, succeeded or failed"),
+  toolCalls: Schema.Array(Schema.Struct({ ...View.ToolCall.fields, input: JsonValue }))
 })
 
-export const RunResult = Schema.Struct({
-  kind: Schema.Literal("run"),
-  name: Schema.String,
-  text: Schema.String,
-  costUsd: Schema.Number,
-  durationMs: Schema.Number,
-  modelCalls: Schema.Number,
-  sessionId: Schema.String,
-  structuredOutput: Schema.optional(JsonValue),
-  permissionDenials: Schema.Array(JsonObject),
-  worktree: Schema.optional(Schema.Struct({
-    path: Schema.String,
-    branch: Schema.String,
-    commit: Schema.optional(Schema.String),
-    removed: Schema.Boolean
-  }))
-})
+export const RunResult = Schema.Struct({ ...Outcome.RunResult.fields, structuredOutput: opt(JsonValue) })
 
-export const VerifyReport = Schema.Struct({
-  kind: Schema.Literal("verify"),
-  name: Schema.String,
-  passed: Schema.Boolean,
-  branch: Schema.String,
-  commit: Schema.String,
-  checks: Schema.Array(Schema.Struct({
-    command: Schema.String,
-    ok: Schema.Boolean,
-    exitCode: NullableNumber,
-    timedOut: Schema.Boolean,
-    durationMs: Schema.Number,
-    output: Schema.String
-  }))
-})
+export const VerifyReport = Outcome.VerifyReport
 
 export const RunView = Schema.Struct({
   name: Schema.String,
@@ -299,11 +239,7 @@ export const RunView = Schema.Struct({
 })
 
 export const ReportEntry = Schema.Struct({
-  seq: Schema.Number,
-  at: Schema.String,
-  agent: Schema.String,
-  kind: Schema.String,
-  turnId: Schema.optional(Schema.String),
+  ...View.ReportEntry.fields,
   data: JsonValue,
   host: opt(Schema.String, "In a cluster: the host that wrote it")
 })

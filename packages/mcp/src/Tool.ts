@@ -5,7 +5,8 @@
  */
 import type { Flotta } from "@flotta/core/Flotta"
 import type { StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
-import type { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import type { Schema } from "effect"
 import * as Standard from "./internal/standardSchema.js"
 
 /** What a handler can do besides computing its result. */
@@ -47,5 +48,10 @@ export const make = <I, IE, O, OE>(spec: {
   annotations: { title: spec.title, ...spec.annotations },
   inputSchema: Standard.input(spec.input) as StandardSchemaWithJSON,
   outputSchema: Standard.output(spec.output) as StandardSchemaWithJSON,
-  call: (args, ctx) => spec.run(args as I, ctx)
+  // One span per call, named for the tool; the SDK validated `args` against `inputSchema` already.
+  call: Effect.fn(`mcp.${spec.name}`, { attributes: { "mcp.tool": spec.name }, captureStackTrace: false })(
+    function*(args: unknown, ctx: ToolContext) {
+      return yield* spec.run(args as I, ctx)
+    }
+  )
 })

@@ -1,7 +1,7 @@
 /**
  * The bridge between a table of tools and an SDK `McpServer`: `register` declares each tool (the SDK validates
  * arguments against its input schema before the handler runs, and results against its output schema), and
- * `execute` runs a handler on a Runtime captured when the server's layer was built. The client's cancellation
+ * `execute` runs a handler (in its span, see `Tool.make`) on a Runtime captured when the server's layer was built. The client's cancellation
  * (the request's abort signal) interrupts the handler; a typed failure becomes an `isError` result with advice;
  * a defect is logged and answered as an internal error, never thrown at the SDK.
  */
@@ -21,9 +21,7 @@ export const execute = (runtime: Runtime.Runtime<Flotta>): Execute => {
   const runFork = Runtime.runFork(runtime)
   return (tool, args, ctx) =>
     runExit(
-      tool.call(args, toolContext(ctx)).pipe(
-        Effect.withSpan(`mcp.${tool.name}`, { attributes: { "mcp.tool": tool.name }, captureStackTrace: false })
-      ),
+      tool.call(args, toolContext(ctx)),
       { signal: ctx.mcpReq.signal }
     ).then((exit) => {
       if (Exit.isSuccess(exit)) return successResult(exit.value)

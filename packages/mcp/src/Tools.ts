@@ -8,6 +8,7 @@ import type * as Run from "@flotta/core/Run"
 import { Effect, Schema } from "effect"
 import * as ApprovalTools from "./ApprovalTools.js"
 import * as ToolWait from "./internal/toolWait.js"
+import * as Wait from "./internal/wait.js"
 import * as SchedulerTools from "./SchedulerTools.js"
 import * as S from "./Schemas.js"
 import * as Tool from "./Tool.js"
@@ -19,13 +20,17 @@ const PROMPTS = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 const STOPS = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const
 
 /** How often a wait reports progress. */
-export const PROGRESS_INTERVAL = ToolWait.PROGRESS_INTERVAL
+export const PROGRESS_INTERVAL = Wait.PROGRESS_INTERVAL
 
-const seconds = ToolWait.seconds
+const seconds = Wait.seconds
 
 /** A turn's own time limit, when the call sets one. */
 const turnTimeout = (turnTimeoutSeconds: number | undefined) =>
   turnTimeoutSeconds === undefined ? {} : { timeout: seconds(turnTimeoutSeconds) }
+
+/** Queues a prompt for an agent, under the call's own turn time limit if it sets one; its turn id. */
+const promptTurn = (fleet: Flotta, name: string, text: string, turnTimeoutSeconds: number | undefined) =>
+  fleet.prompt(name, text, turnTimeout(turnTimeoutSeconds))
 
 const startedView = (name: string, kind: "run" | "verify") => ({
   name,
@@ -50,12 +55,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     annotations: { ...PROMPTS },
     input: S.SpawnArgs,
     output: S.AgentInfo,
-    run: (args) =>
-      Effect.gen(function*() {
-        const fleet = yield* Flotta
-        const { name, turnTimeoutSeconds, ...options } = args
-        return yield* fleet.spawn(name, { ...options, ...turnTimeout(turnTimeoutSeconds) })
-      })
+    run: ({ name, turnTimeoutSeconds, ...options }) =>
+      Effect.flatMap(Flotta, (fleet) => fleet.spawn(name, { ...options, ...turnTimeout(turnTimeoutSeconds) }))
   }),
   Tool.make({
     name: "flotta_run",
@@ -67,11 +68,10 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     input: S.RunArgs,
     output: S.Started,
     run: (args) =>
-      Effect.gen(function*() {
-        const fleet = yield* Flotta
-        const name = yield* fleet.runAsync(runOptions(args))
-        return startedView(name, "run")
-      })
+      Effect.map(
+        Effect.flatMap(Flotta, (fleet) => fleet.runAsync(runOptions(args))),
+        (name) => startedView(name, "run")
+      )
   }),
   Tool.make({
     name: "flotta_list",
@@ -144,11 +144,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name, text, turnTimeoutSeconds }) =>
       Effect.gen(function*() {
         const fleet = yield* Flotta
-        const turnId = yield* fleet.prompt(
-          name,
-          text,
-          turnTimeout(turnTimeoutSeconds)
-        )
+        const turnId = yield* promptTurn(fleet, name, text, turnTimeoutSeconds)
         return { name, turnId, status: yield* fleet.status(name) }
       })
   }),
@@ -164,11 +160,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name, text, timeoutSeconds, turnTimeoutSeconds }, ctx) =>
       Effect.gen(function*() {
         const fleet = yield* Flotta
-        const turnId = yield* fleet.prompt(
-          name,
-          text,
-          turnTimeout(turnTimeoutSeconds)
-        )
+        const turnId = yield* promptTurn(fleet, name, text, turnTimeoutSeconds)
         return yield* ToolWait.waitTurn(fleet, name, turnId, timeoutSeconds, ctx)
       })
   }),
@@ -278,7 +270,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       Effect.gen(function*() {
         const fleet = yield* Flotta
         const names = (yield* fleet.list).filter((a) => a.status !== "closed").map((a) => a.name)
-        const prompt = (name: string) => fleet.prompt(name, text, turnTimeout(turnTimeoutSeconds))
+        const prompt = (name: string) => promptTurn(fleet, name, text, turnTimeoutSeconds)
         return yield* ToolWait.waitBroadcast(fleet, names, prompt, timeoutSeconds, ctx)
       })
   }),

@@ -1,11 +1,14 @@
 /**
  * The server on a real loopback port: both eras over the socket, the Host/Origin guards (DNS rebinding), the
  * bearer token, the refusal of an unauthenticated non-loopback bind, config-driven composition, legacy session
- * bookkeeping (DELETE, expiry, cap), and no port left open once the layer's scope closes. The fleet is the
+ * bookkeeping (DELETE, expiry, cap), 405 and 404 from the one HTTP stack, the body bound, a port shared with
+ * other routes (the dashboard's), and no port left open once the layer's scope closes. The fleet is the
  * in-memory Claude (no process) and every timer runs on the TestClock; a socket is the only real thing here.
  */
+import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
+import type * as Http from "@flotta/core/Http"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as McpConfig from "../src/McpConfig.js"
@@ -22,11 +25,11 @@ const INITIALIZE = JSON.stringify({
   params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } }
 })
 
-/** One raw HTTP POST (node:http, so the Host header can be anything). */
-const post = (url: string, headers: Record<string, string>, body = INITIALIZE) =>
+/** One raw HTTP request (node:http, so the Host header and the method can be anything). */
+const send = (method: string, url: string, headers: Record<string, string>, body?: string) =>
   Effect.async<{ status: number; headers: http.IncomingHttpHeaders; body: string }, Error>((resume) => {
     const request = http.request(url, {
-      method: "POST",
+      method,
       agent: false,
       headers: {
         "content-type": "application/json",
@@ -46,9 +49,20 @@ const post = (url: string, headers: Record<string, string>, body = INITIALIZE) =
     request.end(body)
   })
 
+/** One raw HTTP POST, an `initialize` by default. */
+const post = (url: string, headers: Record<string, string>, body = INITIALIZE) => send("POST", url, headers, body)
+
+/**
+ * A layer built in the test's scope. The server's idle-session sweeper sleeps on the TestClock from the start, and
+ * a TestClock slept on but never moved starts a live 5 s timer to warn that the test may hang: moving it by
+ * nothing says the test drives it, which ends that warning.
+ */
+const built = <A, E>(layer: Layer.Layer<A, E>) =>
+  Layer.build(layer).pipe(Effect.tap(() => TestClock.adjust(Duration.zero)))
+
 /** The server's layer over a fresh in-memory fleet, built in the test's scope. */
 const serve = (config: McpConfig.McpConfigInput = {}) =>
-  Layer.build(McpServer.layer({ port: 0, ...config }).pipe(Layer.provide(fleet()))).pipe(
+  built(McpServer.layer({ port: 0, ...config }).pipe(Layer.provide(fleet()))).pipe(
     Effect.map(Context.get(McpServer.McpServer))
   )
 
@@ -184,7 +198,7 @@ describe("the MCP server on a loopback port", () => {
       const port = yield* freePort
       const url = `http://127.0.0.1:${port}/mcp`
       const build = (section: McpConfig.FileSection | undefined) =>
-        Layer.build(McpServer.layer(McpConfig.fromFile(section)).pipe(Layer.provide(fleet())))
+        built(McpServer.layer(McpConfig.fromFile(section)).pipe(Layer.provide(fleet())))
       yield* Effect.scoped(Effect.gen(function*() {
         yield* build(undefined)
         assert.isTrue(yield* refused(url))
@@ -234,5 +248,74 @@ describe("the MCP server on a loopback port", () => {
       yield* TestClock.adjust("1 second")
       yield* until(Effect.sync(() => server.handler.sessions()), (n) => n === 0, "the idle sessions to close")
       yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.scoped("answers 405 with Allow for a method the endpoint does not take, and 404 for a path that is no route", () =>
+    Effect.gen(function*() {
+      const server = yield* serve()
+      const host = `127.0.0.1:${server.port}`
+      const base = `http://${host}`
+      // [method, path, status]: TRACE once answered 500, and every path under /mcp/ reached the endpoint.
+      const table: Array<[string, string, number]> = [
+        ["TRACE", "/mcp", 405],
+        ["PUT", "/mcp", 405],
+        ["OPTIONS", "/mcp", 405],
+        ["PATCH", "/mcp", 405],
+        ["TRACE", "/mcp/anything", 404],
+        ["GET", "/mcp/anything", 404],
+        ["POST", "/mcp/tools", 404],
+        ["DELETE", "/mcp/x/y", 404],
+        ["GET", "/", 404],
+        ["TRACE", "/", 404],
+        ["POST", "/other", 404]
+      ]
+      for (const [method, path, status] of table) {
+        const reply = yield* send(method, `${base}${path}`, { host }, method === "POST" ? INITIALIZE : undefined)
+        assert.strictEqual(reply.status, status, `${method} ${path}: ${reply.body}`)
+        if (status === 405) assert.strictEqual(reply.headers["allow"], "POST, GET, DELETE", `${method} ${path}`)
+        if (method !== "HEAD") assert.strictEqual(JSON.parse(reply.body).jsonrpc, "2.0", `${method} ${path}`)
+      }
+      // The guards come first, for a path that is no route too.
+      assert.strictEqual((yield* send("TRACE", `${base}/mcp`, { host: "attacker.example" })).status, 403)
+      assert.strictEqual((yield* send("GET", `${base}/nowhere`, { host, origin: "http://evil.example" })).status, 403)
+    }))
+
+  it.scoped("refuses a body over 4 MiB with 413 before reading it whole", () =>
+    Effect.gen(function*() {
+      const server = yield* serve()
+      const host = `127.0.0.1:${server.port}`
+      const big = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/list",
+        params: { pad: "x".repeat(5 * 1024 * 1024) }
+      })
+      const reply = yield* post(server.url, { host }, big)
+      assert.strictEqual(reply.status, 413)
+      assert.match(reply.body, /Payload Too Large/)
+    }))
+
+  it.scoped("shares its port with other routes: /mcp stays the endpoint's, every other path is theirs", () =>
+    Effect.gen(function*() {
+      const shared: Http.Routes = {
+        router: HttpRouter.empty.pipe(HttpRouter.get("/page", HttpServerResponse.text("a page"))),
+        notFound: Effect.succeed(HttpServerResponse.text("theirs: not found", { status: 404 }))
+      }
+      const server = yield* built(
+        McpServer.layer({ port: 0 }).pipe(
+          Layer.provide(Layer.succeed(McpServer.SharedRoutes, shared)),
+          Layer.provide(fleet())
+        )
+      ).pipe(Effect.map(Context.get(McpServer.McpServer)))
+      const host = `127.0.0.1:${server.port}`
+      const base = `http://${host}`
+      assert.strictEqual((yield* post(server.url, { host })).status, 200)
+      assert.strictEqual((yield* send("GET", `${base}/page`, { host })).body, "a page")
+      for (const path of ["/mcp/anything", "/nowhere"]) {
+        const reply = yield* send("GET", `${base}${path}`, { host })
+        assert.deepStrictEqual([reply.status, reply.body], [404, "theirs: not found"], path)
+      }
+      const trace = yield* send("TRACE", server.url, { host })
+      assert.deepStrictEqual([trace.status, trace.headers["allow"]], [405, "POST, GET, DELETE"])
     }))
 })

@@ -10,21 +10,12 @@ import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import type { CallToolResult, Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Fiber, Layer, Option, TestClock } from "effect"
+import * as SchedulerTools from "../src/SchedulerTools.js"
 import type { Era } from "./support.js"
-import { call, connect, ERAS, fleet, forkArmed, handler, structured, text, until } from "./support.js"
+import { call, connect, ERAS, fleet, forkArmed, handler, progressLog, structured, text } from "./support.js"
 
-const STEERING_TOOLS = [
-  "flotta_schedule_status",
-  "flotta_keep_going",
-  "flotta_work_today",
-  "flotta_work_on",
-  "flotta_pause",
-  "flotta_resume",
-  "flotta_stop_for_today",
-  "flotta_run_routine",
-  "flotta_scan_now",
-  "flotta_findings"
-]
+// The names themselves are checked in Tools.test.ts (the whole list, in order).
+const STEERING_TOOLS = SchedulerTools.tools.map((tool) => tool.name)
 
 /** Monday 10:00 UTC: inside the 09:00-17:00 working hours. */
 const MONDAY_10 = "2025-03-03T10:00:00Z"
@@ -257,21 +248,21 @@ for (const era of ERAS) {
       withScheduler(era, (client) =>
         Effect.gen(function*() {
           yield* call(client, "flotta_spawn", { name: "helper" }).pipe(Effect.map(structured))
-          const progress: Array<{ progress: number; total?: number | undefined; message?: string | undefined }> = []
+          const { all, onprogress, received } = yield* progressLog
           const waiting = yield* forkArmed(
             call(client, "flotta_run_routine", { name: "stuck", timeoutSeconds: 4 }, {
-              onprogress: (p) => progress.push(p),
+              onprogress,
               resetTimeoutOnProgress: true
             }),
             "4 seconds"
           )
           yield* TestClock.adjust("3 seconds")
-          yield* until(Effect.sync(() => progress.length), (n) => n >= 1, "a progress notification")
+          yield* received(1)
           yield* TestClock.adjust("1 second")
           const pending = structured<FireResult>(yield* Fiber.join(waiting))
           assert.deepInclude(pending, { done: false, routine: "stuck", waitedMs: 4000 })
           assert.isUndefined(pending.outcome)
-          assert.deepStrictEqual(progress.map((p) => [p.progress, p.total, p.message]), [
+          assert.deepStrictEqual((yield* all).map((p) => [p.progress, p.total, p.message]), [
             [3, 4, "routine stuck: running, waited 3 s"]
           ])
           const status = structured<Status>(yield* call(client, "flotta_schedule_status"))

@@ -13,15 +13,16 @@ import type { Era } from "./support.js"
 import {
   armed,
   call,
+  callAcross,
   connect,
   ERAS,
   fleet,
   forkArmed,
   handler,
+  progressLog,
   recordingTracer,
   structured,
-  text,
-  until
+  text
 } from "./support.js"
 
 interface WaitResult {
@@ -76,6 +77,10 @@ const EXPECTED_TOOLS = [
 const session = (era: Era) => Effect.flatMap(handler(), (h) => connect(h.fetch, era))
 
 const spawn = (client: Client, name: string) => call(client, "flotta_spawn", { name }).pipe(Effect.map(structured))
+
+/** A session with these agents spawned through `flotta_spawn`, in order: how most tests start. */
+const sessionWith = (era: Era, ...names: ReadonlyArray<string>) =>
+  Effect.tap(session(era), (client) => Effect.forEach(names, (name) => spawn(client, name), { discard: true }))
 
 const errorOf = (result: CallToolResult) => {
   assert.isTrue(result.isError, "expected an isError result")
@@ -175,48 +180,49 @@ for (const era of ERAS) {
 
     it.scoped("ask returns the reply within the bound, or the turn id and status to wait again", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "asker")
+        const client = yield* sessionWith(era, "asker")
         const quick = structured<WaitResult>(yield* call(client, "flotta_ask", { name: "asker", text: "hello" }))
         assert.deepInclude(quick, { done: true, kind: "turn", turnId: "t1" })
         assert.strictEqual(quick.result?.text, "echo: hello")
 
         // The bound (0.2 s) ends the wait before the turn (1.2 s): done: false, with what to call next.
-        const asking = yield* forkArmed(
-          call(client, "flotta_ask", { name: "asker", text: "slow 1200 late", timeoutSeconds: 0.2 }),
-          "200 millis"
+        const slow = structured<WaitResult>(
+          yield* callAcross(
+            client,
+            "flotta_ask",
+            { name: "asker", text: "slow 1200 late", timeoutSeconds: 0.2 },
+            "200 millis"
+          )
         )
-        yield* TestClock.adjust("200 millis")
-        const slow = structured<WaitResult>(yield* Fiber.join(asking))
         assert.deepInclude(slow, { done: false, turnId: "t2", waitedMs: 200 })
         assert.strictEqual(slow.status?.current, "t2")
         assert.strictEqual(
           slow.message,
           "agent asker: turn t2 running for 0 s; call flotta_wait again with this turnId"
         )
-        const waiting = yield* forkArmed(
-          call(client, "flotta_wait", { name: "asker", turnId: "t2", timeoutSeconds: 10 }),
-          "10 seconds"
+        const later = structured<WaitResult>(
+          yield* callAcross(
+            client,
+            "flotta_wait",
+            { name: "asker", turnId: "t2", timeoutSeconds: 10 },
+            "10 seconds",
+            "1 second"
+          )
         )
-        yield* TestClock.adjust("1 second")
-        const later = structured<WaitResult>(yield* Fiber.join(waiting))
         assert.deepInclude(later, { done: true, turnId: "t2", waitedMs: 1000 })
         assert.strictEqual(later.result?.text, "slow done late")
       }).pipe(Effect.provide(fleet())))
 
     it.scoped("a wait sends progress with a meaningful message every few seconds", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "patient")
+        const client = yield* sessionWith(era, "patient")
         yield* call(client, "flotta_prompt", { name: "patient", text: "slow 7400 at last" })
         yield* call(client, "flotta_prompt", { name: "patient", text: "hello" })
-        const progress: Array<{ progress: number; total?: number | undefined; message?: string | undefined }> = []
-        const received = (n: number) =>
-          until(Effect.sync(() => progress.length), (length) => length >= n, `progress notification ${n}`)
+        const { all, onprogress, received } = yield* progressLog
         // Joined below; running on the server once its 45 s bound is armed.
         const waiting = yield* forkArmed(
           call(client, "flotta_wait", { name: "patient", turnId: "t1" }, {
-            onprogress: (p) => progress.push(p),
+            onprogress,
             resetTimeoutOnProgress: true
           }),
           "45 seconds"
@@ -231,7 +237,7 @@ for (const era of ERAS) {
         assert.deepInclude(waited, { done: true, waitedMs: 7400 })
         assert.strictEqual(waited.result?.text, "slow done at last")
         // One every 3 s of the wait, none at its end: the time waited, the bound, and the state in words.
-        assert.deepStrictEqual(progress.map((p) => [p.progress, p.total, p.message]), [
+        assert.deepStrictEqual((yield* all).map((p) => [p.progress, p.total, p.message]), [
           [3, 45, "agent patient: turn t1 running for 3 s (1 queued)"],
           [6, 45, "agent patient: turn t1 running for 6 s (1 queued)"]
         ])
@@ -240,8 +246,7 @@ for (const era of ERAS) {
     it.scoped("a cancelled wait reaches the tool and never cancels the turn", () => {
       const { endedSpan, tracer } = recordingTracer()
       return Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "steady")
+        const client = yield* sessionWith(era, "steady")
         yield* call(client, "flotta_prompt", { name: "steady", text: "slow 1500 anyway" })
         const abort = new AbortController()
         // Running on the server once its 45 s bound is armed.
@@ -271,8 +276,7 @@ for (const era of ERAS) {
 
     it.scoped("typed failures are isError results that name the error and what to do", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "alpha")
+        const client = yield* sessionWith(era, "alpha")
 
         const missing = yield* call(client, "flotta_info", { name: "nope" })
         assert.deepStrictEqual(errorOf(missing), {
@@ -376,9 +380,7 @@ for (const era of ERAS) {
 
     it.scoped("broadcast asks every live agent and reports each outcome", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "one")
-        yield* spawn(client, "two")
+        const client = yield* sessionWith(era, "one", "two")
         yield* call(client, "flotta_prompt", { name: "two", text: "work" })
         // Both agents' waits arm the 0.4 s bound.
         const broadcasting = yield* forkArmed(
@@ -465,9 +467,7 @@ for (const era of ERAS) {
 
     it.scoped("reports page by cursor, filtered by agent and kinds", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "first")
-        yield* spawn(client, "second")
+        const client = yield* sessionWith(era, "first", "second")
         yield* call(client, "flotta_ask", { name: "first", text: "hello" })
         type Page = { entries: Array<{ seq: number; agent: string; kind: string }>; next: number }
         const page = structured<Page>(yield* call(client, "flotta_reports", { limit: 2 }))
@@ -485,8 +485,7 @@ for (const era of ERAS) {
 
     it.scoped("transcripts and the report log are readable as resources", () =>
       Effect.gen(function*() {
-        const client = yield* session(era)
-        yield* spawn(client, "reader")
+        const client = yield* sessionWith(era, "reader")
         yield* call(client, "flotta_ask", { name: "reader", text: "hello" })
         const { resources } = yield* Effect.promise(() => client.listResources())
         const uris = resources.map((r) => r.uri)

@@ -6,7 +6,7 @@
 import * as Testing from "@flotta/core/Testing"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Chunk, Clock, Duration, Effect, TestClock, Tracer } from "effect"
+import { Chunk, Clock, Duration, Effect, Fiber, Queue, TestClock, Tracer } from "effect"
 import type { Exit } from "effect"
 import * as McpConfig from "../src/McpConfig.js"
 import * as McpHandler from "../src/McpHandler.js"
@@ -95,31 +95,51 @@ export const structured = <A = Record<string, unknown>>(result: CallToolResult):
 export const text = (result: CallToolResult) =>
   result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n")
 
-/** Lets the event loop run (sockets, promises, other fibers) without touching any Effect clock. */
-const nextTurn = Effect.async<void>((resume) => {
-  const handle = setTimeout(() => resume(Effect.void), 1)
-  return Effect.sync(() => clearTimeout(handle))
-})
-
 /**
- * Reads until `predicate` holds: waiting for a condition, not for time. Between reads the event loop runs; the
- * real-time limit is only a failure bound (the test fails, naming what it waited for).
+ * Reads until `predicate` holds: waiting for a condition, never for time. Between reads the fiber yields, so
+ * the server's fibers and the client's promises (an in-process fetch: no socket) run; the TestClock stands
+ * still. A condition that never holds fails the test after `limit` reads, naming what it waited for.
  */
 export const until = <A, E, R>(
   read: Effect.Effect<A, E, R>,
   predicate: (value: A) => boolean,
   what: string,
-  limitMs = 20_000
+  limit = 100_000
 ): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
-    const deadline = performance.now() + limitMs
-    while (true) {
+    for (let i = 0; i < limit; i++) {
       const value = yield* read
       if (predicate(value)) return value
-      if (performance.now() > deadline) return yield* Effect.dieMessage(`gave up waiting for ${what}`)
-      yield* nextTurn
+      yield* Effect.yieldNow()
     }
+    return yield* Effect.dieMessage(`gave up waiting for ${what}`)
   })
+
+/**
+ * A client's progress notifications as they arrive: pass `onprogress` to a call; `received(n)` waits for the
+ * n-th one (taken from a queue, not polled) and `all` gives every one so far.
+ */
+export const progressLog = Effect.gen(function*() {
+  const queue = yield* Queue.unbounded<Progress>()
+  const seen: Array<Progress> = []
+  const received = (n: number) =>
+    Effect.gen(function*() {
+      while (seen.length < n) seen.push(yield* Queue.take(queue))
+      return seen
+    })
+  /** Every notification so far. */
+  const all = Effect.map(Queue.takeAll(queue), (rest) => {
+    seen.push(...rest)
+    return seen
+  })
+  return { onprogress: (p: Progress) => Queue.unsafeOffer(queue, p), received, all } as const
+})
+
+export interface Progress {
+  readonly progress: number
+  readonly total?: number | undefined
+  readonly message?: string | undefined
+}
 
 /** How many timers are due at `at` on the TestClock (interrupted sleeps stay listed until the clock passes them). */
 const timersDue = (at: number) => Effect.map(TestClock.sleeps(), Chunk.reduce(0, (n, due) => (due === at ? n + 1 : n)))
@@ -151,6 +171,23 @@ export const forkArmed = <A, E, R>(effect: Effect.Effect<A, E, R>, offset: Durat
       `${count} timer(s) armed, due in ${Duration.format(offset)}`
     )
     return fiber
+  })
+
+/**
+ * A tool call that waits on the TestClock: once the server has armed its timer `armedIn` ahead, the clock moves
+ * by `advance` (default: to that timer) and the call's result is returned.
+ */
+export const callAcross = (
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  armedIn: Duration.DurationInput,
+  advance: Duration.DurationInput = armedIn
+) =>
+  Effect.gen(function*() {
+    const fiber = yield* forkArmed(call(client, name, args), armedIn)
+    yield* TestClock.adjust(advance)
+    return yield* Fiber.join(fiber)
   })
 
 /** A tracer that records each span's name and how it ended, for checking that a cancel reached a tool. */

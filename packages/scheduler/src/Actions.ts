@@ -4,20 +4,21 @@
  * it goes through the fleet's public operations (`FleetOps`), so a fire is what a caller could do by hand.
  */
 import type { TurnResult } from "@flotta/core/Agent"
+import { decodeAt, exact } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import * as Permission from "@flotta/core/Permission"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import type { Spec } from "@flotta/core/Spec"
-import { Cause, Duration, Effect, Either, Exit, Schema } from "effect"
+import { Cause, Duration, Effect, Either, Exit, JSONSchema, Schema, Struct } from "effect"
 import { InvalidScanOutput, RoutineRefused } from "./Errors.js"
 import { runName } from "./internal/ids.js"
 import type { Recorder } from "./internal/record.js"
 import type { Failure, RoutineState, Target } from "./internal/state.js"
 import type { DispatchRoutine, ScanParams } from "./Routine.js"
-import { decodeAt } from "./Routine.js"
+import { Priority } from "./SchedulerViews.js"
+import type { DispatchOutcome, ErrorView, FireOutcome, FireTrigger, Task } from "./SchedulerViews.js"
 import { normalizeTitle, ReportKinds, schedulerEntries, tasksOf } from "./Steering.js"
-import type { DispatchOutcome, ErrorView, FireOutcome, FireTrigger, Task } from "./Steering.js"
 
 /** The fleet operations a scheduler drives: the `Flotta` facade's, or a test double's. */
 export interface FleetOps {
@@ -33,35 +34,24 @@ export interface FleetOps {
 
 // ---------------------------------------------------------------------------------------------- scans
 
-/** What a scan must return, as the JSON Schema handed to the CLI. */
-export const TASKS_JSON_SCHEMA: Record<string, unknown> = {
-  type: "object",
-  properties: {
-    tasks: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          title: { type: "string", description: "One line naming the task" },
-          detail: { type: "string", description: "What to do and where, enough to start without rescanning" },
-          priority: { type: "string", enum: ["low", "medium", "high"] }
-        },
-        required: ["title", "detail"],
-        additionalProperties: false
-      }
-    }
-  },
-  required: ["tasks"],
-  additionalProperties: false
-}
-
+/** What a scan must return. */
 const TaskList = Schema.Struct({
   tasks: Schema.Array(Schema.Struct({
-    title: Schema.String.pipe(Schema.filter((t) => normalizeTitle(t).length > 0 || "a title with some words in it")),
-    detail: Schema.String,
-    priority: Schema.optional(Schema.Literal("low", "medium", "high"))
+    title: Schema.String.pipe(
+      Schema.filter((t) => normalizeTitle(t).length > 0 || "a title with some words in it", { jsonSchema: {} })
+    ).annotations({ description: "One line naming the task" }),
+    detail: Schema.String.annotations({
+      description: "What to do and where, enough to start without rescanning"
+    }),
+    priority: exact(Priority)
   }))
 })
+
+/** What a scan must return, as the JSON Schema handed to the CLI. */
+export const TASKS_JSON_SCHEMA: Record<string, unknown> = (() => {
+  const { $schema: _, ...schema } = JSONSchema.make(TaskList)
+  return schema
+})()
 
 const scanInstructions = (focus: string | undefined) =>
   [
@@ -88,7 +78,11 @@ export const dispatchPrompt = (templatePrompt: string | undefined, task: Task) =
     task.detail
   ].join("\n").trimEnd()
 
-const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+/** Where and how a fire's run runs, as run options: the fields the routine (or `scanNow`) sets. */
+const placement = (params: ScanParams) => ({
+  ...Struct.pick(params, "cwd", "model", "env", "maxTurns"),
+  ...(params.timeoutMs === undefined ? {} : { timeout: Duration.millis(params.timeoutMs) })
+})
 
 /** `scanNow`'s options, checked before anything runs. */
 export const ScanOptionsSchema = Schema.Struct({
@@ -199,11 +193,7 @@ export const make = (deps: {
             appendSystemPrompt: scanInstructions(params.focus),
             permission: "read_only",
             jsonSchema: TASKS_JSON_SCHEMA,
-            ...(params.cwd === undefined ? {} : { cwd: params.cwd }),
-            ...(params.model === undefined ? {} : { model: params.model }),
-            ...(params.env === undefined ? {} : { env: params.env }),
-            ...(params.maxTurns === undefined ? {} : { maxTurns: params.maxTurns }),
-            ...(params.timeoutMs === undefined ? {} : { timeout: Duration.millis(params.timeoutMs) }),
+            ...placement(params),
             ...bounded()
           }))
           const decoded = decodeAt(TaskList, result.structuredOutput ?? null, "output", "ignore")
@@ -321,15 +311,8 @@ export const make = (deps: {
             tally.runs.push(name)
             const result = yield* spend(fleet.run({
               name,
-              ...(routine.template === undefined ? {} : { template: routine.template }),
-              ...(routine.prompt === undefined ? {} : { prompt: routine.prompt }),
-              ...(routine.cwd === undefined ? {} : { cwd: routine.cwd }),
-              ...(routine.model === undefined ? {} : { model: routine.model }),
-              ...(routine.env === undefined ? {} : { env: routine.env }),
-              ...(routine.permission === undefined ? {} : { permission: routine.permission }),
-              ...(routine.worktree === undefined ? {} : { worktree: routine.worktree }),
-              ...(routine.maxTurns === undefined ? {} : { maxTurns: routine.maxTurns }),
-              ...(routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }),
+              ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
+              ...placement(routine),
               ...bounded()
             }))
             tally.result = { ...tally.result, text: result.text }

@@ -5,6 +5,7 @@
  * `scanNow`) take the same path and wait for the outcome. The day's spend survives a restart: it is read back
  * from the report log at boot.
  */
+import { decodeAt } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import { Clock, Deferred, Effect, Either, Exit, FiberSet, Queue, Ref } from "effect"
@@ -17,7 +18,6 @@ import { hex } from "./internal/ids.js"
 import type { Failure, RoutineState, Running, Shared, State, Steer, Target } from "./internal/state.js"
 import { withRoutine } from "./internal/state.js"
 import type { Routine } from "./Routine.js"
-import { decodeAt } from "./Routine.js"
 import { ReportKinds, schedulerEntries } from "./Steering.js"
 import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions } from "./Steering.js"
 import type { TimeZone } from "./WorkingHours.js"

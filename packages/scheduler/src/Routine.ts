@@ -6,11 +6,12 @@
  * worktree when it fires) or from an inline write permission that comes with `worktree: true`. Scans are
  * always read-only.
  */
+import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
 import { NAME_PATTERN } from "@flotta/core/Registry"
 import type { Rejected } from "@flotta/core/Spec"
 import { ShapeAnnotationId } from "@flotta/core/Spec"
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Predicate, Schema } from "effect"
 import type { Cadence, RoutineAction } from "./Steering.js"
 import { parseClock } from "./WorkingHours.js"
 
@@ -139,35 +140,10 @@ const decodeAction = (
   }
 }
 
-export const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-const formatPath = (base: string, path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), base)
-
-/** Decodes with every issue reported at its path under `base` (one line per path). */
-export const decodeAt = <A, I>(
-  schema: Schema.Schema<A, I>,
-  input: unknown,
-  base: string,
-  onExcessProperty: "error" | "ignore" = "error"
-): Either.Either<A, ReadonlyArray<{ readonly path: string; readonly message: string }>> => {
-  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty })(input)
-  if (Either.isRight(decoded)) return Either.right(decoded.right)
-  const byPath = new Map<string, Array<string>>()
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
-    const at = formatPath(base, issue.path)
-    const messages = byPath.get(at) ?? []
-    if (!messages.includes(issue.message)) messages.push(issue.message)
-    byPath.set(at, messages)
-  }
-  return Either.left([...byPath].map(([path, messages]) => ({ path, message: messages.join(", or ") })))
-}
-
 const EVERY_HINT = "expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }"
 
 const decodeEvery = (every: unknown, at: string): Either.Either<Cadence, { path: string; message: string }> => {
-  if (!isRecord(every)) return Either.left({ path: at, message: EVERY_HINT })
+  if (!Predicate.isRecord(every)) return Either.left({ path: at, message: EVERY_HINT })
   const keys = Object.keys(every)
   if (keys.length !== 1) return Either.left({ path: at, message: `${EVERY_HINT}: give exactly one of them` })
   if ("intervalMs" in every) {
@@ -187,10 +163,10 @@ const decodeEvery = (every: unknown, at: string): Either.Either<Cadence, { path:
 
 /** Checks one routine; `entry` is where it sits in the config (e.g. `routines[2]`). */
 export const validate = (input: unknown, entry = "routine"): Either.Either<Routine, ReadonlyArray<Rejected>> => {
-  const name = isRecord(input) && typeof input["name"] === "string" ? input["name"] : null
+  const name = Predicate.isRecord(input) && typeof input["name"] === "string" ? input["name"] : null
   const reject = (issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
     Either.left(issues.map((issue) => ({ entry, name, ...issue })))
-  if (!isRecord(input)) return reject([{ path: entry, message: "expected an object describing a routine" }])
+  if (!Predicate.isRecord(input)) return reject([{ path: entry, message: "expected an object describing a routine" }])
   const action = input["action"]
   if (typeof action !== "string" || !ACTIONS.includes(action as RoutineAction)) {
     return reject([{ path: `${entry}.action`, message: `expected one of ${ACTIONS.map((a) => `"${a}"`).join(", ")}` }])

@@ -162,7 +162,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     )
 
     return {
-      status,
+      status: Effect.withSpan(status, "Scheduler.status"),
       ...overrides,
       ...manual,
       findings: Effect.fn("Scheduler.findings")(function*(query: FindingsQuery = {}) {

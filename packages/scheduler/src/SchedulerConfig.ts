@@ -11,14 +11,16 @@
  * timer runs). A bad `schedule` section is `InvalidSpec` (its path and every problem); a bad routine is
  * skipped, reported with the path of its bad field. A window is `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`.
  */
+import { decodeAt, exact } from "@flotta/core/Decode"
+import type { FieldIssue } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import type { Rejected } from "@flotta/core/Spec"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option, ParseResult, Predicate, Schema } from "effect"
 import type { Routine } from "./Routine.js"
-import { isRecord, readRoutines } from "./Routine.js"
-import type { Mode, Weekday } from "./Steering.js"
-import type { Hours, TimeZone, Window } from "./WorkingHours.js"
-import { parseWindow, resolveZone } from "./WorkingHours.js"
+import { readRoutines } from "./Routine.js"
+import { Mode, Weekday } from "./SchedulerViews.js"
+import type { Hours, TimeZone } from "./WorkingHours.js"
+import { formatWindow, parseWindow, resolveZone } from "./WorkingHours.js"
 
 export const DEFAULT_TICK_MS = 60_000
 
@@ -37,144 +39,134 @@ export interface SchedulerConfig {
   readonly rejected: ReadonlyArray<Rejected>
 }
 
-type Issue = { readonly path: string; readonly message: string }
-
-const DAYS: ReadonlyArray<Weekday> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+const DAYS = Weekday.literals
 const ZONE_HINT = "\"utc\", { \"offsetSeconds\": -25200 }, or an IANA name such as \"America/Los_Angeles\""
+const WINDOW_HINT = "expected [\"HH:MM\", \"HH:MM\"] or \"HH:MM-HH:MM\""
 
-const Clock = Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/))
-/** `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`; an end of `24:00` is midnight. */
-const WindowSchema = Schema.Union(
-  Schema.Tuple(Clock, Clock),
-  Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}-\d{2}:\d{2}$/))
+/** A message that replaces Effect's own for the schema it annotates. */
+const says = (message: string) => ({ message: () => ({ message, override: true }) })
+
+const TimeZoneSchema: Schema.Schema<TimeZone> = Schema.Union(
+  Schema.TaggedStruct("Utc", {}),
+  Schema.TaggedStruct("Offset", { seconds: Schema.Number }),
+  Schema.TaggedStruct("Zone", { name: Schema.String })
 )
-const Windows = Schema.Array(WindowSchema)
+
+const OffsetSeconds = Schema.Struct({
+  offsetSeconds: Schema.Number.pipe(Schema.int(), Schema.between(-50400, 50400))
+    .annotations(says("whole seconds east of UTC, from -50400 to 50400"))
+})
+
+/** `"utc"`, `{ "offsetSeconds": n }` or an IANA name, resolved to a zone. */
+const Zone = Schema.transformOrFail(
+  Schema.Union(Schema.Literal("utc"), OffsetSeconds, Schema.String).annotations({
+    message: () => ({ message: `expected ${ZONE_HINT}`, override: false })
+  }),
+  TimeZoneSchema,
+  {
+    strict: true,
+    decode: (input, _, ast) => {
+      if (typeof input !== "string") {
+        return ParseResult.succeed({ _tag: "Offset" as const, seconds: input.offsetSeconds })
+      }
+      if (input.toLowerCase() === "utc") return ParseResult.succeed({ _tag: "Utc" as const })
+      const name = resolveZone(input)
+      if (name === undefined) {
+        return ParseResult.fail(new ParseResult.Type(ast, input, `unknown time zone "${input}": use ${ZONE_HINT}`))
+      }
+      return ParseResult.succeed(name === "UTC" ? { _tag: "Utc" as const } : { _tag: "Zone" as const, name })
+    },
+    encode: (zone) =>
+      ParseResult.succeed(
+        zone._tag === "Utc" ? "utc" : zone._tag === "Offset" ? { offsetSeconds: zone.seconds } : zone.name
+      )
+  }
+)
+
+const ClockText = Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/))
+/** `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`; an end of `24:00` is midnight. */
+const WindowText = Schema.Union(
+  Schema.Tuple(ClockText, ClockText),
+  Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}-\d{2}:\d{2}$/))
+).annotations(says(WINDOW_HINT))
+
+const WindowSchema = Schema.transformOrFail(WindowText, Schema.Struct({ start: Schema.Number, end: Schema.Number }), {
+  strict: true,
+  decode: (input, _, ast) => {
+    const window = parseWindow(input)
+    return typeof window === "string"
+      ? ParseResult.fail(new ParseResult.Type(ast, input, window))
+      : ParseResult.succeed(window)
+  },
+  encode: (window) => {
+    const { end, start } = formatWindow(window)
+    return ParseResult.succeed([start, end] as const)
+  }
+})
+
+const Windows = Schema.Array(WindowSchema).annotations({
+  message: () => ({ message: "expected a list of windows: [[\"09:00\", \"17:00\"]]", override: false })
+})
+const day = exact(Windows)
+
+const HoursSchema = Schema.Struct({ mon: day, tue: day, wed: day, thu: day, fri: day, sat: day, sun: day })
+  .annotations({
+    message: () => ({
+      message: "expected an object of weekdays: { \"mon\": [[\"09:00\", \"17:00\"]] }",
+      override: false
+    })
+  })
 
 /**
- * The `schedule` section as written: what `readSchedule` accepts (it checks each field with messages of its own,
- * and takes its field names from here). The descriptions are the config reference's prose.
+ * The `schedule` section: decoded to `ScheduleSettings`, with a message per bad field that names it and what it
+ * takes. The descriptions are the config reference's prose (which documents each field as written).
  */
 export const ScheduleSection = Schema.Struct({
-  timezone: Schema.propertySignature(Schema.Union(
-    Schema.Literal("utc"),
-    Schema.Struct({ offsetSeconds: Schema.Number.pipe(Schema.int(), Schema.between(-50400, 50400)) }),
-    Schema.String
-  )).annotations({
+  timezone: Schema.propertySignature(Zone).annotations({
     description: "`\"utc\"`, a fixed offset in seconds east of UTC, or an IANA name such as " +
-      "`\"America/Los_Angeles\"` (on the days the clocks change, a window is neither lost nor doubled)."
+      "`\"America/Los_Angeles\"` (on the days the clocks change, a window is neither lost nor doubled).",
+    missingMessage: () => `required: ${ZONE_HINT}`
   }),
-  hours: Schema.propertySignature(Schema.partial(Schema.Struct({
-    mon: Windows,
-    tue: Windows,
-    wed: Windows,
-    thu: Windows,
-    fri: Windows,
-    sat: Windows,
-    sun: Windows
-  }))).annotations({
+  hours: Schema.propertySignature(HoursSchema).annotations({
     description: "Working windows per weekday (`mon` to `sun`) in local wall-clock time: " +
-      "`{ \"mon\": [[\"08:47\", \"17:00\"]] }`, or `\"08:47-17:00\"`. A day not named has no working time."
+      "`{ \"mon\": [[\"08:47\", \"17:00\"]] }`, or `\"08:47-17:00\"`. A day not named has no working time.",
+    missingMessage: () => "required: working windows per weekday, e.g. { \"mon\": [[\"09:00\", \"17:00\"]] }"
   }),
-  tickMs: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000)), {
-    default: () => DEFAULT_TICK_MS
-  }).annotations({
+  tickMs: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000))
+      .annotations(says("a whole number of milliseconds, at least 1000")),
+    { exact: true, default: () => DEFAULT_TICK_MS }
+  ).annotations({
     description: "The heartbeat's longest sleep, in milliseconds; it also wakes at every change of the schedule."
   }),
-  start: Schema.optionalWith(Schema.Literal("working", "paused"), { default: () => "working" as const }).annotations({
+  start: Schema.optionalWith(
+    Mode.annotations(says("expected \"working\" (follow the schedule) or \"paused\"")),
+    { exact: true, default: () => "working" as const }
+  ).annotations({
     description: "`working` follows the schedule from the start; `paused` fires nothing until resumed."
   })
 })
 
-const SCHEDULE_FIELDS: ReadonlyArray<string> = Object.keys(ScheduleSection.fields)
-
-const readZone = (input: unknown, at: string): TimeZone | Issue => {
-  if (typeof input === "string") {
-    if (input.toLowerCase() === "utc") return { _tag: "Utc" }
-    const name = resolveZone(input)
-    return name === undefined
-      ? { path: at, message: `unknown time zone "${input}": use ${ZONE_HINT}` }
-      : name === "UTC"
-      ? { _tag: "Utc" }
-      : { _tag: "Zone", name }
-  }
-  if (isRecord(input) && Object.keys(input).length === 1 && "offsetSeconds" in input) {
-    const seconds = input["offsetSeconds"]
-    return typeof seconds === "number" && Number.isInteger(seconds) && Math.abs(seconds) <= 14 * 3600
-      ? { _tag: "Offset", seconds }
-      : { path: `${at}.offsetSeconds`, message: "whole seconds east of UTC, from -50400 to 50400" }
-  }
-  return { path: at, message: `expected ${ZONE_HINT}` }
-}
-
-const readHours = (input: unknown, at: string): Hours | ReadonlyArray<Issue> => {
-  if (!isRecord(input)) {
-    return [{ path: at, message: "expected an object of weekdays: { \"mon\": [[\"09:00\", \"17:00\"]] }" }]
-  }
-  const issues: Array<Issue> = []
-  const hours: Partial<Record<Weekday, ReadonlyArray<Window>>> = {}
-  for (const [key, value] of Object.entries(input)) {
-    if (!DAYS.includes(key as Weekday)) {
-      issues.push({ path: `${at}.${key}`, message: `unknown day: use ${DAYS.join(", ")}` })
-      continue
-    }
-    if (!Array.isArray(value)) {
-      issues.push({ path: `${at}.${key}`, message: "expected a list of windows: [[\"09:00\", \"17:00\"]]" })
-      continue
-    }
-    const windows: Array<Window> = []
-    value.forEach((item, i) => {
-      const window = parseWindow(item)
-      if (typeof window === "string") issues.push({ path: `${at}.${key}[${i}]`, message: window })
-      else windows.push(window)
-    })
-    hours[key as Weekday] = windows
-  }
-  return issues.length > 0 ? issues : hours
-}
+/** Effect's "is unexpected" said the config's way, by where the unknown key sits. */
+const unknownKey = (issue: FieldIssue, at: string): FieldIssue =>
+  !issue.message.startsWith("is unexpected")
+    ? issue
+    : issue.path.startsWith(`${at}.hours.`)
+    ? { path: issue.path, message: `unknown day: use ${DAYS.join(", ")}` }
+    : { path: issue.path, message: "unknown field: the schedule has timezone, hours, tickMs and start" }
 
 /** Validates the `schedule` section, reporting every bad field. */
 export const readSchedule = (
   input: unknown,
   at = "schedule"
-): Either.Either<ScheduleSettings, ReadonlyArray<Issue>> => {
-  if (!isRecord(input)) return Either.left([{ path: at, message: "expected an object with timezone and hours" }])
-  const issues: Array<Issue> = []
-  for (const key of Object.keys(input)) {
-    if (!SCHEDULE_FIELDS.includes(key)) {
-      issues.push({
-        path: `${at}.${key}`,
-        message: "unknown field: the schedule has timezone, hours, tickMs and start"
-      })
-    }
+): Either.Either<ScheduleSettings, ReadonlyArray<FieldIssue>> => {
+  if (!Predicate.isRecord(input)) {
+    return Either.left([{ path: at, message: "expected an object with timezone and hours" }])
   }
-  let zone: TimeZone | undefined
-  if (input["timezone"] === undefined) issues.push({ path: `${at}.timezone`, message: `required: ${ZONE_HINT}` })
-  else {
-    const read = readZone(input["timezone"], `${at}.timezone`)
-    if ("path" in read) issues.push(read)
-    else zone = read
-  }
-  let hours: Hours | undefined
-  if (input["hours"] === undefined) {
-    issues.push({
-      path: `${at}.hours`,
-      message: "required: working windows per weekday, e.g. { \"mon\": [[\"09:00\", \"17:00\"]] }"
-    })
-  } else {
-    const read = readHours(input["hours"], `${at}.hours`)
-    if (Array.isArray(read)) issues.push(...read)
-    else hours = read as Hours
-  }
-  const tickMs = input["tickMs"] ?? DEFAULT_TICK_MS
-  if (typeof tickMs !== "number" || !Number.isInteger(tickMs) || tickMs < 1000) {
-    issues.push({ path: `${at}.tickMs`, message: "a whole number of milliseconds, at least 1000" })
-  }
-  const start = input["start"] ?? "working"
-  if (start !== "working" && start !== "paused") {
-    issues.push({ path: `${at}.start`, message: "expected \"working\" (follow the schedule) or \"paused\"" })
-  }
-  if (issues.length > 0 || zone === undefined || hours === undefined) return Either.left(issues)
-  return Either.right({ zone, hours, tickMs: tickMs as number, start: start as Mode })
+  return decodeAt(ScheduleSection, input, at).pipe(
+    Either.mapLeft((issues) => issues.map((issue) => unknownKey(issue, at))),
+    Either.map(({ hours, start, tickMs, timezone }) => ({ zone: timezone, hours, tickMs, start }))
+  )
 }
 
 /**
@@ -182,7 +174,7 @@ export const readSchedule = (
  * when the section is bad; bad routines are in `rejected`.
  */
 export const read = (config: unknown): Either.Either<Option.Option<SchedulerConfig>, InvalidSpec> => {
-  if (!isRecord(config) || config["schedule"] === undefined || config["schedule"] === null) {
+  if (!Predicate.isRecord(config) || config["schedule"] === undefined || config["schedule"] === null) {
     return Either.right(Option.none())
   }
   const schedule = readSchedule(config["schedule"])

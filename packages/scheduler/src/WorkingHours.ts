@@ -165,7 +165,7 @@ export const formatLocal = (zone: TimeZone, instant: number): string => {
   return `${local}${formatOffset(offset)}`
 }
 
-export const iso = (instant: number): string => new Date(instant).toISOString()
+export const iso = (instant: number): string => DateTime.formatIso(DateTime.unsafeMake(instant))
 
 // ------------------------------------------------------------------------------------------ windows
 

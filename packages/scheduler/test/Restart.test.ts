@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { StoreError } from "@flotta/core/Errors"
+import * as SqliteStore from "@flotta/core/SqliteStore"
 import { Store } from "@flotta/core/Store"
 import * as Testing from "@flotta/core/Testing"
 import { Context, Duration, Effect, Either, Layer, Logger, Option, TestClock } from "effect"
@@ -323,7 +324,7 @@ describe("a restart of the host", () => {
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
       const file = path.join(dir, "state.db")
       const disk = Testing.disk()
-      const fleet = host(Store.sqlite(file), disk, ROUTINES.slice(1, 2))
+      const fleet = host(SqliteStore.layer(file), disk, ROUTINES.slice(1, 2))
       yield* setTime("2025-03-03T09:00:00Z")
       const override = yield* Effect.gen(function*() {
         const scheduler = yield* Scheduler

@@ -168,31 +168,41 @@ describe("windows", () => {
     assert.strictEqual(Calendar.nextEdge(cal, at("2025-03-03T00:00:00Z")), at("2025-03-03T15:47:00Z"))
   })
 
-  it("a week in Los Angeles across the spring change keeps wall-clock hours", () => {
-    const cal = calendar(LA, { ...weekdays(w("08:47", "17:00")), sun: [w("01:00", "04:00")] })
-    const edges = weekEdges(cal, at("2025-03-07T08:00:00Z"), at("2025-03-11T12:00:00Z"))
-    assert.deepStrictEqual(edges, [
-      "open 2025-03-07T08:47:00-08:00",
-      "close 2025-03-07T17:00:00-08:00",
-      "open 2025-03-09T01:00:00-08:00",
-      "close 2025-03-09T04:00:00-07:00",
-      "open 2025-03-10T08:47:00-07:00",
-      "close 2025-03-10T17:00:00-07:00"
-    ])
-    assert.strictEqual(Calendar.nextEdge(cal, at("2025-03-09T12:00:00Z")), at("2025-03-10T15:47:00Z"))
+  const laWeek = calendar(LA, { ...weekdays(w("08:47", "17:00")), sun: [w("01:00", "04:00")] })
+
+  it.each([
+    {
+      change: "spring",
+      from: "2025-03-07T08:00:00Z",
+      to: "2025-03-11T12:00:00Z",
+      expected: [
+        "open 2025-03-07T08:47:00-08:00",
+        "close 2025-03-07T17:00:00-08:00",
+        "open 2025-03-09T01:00:00-08:00",
+        "close 2025-03-09T04:00:00-07:00",
+        "open 2025-03-10T08:47:00-07:00",
+        "close 2025-03-10T17:00:00-07:00"
+      ]
+    },
+    {
+      change: "fall",
+      from: "2025-10-31T00:00:00Z",
+      to: "2025-11-04T12:00:00Z",
+      expected: [
+        "open 2025-10-31T08:47:00-07:00",
+        "close 2025-10-31T17:00:00-07:00",
+        "open 2025-11-02T01:00:00-07:00",
+        "close 2025-11-02T04:00:00-08:00",
+        "open 2025-11-03T08:47:00-08:00",
+        "close 2025-11-03T17:00:00-08:00"
+      ]
+    }
+  ])("a week in Los Angeles across the $change change keeps wall-clock hours", ({ expected, from, to }) => {
+    assert.deepStrictEqual(weekEdges(laWeek, at(from), at(to)), expected)
   })
 
-  it("a week in Los Angeles across the fall change keeps wall-clock hours", () => {
-    const cal = calendar(LA, { ...weekdays(w("08:47", "17:00")), sun: [w("01:00", "04:00")] })
-    const edges = weekEdges(cal, at("2025-10-31T00:00:00Z"), at("2025-11-04T12:00:00Z"))
-    assert.deepStrictEqual(edges, [
-      "open 2025-10-31T08:47:00-07:00",
-      "close 2025-10-31T17:00:00-07:00",
-      "open 2025-11-02T01:00:00-07:00",
-      "close 2025-11-02T04:00:00-08:00",
-      "open 2025-11-03T08:47:00-08:00",
-      "close 2025-11-03T17:00:00-08:00"
-    ])
+  it("the next edge after the spring change's short night is Monday's opening", () => {
+    assert.strictEqual(Calendar.nextEdge(laWeek, at("2025-03-09T12:00:00Z")), at("2025-03-10T15:47:00Z"))
   })
 })
 

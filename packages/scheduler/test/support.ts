@@ -9,11 +9,11 @@ import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import * as Spec from "@flotta/core/Spec"
 import { Store } from "@flotta/core/Store"
-import { Effect, Either, Layer, Option, TestClock } from "effect"
+import { Deferred, Effect, Either, Layer, Option, TestClock } from "effect"
 import * as Scheduler from "../src/Scheduler.js"
 import * as SchedulerConfig from "../src/SchedulerConfig.js"
 import { SCHEDULER_AGENT, schedulerEntries } from "../src/Steering.js"
-import type { Steering } from "../src/Steering.js"
+import type { FireOutcome, Steering } from "../src/Steering.js"
 
 export const LogLive = ReportLog.Default.pipe(Layer.provide(Store.memory))
 
@@ -25,6 +25,32 @@ export interface FakeFleet extends Scheduler.FleetOps {
   readonly prompts: Array<{ readonly agent: string; readonly text: string }>
   readonly templates: Map<string, Spec.Spec>
 }
+
+/** A successful run's result, as the fleet returns it. */
+export const runResult = (
+  name: string,
+  text: string,
+  options: { readonly costUsd?: number; readonly structuredOutput?: unknown } = {}
+): RunResult => ({
+  kind: "run",
+  name,
+  text,
+  costUsd: options.costUsd ?? 0.1,
+  durationMs: 1,
+  modelCalls: 1,
+  sessionId: "session",
+  permissionDenials: [],
+  ...(options.structuredOutput === undefined ? {} : { structuredOutput: options.structuredOutput })
+})
+
+/** A fleet whose scans (the runs with a JSON schema) report `tasks()`, each costing `costUsd`. */
+export const scanningFleet = (tasks: () => unknown, costUsd: number) =>
+  fakeFleet({
+    run: (options) =>
+      options.jsonSchema === undefined
+        ? undefined
+        : Effect.succeed(runResult(options.name!, "found", { costUsd, structuredOutput: { tasks: tasks() } }))
+  })
 
 /**
  * A run's answer by its prompt: `TASKS <json array>` returns those tasks as structured output, `FAIL` fails,
@@ -38,17 +64,8 @@ export const fakeFleet = (options: {
   const prompts: Array<{ agent: string; text: string }> = []
   const templates = new Map<string, Spec.Spec>()
   const costUsd = options.costUsd ?? 0.1
-  const result = (name: string, text: string, structuredOutput?: unknown): RunResult => ({
-    kind: "run",
-    name,
-    text,
-    costUsd,
-    durationMs: 1,
-    modelCalls: 1,
-    sessionId: "session",
-    permissionDenials: [],
-    ...(structuredOutput === undefined ? {} : { structuredOutput })
-  })
+  const result = (name: string, text: string, structuredOutput?: unknown) =>
+    runResult(name, text, { costUsd, structuredOutput })
   return {
     runs,
     prompts,
@@ -106,6 +123,10 @@ export const start = (config: Record<string, unknown>, fleet: FakeFleet = fakeFl
     return { steering, fleet, reports }
   })
 
+/** Sets the clock to `iso`, then builds a scheduler there (see `start`). */
+export const startAt = (iso: string, config: Record<string, unknown>, fleet?: FakeFleet) =>
+  Effect.zipRight(setTime(iso), start(config, fleet))
+
 /** The scheduler's entries, oldest first; optionally only some kinds. */
 export const entries = (...kinds: Array<string>) =>
   Effect.flatMap(ReportLog, (log) =>
@@ -134,10 +155,37 @@ export const settle = (steering: Steering) =>
 
 export const failureOf = <A, E>(effect: Effect.Effect<A, E>) => Effect.flip(effect)
 
-export const UTC_WEEK = {
-  mon: [["09:00", "17:00"]],
-  tue: [["09:00", "17:00"]],
-  wed: [["09:00", "17:00"]],
-  thu: [["09:00", "17:00"]],
-  fri: [["09:00", "17:00"]]
-}
+/** Working hours from `open` to `close` on each weekday. */
+export const weekdays = (open: string, close: string) =>
+  Object.fromEntries(["mon", "tue", "wed", "thu", "fri"].map((day) => [day, [[open, close]]]))
+
+export const UTC_WEEK = weekdays("09:00", "17:00")
+
+export const HOUR = 3_600_000
+
+/** A scan routine whose scans find nothing (the fake fleet answers its prompt with an empty task list). */
+export const quietScan = (name: string, every: Record<string, unknown>) =>
+  ({ name, action: "scan", every, prompt: "TASKS []" }) as const
+/** Weekdays 09:00-17:00 UTC; a long tick, since the heartbeat wakes at every boundary anyway. */
+export const UTC = { timezone: "utc", hours: UTC_WEEK, tickMs: 6 * HOUR }
+export const LA = "America/Los_Angeles"
+export const WEEKDAYS_0847 = weekdays("08:47", "17:00")
+
+export const localTimes = (kind: string, routine?: string) =>
+  Effect.map(
+    entries(kind),
+    (list) =>
+      list.filter((e) => routine === undefined || (e.data as { routine?: string }).routine === routine)
+        .map((e) => (e.data as { localTime: string }).localTime)
+  )
+
+export const fireResults = Effect.map(entries("fire_result"), (list) => list.map((e) => e.data as FireOutcome))
+
+/** A fleet whose `GATED` runs wait for the gate. */
+export const gatedFleet = (gate: Deferred.Deferred<void>) =>
+  fakeFleet({
+    run: (options: RunOptions) =>
+      options.prompt === "GATED"
+        ? Deferred.await(gate).pipe(Effect.as(runResult(options.name ?? "gated", "opened")))
+        : undefined
+  })

@@ -10,9 +10,18 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Duration, Layer } from "effect"
-import type { Settings } from "../Otlp.js"
 
-export const layer = (settings: Settings): Layer.Layer<never> =>
+/** What the exporters need of `Otlp.Settings` (declared here: this module is loaded by `Otlp`, never the reverse). */
+export interface ExportSettings {
+  readonly tracesUrl: string | null
+  readonly metricsUrl: string | null
+  readonly headers: Readonly<Record<string, string>>
+  readonly serviceName: string
+  readonly metricExportIntervalMs: number
+  readonly shutdownTimeout: Duration.DurationInput
+}
+
+export const layer = (settings: ExportSettings): Layer.Layer<never> =>
   Layer.discard(
     NodeSdk.layer(() => {
       const headers = { ...settings.headers }

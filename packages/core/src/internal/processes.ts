@@ -2,7 +2,7 @@
  * Processes by pid, told apart from a later process that reuses the pid by the kernel's start time: how a
  * store's lock names a live holder, and how a restarted host finds the children its predecessor left behind.
  */
-import { Effect, Schedule } from "effect"
+import { Effect, Predicate, Schedule } from "effect"
 import * as fs from "node:fs"
 
 /** The start time of a pid (clock ticks since boot, from /proc), or null where there is no /proc. */
@@ -24,7 +24,8 @@ export const isAlive = (pid: number, ticks: string | null): boolean => {
   try {
     process.kill(pid, 0)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
+    // EPERM: it runs, as another user's process.
+    if (!Predicate.hasProperty(error, "code") || error.code !== "EPERM") return false
   }
   if (ticks === null) return true
   const now = startTicks(pid)

@@ -1,48 +1,29 @@
 /** The report log's entries and cursor reads: shared by the log and the stores behind it. */
-export type ReportKind =
-  | "spawned"
-  | "turn_started"
-  | "result"
-  | "error"
-  | "closed"
-  | "crashed"
-  | "restarted"
-  | "permission"
-  | (string & {})
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import type { ReportEntry, ReportQuery } from "../AgentView.js"
 
-export interface ReportEntry {
-  readonly seq: number
-  readonly at: string
-  readonly agent: string
-  readonly kind: ReportKind
-  readonly turnId?: string
-  readonly data: unknown
-  /** The host that wrote it, in a fleet spread over several hosts (`@flotta/cluster`). */
-  readonly host?: string
-}
-
-export interface ReportQuery {
-  /** Entries strictly after this sequence number (default 0: from the start). */
-  readonly since?: number
-  readonly agent?: string
-  readonly kinds?: ReadonlyArray<string>
-  /** At most this many entries (default 100, at most 10,000). */
-  readonly limit?: number
-  /**
-   * A tail read: the last this many matching entries (at most 10,000; `limit` is ignored), oldest first, and
-   * `next` is the cursor after the newest entry in the log.
-   */
-  readonly last?: number
-}
-
-export interface ReportPage {
-  readonly entries: ReadonlyArray<ReportEntry>
-  /** The cursor to pass as `since` next time. */
-  readonly next: number
-}
+export type { ReportEntry, ReportKind, ReportPage, ReportQuery } from "../AgentView.js"
 
 export const DEFAULT_LIMIT = 100
 export const MAX_LIMIT = 10_000
 
 export const matches = (entry: ReportEntry, agent: string | undefined, kinds: ReadonlyArray<string> | undefined) =>
   (agent === undefined || entry.agent === agent) && (kinds === undefined || kinds.includes(entry.kind))
+
+/** The SQL filter of a report query: entries after `since` up to `upTo`, of its agent and kinds (no kinds, none). */
+export const reportWhere = (
+  sql: SqlClient,
+  query: Pick<ReportQuery, "agent" | "kinds" | "since">,
+  upTo: number
+): Fragment =>
+  sql.and([
+    sql`seq > ${query.since ?? 0}`,
+    sql`seq <= ${upTo}`,
+    ...(query.agent === undefined ? [] : [sql`agent = ${query.agent}`]),
+    ...(query.kinds === undefined
+      ? []
+      : query.kinds.length === 0
+      ? [sql`1 = 0`]
+      : [sql`kind in ${sql.in(query.kinds)}`])
+  ])

@@ -96,28 +96,37 @@ const bindable = (params: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
 
 const NO_PARAMS: ReadonlyArray<unknown> = []
 
+/** Rows as arrays: `read` runs with the statement's array mode on, and the mode is off again after. */
+const asArrays = (setArrays: (on: boolean) => void, read: () => ReadonlyArray<unknown>): Array<Array<unknown>> => {
+  setArrays(true)
+  try {
+    return read() as Array<Array<unknown>>
+  } finally {
+    setArrays(false)
+  }
+}
+
+/** A `safeIntegers` that tells the driver only when the mode changes. */
+const bigIntSwitch = (set: (on: boolean) => void) => {
+  let bigInts = false
+  return (on: boolean) => {
+    if (on !== bigInts) set(bigInts = on)
+  }
+}
+
 const nodeStatement = (statement: NodeStatement, sql: string): SyncStatement => {
   const reader = statement.columns === undefined ? READER_TEXT.test(sql) : statement.columns().length > 0
-  let bigInts = false
+  const setArrays = statement.setReturnArrays?.bind(statement)
   return {
     reader,
     // Rows come back as objects without a prototype: callers get plain ones.
     all: (params = NO_PARAMS) => statement.all(...bindable(params)).map((row) => ({ ...row })),
-    values: (params = NO_PARAMS) => {
-      if (statement.setReturnArrays === undefined) {
-        return statement.all(...bindable(params)).map((row) => Object.values(row))
-      }
-      statement.setReturnArrays(true)
-      try {
-        return statement.all(...bindable(params)) as unknown as Array<Array<unknown>>
-      } finally {
-        statement.setReturnArrays(false)
-      }
-    },
+    values: (params = NO_PARAMS) =>
+      setArrays === undefined
+        ? statement.all(...bindable(params)).map((row) => Object.values(row))
+        : asArrays(setArrays, () => statement.all(...bindable(params))),
     run: (params = NO_PARAMS) => statement.run(...bindable(params)),
-    safeIntegers: (on) => {
-      if (on !== bigInts) statement.setReadBigInts(bigInts = on)
-    }
+    safeIntegers: bigIntSwitch((on) => statement.setReadBigInts(on))
   }
 }
 
@@ -226,22 +235,13 @@ const betterSqlite3Driver = (from: string | undefined): Driver => {
         driver: name,
         prepare: (sql) => {
           const statement = db.prepare(sql)
-          let bigInts = false
           return {
             reader: statement.reader,
             all: (params = NO_PARAMS) => statement.all(...bindable(params)),
-            values: (params = NO_PARAMS) => {
-              statement.raw(true)
-              try {
-                return statement.all(...bindable(params)) as unknown as Array<Array<unknown>>
-              } finally {
-                statement.raw(false)
-              }
-            },
+            values: (params = NO_PARAMS) =>
+              asArrays((on) => statement.raw(on), () => statement.all(...bindable(params))),
             run: (params = NO_PARAMS) => statement.run(...bindable(params)),
-            safeIntegers: (on) => {
-              if (on !== bigInts) statement.safeIntegers(bigInts = on)
-            }
+            safeIntegers: bigIntSwitch((on) => statement.safeIntegers(on))
           }
         },
         exec: (sql) => db.exec(sql),

@@ -1,25 +1,13 @@
 /**
- * The tools' bounded waits, as a client sees them: a turn, a run or a broadcast waited for at most the call's
- * bound, with progress in words every few seconds, and a `done: false` answer that says what is still going and
- * what to call next. Built on `wait.ts`, so giving up on a wait never cancels what it waited for.
+ * The agent tools' waits, as a client sees them: a turn, a run or a broadcast waited for at most the call's
+ * bound, with progress in words, and a `done: false` answer that says what is still going and what to call next.
+ * A turn is watched with `Flotta.watch` (not `Flotta.wait`, which cancels the turn when interrupted) and a run
+ * with `awaitRun` (which only reads), so giving up on a wait never cancels what it waited for.
  */
 import type { Flotta } from "@flotta/core/Flotta"
-import { Clock, Duration, Effect } from "effect"
-import * as S from "../Schemas.js"
+import { Clock, Effect, Either, Option } from "effect"
 import type { Failure, ToolContext } from "../Tool.js"
-import * as Wait from "./wait.js"
-
-/** How often a wait reports progress. */
-export const PROGRESS_INTERVAL = Duration.seconds(3)
-
-/** A tool argument in seconds, as a Duration. */
-export const seconds = (n: number) => Duration.millis(Math.round(n * 1000))
-
-/** A call's wait bound: its `timeoutSeconds`, else the default, never above the maximum. */
-export const waitBound = (n: number | undefined) =>
-  seconds(Math.min(S.MAX_WAIT_SECONDS, Math.max(0, n ?? S.DEFAULT_WAIT_SECONDS)))
-
-const secondsText = (ms: number) => `${Math.round(ms / 1000)} s`
+import { bounded, secondsText, waitBound, withProgress } from "./wait.js"
 
 /** The status of an agent in words, for progress and for a wait that ended before the turn did. */
 const describeTurn = (fleet: Flotta, name: string, turnId: string, waitedMs: number) =>
@@ -45,6 +33,24 @@ const describeRun = (fleet: Flotta, name: string, waitedMs: number) =>
     Effect.map((s) => `run ${name}: ${s.status}, waited ${secondsText(waitedMs)}`),
     Effect.orElseSucceed(() => `run ${name}: running, waited ${secondsText(waitedMs)}`)
   )
+
+/**
+ * A bounded wait's answer: `done: true` with the result when it came within the bound, else `done: false` with
+ * what is still going (`pending`) and what to call next.
+ */
+const answer = <A, E, R, Subject extends object, Pending extends { readonly message: string }>(
+  waited: Effect.Effect<{ readonly outcome: Option.Option<A>; readonly waitedMs: number }, E, R>,
+  subject: Subject,
+  finished: (result: A) => string,
+  pending: (waitedMs: number) => Effect.Effect<Pending>
+) =>
+  Effect.gen(function*() {
+    const { outcome, waitedMs } = yield* waited
+    if (Option.isSome(outcome)) {
+      return { done: true, ...subject, waitedMs, result: outcome.value, message: finished(outcome.value) }
+    }
+    return { done: false, ...subject, waitedMs, ...(yield* pending(waitedMs)) }
+  })
 
 /** The turn to wait for when none is named: the agent's most recent one. */
 export const latestTurn = (fleet: Flotta, name: string) =>
@@ -72,77 +78,37 @@ export const waitTurn = (
   boundSeconds: number | undefined,
   ctx: ToolContext
 ) =>
-  Effect.gen(function*() {
-    const bound = waitBound(boundSeconds)
-    const boundMs = Duration.toMillis(bound)
-    const started = yield* Clock.currentTimeMillis
-    const outcome = yield* Wait.turn(fleet, name, turnId, {
-      bound,
-      tick: PROGRESS_INTERVAL,
-      onTick: (waitedMs) =>
-        describeTurn(fleet, name, turnId, waitedMs).pipe(
-          Effect.flatMap(({ message }) => ctx.progress(message, waitedMs / 1000, boundMs / 1000))
-        )
-    })
-    const waitedMs = (yield* Clock.currentTimeMillis) - started
-    if (outcome._tag === "Failed") return yield* Effect.fail(outcome.error)
-    if (outcome._tag === "Done") {
-      return {
-        done: true,
-        name,
-        kind: "turn" as const,
-        turnId,
-        waitedMs,
-        result: outcome.result,
-        message: `agent ${name}: turn ${turnId} finished`
-      }
-    }
-    const { message, status } = yield* describeTurn(fleet, name, turnId, waitedMs)
-    return {
-      done: false,
-      name,
-      kind: "turn" as const,
-      turnId,
-      waitedMs,
-      ...(status === undefined ? {} : { status }),
-      message: `${message}; call flotta_wait again with this turnId`
-    }
-  })
+  answer(
+    bounded(fleet.watch(name, turnId), waitBound(boundSeconds), {
+      ctx,
+      describe: (waitedMs) => Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message }) => message)
+    }),
+    { name, kind: "turn" as const, turnId },
+    () => `agent ${name}: turn ${turnId} finished`,
+    (waitedMs) =>
+      Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message, status }) => ({
+        ...(status === undefined ? {} : { status }),
+        message: `${message}; call flotta_wait again with this turnId`
+      }))
+  )
 
 /** Waits for an async run (or verify) within the bound, with progress; a failed run is a failure of the call. */
 export const waitRun = (fleet: Flotta, name: string, boundSeconds: number | undefined, ctx: ToolContext) =>
-  Effect.gen(function*() {
-    const bound = waitBound(boundSeconds)
-    const boundMs = Duration.toMillis(bound)
-    const started = yield* Clock.currentTimeMillis
-    const outcome = yield* Wait.run(fleet, name, {
-      bound,
-      tick: PROGRESS_INTERVAL,
-      onTick: (waitedMs) =>
-        describeRun(fleet, name, waitedMs).pipe(
-          Effect.flatMap((message) => ctx.progress(message, waitedMs / 1000, boundMs / 1000))
-        )
-    })
-    const waitedMs = (yield* Clock.currentTimeMillis) - started
-    if (outcome._tag === "Failed") return yield* Effect.fail(outcome.error)
-    if (outcome._tag === "Done") {
-      return {
-        done: true,
-        name,
-        kind: "run" as const,
-        waitedMs,
-        result: outcome.result,
-        message: `${outcome.result.kind} ${name} finished`
-      }
-    }
-    return {
-      done: false,
-      name,
-      kind: "run" as const,
-      waitedMs,
-      message: `${yield* describeRun(fleet, name, waitedMs)}; call flotta_wait again`
-    }
-  })
+  answer(
+    bounded(fleet.awaitRun(name), waitBound(boundSeconds), {
+      ctx,
+      describe: (waitedMs) => describeRun(fleet, name, waitedMs)
+    }),
+    { name, kind: "run" as const },
+    (result) => `${result.kind} ${name} finished`,
+    (waitedMs) =>
+      Effect.map(describeRun(fleet, name, waitedMs), (message) => ({ message: `${message}; call flotta_wait again` }))
+  )
+
+const errorView = (error: Failure) => ({ _tag: error._tag, message: error.message })
+
+/** Errors that mean there is no turn to wait for (as opposed to a turn that failed). */
+const isMissing = (error: Failure) => error._tag === "AgentNotFound" || error._tag === "NoResult"
 
 /**
  * Prompts every named agent and waits for each reply within one bound, with progress on how many answered.
@@ -154,33 +120,25 @@ export const waitBroadcast = (
   prompt: (name: string) => Effect.Effect<string, Failure>,
   boundSeconds: number | undefined,
   ctx: ToolContext
-) =>
-  Effect.gen(function*() {
-    const bound = waitBound(boundSeconds)
-    const boundMs = Duration.toMillis(bound)
-    let answered = 0
-    const started = yield* Clock.currentTimeMillis
-    const progress = Effect.gen(function*() {
-      const waited = (yield* Clock.currentTimeMillis) - started
-      yield* ctx.progress(
-        `broadcast: ${answered} of ${names.length} agents answered, waited ${secondsText(waited)}`,
-        waited / 1000,
-        boundMs / 1000
-      )
-    }).pipe(Effect.delay(PROGRESS_INTERVAL), Effect.forever)
-    const one = (name: string) =>
-      Effect.gen(function*() {
-        const turnId = yield* prompt(name)
-        const outcome = yield* Wait.turn(fleet, name, turnId, { bound, tick: bound })
-        if (outcome._tag === "Pending") return { name, done: false, ok: true, turnId }
-        answered++
-        if (outcome._tag === "Failed") return { name, done: true, ok: false, turnId, error: outcome.error }
-        return { name, done: true, ok: true, turnId, text: outcome.result.text, costUsd: outcome.result.costUsd }
-      }).pipe(
-        Effect.catchAll((error: Failure) =>
-          Effect.succeed({ name, done: true, ok: false, error: { _tag: error._tag, message: error.message } })
-        )
-      )
-    const agents = yield* Effect.forEach(names, one, { concurrency: "unbounded" }).pipe(Effect.raceFirst(progress))
-    return { agents }
-  })
+) => {
+  const bound = waitBound(boundSeconds)
+  let answered = 0
+  const one = (name: string) =>
+    Effect.gen(function*() {
+      const turnId = yield* prompt(name)
+      const { outcome } = yield* bounded(Effect.either(fleet.watch(name, turnId)), bound)
+      if (Option.isNone(outcome)) return { name, done: false, ok: true, turnId }
+      const reply = outcome.value
+      if (Either.isLeft(reply) && isMissing(reply.left)) return yield* Effect.fail(reply.left)
+      answered++
+      if (Either.isLeft(reply)) return { name, done: true, ok: false, turnId, error: errorView(reply.left) }
+      return { name, done: true, ok: true, turnId, text: reply.right.text, costUsd: reply.right.costUsd }
+    }).pipe(
+      Effect.catchAll((error: Failure) => Effect.succeed({ name, done: true, ok: false, error: errorView(error) }))
+    )
+  return withProgress(Effect.forEach(names, one, { concurrency: "unbounded" }), bound, {
+    ctx,
+    describe: (waitedMs) =>
+      Effect.succeed(`broadcast: ${answered} of ${names.length} agents answered, waited ${secondsText(waitedMs)}`)
+  }).pipe(Effect.map((agents) => ({ agents })))
+}

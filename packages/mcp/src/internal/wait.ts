@@ -1,90 +1,74 @@
 /**
- * Bounded waits that never cancel what they wait for. An MCP client that gives up on a wait (timeout,
- * cancellation, a closed stream) must not stop the agent, so a turn is waited for with `Flotta.watch` (not
- * `Flotta.wait`, which cancels the turn when interrupted) and a run with `awaitRun` (which only reads).
- * Interrupting these effects, or running out of time, only stops the watching.
+ * The bounded wait with progress, the one every waiting tool uses (a turn, a run, a broadcast, a scheduler
+ * fire): it waits at most the call's bound (MCP clients give up on a call after about 60 s) and sends a progress
+ * notification in words every few seconds meanwhile. What is waited for must only watch, never own, the work:
+ * running out of time, or the client cancelling, interrupts the watching and nothing else.
  */
-import type * as Agent from "@flotta/core/Agent"
-import type { Flotta } from "@flotta/core/Flotta"
-import type * as Run from "@flotta/core/Run"
-import { Clock, Duration, Effect, Either, Option } from "effect"
-import type { Failure } from "../Tool.js"
+import { Clock, Duration, Effect, Option } from "effect"
+import * as S from "../Schemas.js"
+import type { ToolContext } from "../Tool.js"
 
-export type Outcome<A> =
-  | { readonly _tag: "Done"; readonly result: A }
-  | { readonly _tag: "Failed"; readonly error: Failure }
-  | { readonly _tag: "Pending" }
+/** How often a wait reports progress. */
+export const PROGRESS_INTERVAL = Duration.seconds(3)
 
-export interface WaitOptions {
-  /** How long to wait at most. */
-  readonly bound: Duration.Duration
-  /** How often `onTick` runs while waiting. */
-  readonly tick: Duration.Duration
-  /** Runs every `tick` while the wait goes on, with the time waited so far. */
-  readonly onTick?: (waitedMs: number) => Effect.Effect<void>
+/** A tool argument in seconds, as a Duration. */
+export const seconds = (n: number) => Duration.millis(Math.round(n * 1000))
+
+/** A call's wait bound: its `timeoutSeconds`, else the default, never above the maximum. */
+export const waitBound = (n: number | undefined) =>
+  seconds(Math.min(S.MAX_WAIT_SECONDS, Math.max(0, n ?? S.DEFAULT_WAIT_SECONDS)))
+
+/** A duration in whole seconds, for progress messages. */
+export const secondsText = (ms: number) => `${Math.round(ms / 1000)} s`
+
+/** Progress for one call: where it goes, and the state in words after `waitedMs`. */
+export interface Progress {
+  readonly ctx: ToolContext
+  readonly describe: (waitedMs: number) => Effect.Effect<string>
 }
 
-const view = (error: Failure): Failure => ({ _tag: error._tag, message: error.message })
+/** How a bounded wait ended: with the value, or (`None`) at its bound; and how long it took. */
+export interface Waited<A> {
+  readonly outcome: Option.Option<A>
+  readonly waitedMs: number
+}
 
-/** Runs `onTick` at every multiple of `tick` from `started`, short of the bound; never ends. */
-const ticker = (started: number, options: WaitOptions): Effect.Effect<never> => {
-  const { onTick } = options
-  if (onTick === undefined) return Effect.never
-  const tickMs = Math.max(1, Duration.toMillis(options.tick))
-  const boundMs = Duration.toMillis(options.bound)
+/** Sends progress at every multiple of the interval from `started`, short of the bound; never ends. */
+const ticker = (started: number, bound: Duration.Duration, progress: Progress): Effect.Effect<never> => {
+  const tickMs = Duration.toMillis(PROGRESS_INTERVAL)
+  const boundMs = Duration.toMillis(bound)
   return Effect.gen(function*() {
     while (true) {
       const waited = (yield* Clock.currentTimeMillis) - started
       const next = (Math.floor(waited / tickMs) + 1) * tickMs
-      if (next >= boundMs) return yield* Effect.never // the wait ends there: no tick at the bound
+      if (next >= boundMs) return yield* Effect.never // the wait ends there: no progress at the bound
       yield* Effect.sleep(Duration.millis(next - waited))
-      yield* onTick((yield* Clock.currentTimeMillis) - started)
+      const waitedMs = (yield* Clock.currentTimeMillis) - started
+      yield* Effect.flatMap(
+        progress.describe(waitedMs),
+        (message) => progress.ctx.progress(message, waitedMs / 1000, boundMs / 1000)
+      )
     }
   })
 }
 
-/**
- * Waits for `effect` within the bound, ticking meanwhile. Errors for which `isMissing` holds fail the wait
- * (nothing to wait for); any other error is a `Failed` outcome.
- */
-const bounded = <A, E extends Failure>(
-  effect: Effect.Effect<A, E>,
-  isMissing: (error: E) => boolean,
-  options: WaitOptions
-): Effect.Effect<Outcome<A>, Failure> =>
+/** Runs `effect` to its end, sending progress meanwhile (none at or past `bound`). */
+export const withProgress = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  bound: Duration.Duration,
+  progress: Progress
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Clock.currentTimeMillis, (started) => Effect.raceFirst(effect, ticker(started, bound, progress)))
+
+/** Waits for `effect` at most `bound`, with progress when given; its failure is the wait's. */
+export const bounded = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  bound: Duration.Duration,
+  progress?: Progress
+): Effect.Effect<Waited<A>, E, R> =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
-    const outcome = yield* Effect.either(effect).pipe(
-      Effect.raceFirst(ticker(started, options)),
-      Effect.timeoutOption(options.bound)
-    )
-    if (Option.isNone(outcome)) return { _tag: "Pending" } as const
-    if (Either.isRight(outcome.value)) return { _tag: "Done", result: outcome.value.right } as const
-    const error = outcome.value.left
-    if (isMissing(error)) return yield* Effect.fail(view(error))
-    return { _tag: "Failed", error: view(error) } as const
+    const timed = Effect.timeoutOption(effect, bound)
+    const outcome = yield* (progress === undefined ? timed : withProgress(timed, bound, progress))
+    return { outcome, waitedMs: (yield* Clock.currentTimeMillis) - started }
   })
-
-/**
- * Waits for one turn within the bound. Fails only when there is nothing to wait for (no such agent or turn);
- * a turn that failed is a `Failed` outcome.
- */
-export const turn = (
-  fleet: Flotta,
-  name: string,
-  turnId: string,
-  options: WaitOptions
-): Effect.Effect<Outcome<Agent.TurnResult>, Failure> =>
-  bounded(
-    fleet.watch(name, turnId),
-    (error) => error._tag === "AgentNotFound" || error._tag === "NoResult",
-    options
-  )
-
-/** Waits for an async run (or verify) within the bound. Fails only when there is no such run. */
-export const run = (
-  fleet: Flotta,
-  name: string,
-  options: WaitOptions
-): Effect.Effect<Outcome<Run.RunResult | Run.VerifyReport>, Failure> =>
-  bounded(fleet.awaitRun(name), (error) => error._tag === "RunNotFound", options)

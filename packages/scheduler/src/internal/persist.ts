@@ -9,11 +9,11 @@
  * routine whose cadence changed. A routine the config no longer has is dropped. Nothing here stops the
  * scheduler.
  */
-import { Either, Option, Schema } from "effect"
+import { decodeAt } from "@flotta/core/Decode"
+import { Either, Option, Predicate, Schema } from "effect"
 import * as Calendar from "../Calendar.js"
 import { overrideView } from "../Overrides.js"
 import type { Routine } from "../Routine.js"
-import { decodeAt, isRecord } from "../Routine.js"
 import type { Cadence, Mode } from "../Steering.js"
 import { formatDate, formatLocal, iso, localDay, MINUTE } from "../WorkingHours.js"
 import type { OverrideState, RoutineState, State } from "./state.js"
@@ -173,8 +173,10 @@ export const restore = (input: {
   if (Either.isLeft(loaded)) return fresh(`the saved state could not be read (${loaded.left}): starting fresh`)
   if (Option.isNone(loaded.right)) return first
   const raw = loaded.right.value
-  if (!isRecord(raw) || raw["version"] !== VERSION) {
-    const version = isRecord(raw) && "version" in raw ? `version ${JSON.stringify(raw["version"])}` : "no version"
+  if (!Predicate.isRecord(raw) || raw["version"] !== VERSION) {
+    const version = Predicate.isRecord(raw) && "version" in raw
+      ? `version ${JSON.stringify(raw["version"])}`
+      : "no version"
     return fresh(`the saved state is not one this scheduler reads (${version}, expected ${VERSION}): starting fresh`)
   }
 

@@ -1,6 +1,6 @@
 /**
  * Two nodes in one process, each its own engine over the in-memory Claude, joined through one SQLite cluster
- * store and real runner sockets on 127.0.0.1: placement, calls across hosts, the fleet-wide list, runs and report log,
+ * store and real runner sockets on 127.0.0.1 (so in the integration ring: leases run on the real clock): placement, calls across hosts, the fleet-wide list, runs and report log,
  * unique names, a node whose lease lapses (its agents come back on the other, its turn in flight ends with
  * HostLost), and the start-up checks. The clock is the real one (leases are the database's time); every wait
  * waits for a condition.
@@ -15,10 +15,10 @@ import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { freePort } from "../../../test/support/ports.js"
-import * as Cluster from "../src/Cluster.js"
-import type { ClusterConfigInput } from "../src/ClusterConfig.js"
-import { ClusterStore } from "../src/ClusterStore.js"
+import * as Cluster from "../packages/cluster/src/Cluster.js"
+import type { ClusterConfigInput } from "../packages/cluster/src/ClusterConfig.js"
+import { ClusterStore } from "../packages/cluster/src/ClusterStore.js"
+import { freePort } from "./support/ports.js"
 
 const LEASE_MS = 3000
 
@@ -63,6 +63,15 @@ const until = <A, E>(read: Effect.Effect<A, E>, check: (a: A) => boolean, what: 
     return assert.fail(`timed out waiting until ${what}`)
   })
 
+/** Both nodes of a new cluster in `dir`, once each sees the other live. */
+const twoNodes = (dir: string) =>
+  Effect.gen(function*() {
+    const a = yield* startNode(dir, "node-a")
+    const b = yield* startNode(dir, "node-b")
+    yield* until(a.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 2, "both hosts are live")
+    return { a, b }
+  })
+
 const hostsOf = (infos: ReadonlyArray<AgentInfo>) => Object.fromEntries(infos.map((i) => [i.name, i.host]))
 
 const tempDir = Effect.acquireRelease(
@@ -76,9 +85,7 @@ describe("a cluster of two nodes", () => {
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
-        const a = yield* startNode(dir, "node-a")
-        const b = yield* startNode(dir, "node-b")
-        yield* until(a.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 2, "both hosts are live")
+        const { a, b } = yield* twoNodes(dir)
         yield* until(
           Effect.zipRight(
             a.fleet.spawn("probe", {}),
@@ -168,9 +175,7 @@ describe("a cluster of two nodes", () => {
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
-        const a = yield* startNode(dir, "node-a")
-        const b = yield* startNode(dir, "node-b")
-        yield* until(b.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 2, "both hosts are live")
+        const { a, b } = yield* twoNodes(dir)
         yield* b.fleet.spawn("mover", { host: "node-a" })
         yield* b.fleet.ask("mover", "before")
         const inFlight = yield* Effect.fork(b.fleet.ask("mover", "slow one"))

@@ -8,41 +8,17 @@
  * is free (`pump`), its frames are handled as the process's reader sees them (`onFrame`), its result completes
  * the caller's `Deferred` and starts the next turn on the spot, and the fleet's alarms keep its deadlines.
  */
-import { Clock, Context, Deferred, Duration, Effect, Exit, MetricLabel, Option } from "effect"
-import type { Tracer } from "effect"
-import type { AgentContext, PermissionRecord, Running, TurnRecord } from "./Agent.js"
-import type { ExitInfo, TurnFrame } from "./ClaudeCli.js"
-import type * as Protocol from "./ClaudeProtocol.js"
-import { AgentCrashed, TurnTimeout } from "./Errors.js"
-import type { TurnError } from "./Errors.js"
-import { CONTINUATION } from "./Parking.js"
-import type * as Telemetry from "./Telemetry.js"
-import * as TurnOutcome from "./TurnOutcome.js"
-
-/** A transcript record the agent fills in as the turn runs. */
-export type MutableRecord = {
-  -readonly [K in keyof TurnRecord]: TurnRecord[K] extends ReadonlyArray<infer T> ? Array<T> : TurnRecord[K]
-}
-
-export interface Turn {
-  readonly _tag: "Turn"
-  readonly id: string
-  readonly text: string
-  readonly timeoutMs: number
-  /** A caller's own timeout is a deadline from the call, covering the wait in the queue too. */
-  readonly deadlineAt: number | null
-  readonly deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
-  readonly record: MutableRecord
-  /** The span of the caller that queued it, parent of the turn's own. */
-  readonly parentSpan: Option.Option<Tracer.AnySpan>
-  /** Why an interrupt was sent, so its `error_during_execution` result maps to the right error. */
-  interruptReason: "user" | "timeout" | null
-}
-
-/** Why a process stopped serving turns. */
-export type ProcessEnd =
-  | { readonly _tag: "Exited"; readonly exit: ExitInfo }
-  | { readonly _tag: "Stalled"; readonly reason: string }
+import { Clock, Context, Deferred, Duration, Effect, Exit } from "effect"
+import { errorView } from "../AgentView.js"
+import type { PermissionRecord } from "../AgentView.js"
+import type { TurnFrame } from "../ClaudeProcess.js"
+import type * as Protocol from "../ClaudeProtocol.js"
+import { AgentCrashed, TurnTimeout } from "../Errors.js"
+import type { TurnError } from "../Errors.js"
+import { CONTINUATION } from "../Parking.js"
+import * as TurnOutcome from "../TurnOutcome.js"
+import type { Active, AgentContext, ProcessEnd, Running, Turn } from "./agentState.js"
+import { isDone, iso, preview } from "./turnRecord.js"
 
 export const crashReason = (end: ProcessEnd) =>
   end._tag === "Stalled"
@@ -77,71 +53,6 @@ export const crash = (ctx: AgentContext, running: Running, end: ProcessEnd, now:
   }
   Deferred.unsafeDone(running.ended, Exit.succeed(end))
 }
-
-/** The turn in flight, on the process that runs it. */
-export interface Active {
-  readonly turn: Turn
-  readonly running: Running
-  readonly startedAt: number
-  /** Moves later by the time the turn was held (see `hold`). */
-  deadline: number
-  readonly span: Tracer.Span
-  interruptedAt: number | null
-  /** Holds in force (see `hold`), and since when the turn has been held. */
-  holds: number
-  heldSince: number | null
-  /** Silence is counted from here at the earliest: the turn's start, or the end of its last hold. */
-  quietFrom: number
-  /** Cancels the turn's pending alarm (its next check). */
-  cancelAlarm: () => void
-  /** The limiter's view the turn saw last (a `rate_limit_event`, or the CLI's own usage-limit message). */
-  rateLimit: Protocol.RateLimitInfo | null
-  /** While the turn is parked at a usage limit: the release of its hold (see `park`). */
-  parked: ((now: number) => void) | null
-}
-
-export const iso = (millis: number) => new Date(millis).toISOString()
-
-export const preview = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
-
-export const errorView = (error: { readonly _tag: string; readonly message: string }) => ({
-  _tag: error._tag,
-  message: error.message
-})
-
-export const isDone = (turn: Turn) => turn.record.status === "succeeded" || turn.record.status === "failed"
-
-/** A new queued turn. */
-export const make = (
-  fields: {
-    readonly id: string
-    readonly text: string
-    readonly timeoutMs: number
-    readonly deadlineAt: number | null
-    readonly deferred: Deferred.Deferred<TurnOutcome.TurnResult, TurnError>
-    readonly parentSpan: Option.Option<Tracer.AnySpan>
-  },
-  now: number
-): Turn => ({
-  _tag: "Turn",
-  ...fields,
-  record: {
-    turnId: fields.id,
-    prompt: fields.text,
-    status: "queued",
-    reply: null,
-    error: null,
-    toolCalls: [],
-    permissions: [],
-    costUsd: 0,
-    durationMs: 0,
-    modelCalls: 0,
-    enqueuedAt: iso(now),
-    startedAt: null,
-    finishedAt: null
-  },
-  interruptReason: null
-})
 
 const nanos = (millis: number) => BigInt(millis) * 1_000_000n
 
@@ -463,31 +374,3 @@ export const resume = (ctx: AgentContext, now: number) => {
 }
 
 export const pumpNow = (ctx: AgentContext) => Clock.currentTimeMillis.pipe(Effect.map((now) => pump(ctx, now)))
-
-/**
- * Turn metrics, tagged with the agent (and the outcome). The label arrays are made once per agent, so each
- * update finds its metric in Effect's cache instead of building and hashing a key per turn.
- */
-export const metricsFor = (
-  name: string,
-  telemetry: Pick<typeof Telemetry, "turnsTotal" | "turnDurationMs" | "costUsdTotal">
-) => {
-  const agent = [MetricLabel.make("agent", name)]
-  const byOutcome = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
-  return {
-    count: (outcome: string) => {
-      let tags = byOutcome.get(outcome)
-      if (tags === undefined) {
-        tags = [...agent, MetricLabel.make("outcome", outcome)]
-        byOutcome.set(outcome, tags)
-      }
-      telemetry.turnsTotal.unsafeUpdate(1, tags)
-    },
-    record: (durationMs: number, costUsd: number) => {
-      telemetry.turnDurationMs.unsafeUpdate(durationMs, agent)
-      telemetry.costUsdTotal.unsafeUpdate(costUsd, agent)
-    }
-  }
-}
-
-export type TurnMetrics = ReturnType<typeof metricsFor>

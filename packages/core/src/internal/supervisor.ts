@@ -17,10 +17,10 @@ import {
   ScheduleInterval,
   Scope
 } from "effect"
-import type { AgentContext, Running } from "./Agent.js"
-import { AgentClosed } from "./Errors.js"
-import type { FleetSettings } from "./FleetConfig.js"
-import * as Turn from "./Turn.js"
+import { AgentClosed } from "../Errors.js"
+import type { FleetSettings } from "../FleetConfig.js"
+import type { AgentContext, Running } from "./agentState.js"
+import * as Turn from "./turn.js"
 
 /**
  * When to restart: the delay doubles with each restart still inside `restartWindow` (from `restartBackoff`,

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Finding, FireOutcome, SchedulerStatus } from "@flotta/scheduler/Steering"
-import * as ScheduleCommands from "../src/ScheduleCommands.js"
+import * as ScheduleViews from "../src/ScheduleViews.js"
 
 /** Monday 2025-03-10 09:15 in Los Angeles (UTC-7 since the clocks sprang forward on the 9th). */
 const status = (overrides: Partial<SchedulerStatus> = {}): SchedulerStatus => ({
@@ -84,7 +84,7 @@ const status = (overrides: Partial<SchedulerStatus> = {}): SchedulerStatus => ({
 describe("the schedule views", () => {
   it("status: mode, working and why, today's windows, overrides, fires in flight, routines and spend", () => {
     assert.strictEqual(
-      ScheduleCommands.renderStatus(status()),
+      ScheduleViews.renderStatus(status()),
       [
         "scheduler: working",
         "now: working (hours 08:47-17:00)",
@@ -104,7 +104,7 @@ describe("the schedule views", () => {
   })
 
   it("status when paused, outside hours, with no routines", () => {
-    const paused = ScheduleCommands.renderStatus(status({
+    const paused = ScheduleViews.renderStatus(status({
       mode: "paused",
       working: false,
       reason: "paused",
@@ -131,7 +131,7 @@ describe("the schedule views", () => {
   it("an override in the schedule's local time, and what it made of now", () => {
     const s = status({ working: false, reason: "stopped for today" })
     assert.strictEqual(
-      ScheduleCommands.renderSteered({
+      ScheduleViews.renderSteered({
         override: {
           id: "override-2",
           kind: "stop_for_today",
@@ -143,7 +143,7 @@ describe("the schedule views", () => {
       "stopped for today, until 2025-03-11 00:00\nnow: not working (stopped for today)"
     )
     assert.strictEqual(
-      ScheduleCommands.renderSteered({
+      ScheduleViews.renderSteered({
         override: {
           id: "override-3",
           kind: "work_on",
@@ -159,10 +159,10 @@ describe("the schedule views", () => {
   })
 
   it("zones as the status names them: utc, a fixed offset, an IANA name", () => {
-    assert.deepStrictEqual(ScheduleCommands.zoneOf("utc"), { _tag: "Utc" })
-    assert.deepStrictEqual(ScheduleCommands.zoneOf("-07:00"), { _tag: "Offset", seconds: -25_200 })
-    assert.deepStrictEqual(ScheduleCommands.zoneOf("+05:30"), { _tag: "Offset", seconds: 19_800 })
-    assert.deepStrictEqual(ScheduleCommands.zoneOf("Europe/Rome"), { _tag: "Zone", name: "Europe/Rome" })
+    assert.deepStrictEqual(ScheduleViews.zoneOf("utc"), { _tag: "Utc" })
+    assert.deepStrictEqual(ScheduleViews.zoneOf("-07:00"), { _tag: "Offset", seconds: -25_200 })
+    assert.deepStrictEqual(ScheduleViews.zoneOf("+05:30"), { _tag: "Offset", seconds: 19_800 })
+    assert.deepStrictEqual(ScheduleViews.zoneOf("Europe/Rome"), { _tag: "Zone", name: "Europe/Rome" })
   })
 
   it("a fire's outcome: how it ended, its runs, tasks, dispatches and reply", () => {
@@ -184,7 +184,7 @@ describe("the schedule views", () => {
       deferred: [{ title: "Fix the flaky test", key: "fix the flaky test", reason: "maxDispatch" }]
     }
     assert.strictEqual(
-      ScheduleCommands.renderOutcome(outcome),
+      ScheduleViews.renderOutcome(outcome),
       [
         "routine work-loop: fire fire-abcdef01 succeeded in 2 min ($0.0421)",
         "runs: work-loop-1, fixer-2",
@@ -196,7 +196,7 @@ describe("the schedule views", () => {
       ].join("\n")
     )
     const { deferred: _f, dispatched: _d, tasks: _t, ...scan } = outcome
-    const failed = ScheduleCommands.renderOutcome({
+    const failed = ScheduleViews.renderOutcome({
       ...scan,
       routine: null,
       action: "scan",
@@ -225,9 +225,9 @@ describe("the schedule views", () => {
       seq: 40,
       ...overrides
     })
-    assert.strictEqual(ScheduleCommands.renderFindings([]), "no findings yet")
+    assert.strictEqual(ScheduleViews.renderFindings([]), "no findings yet")
     assert.strictEqual(
-      ScheduleCommands.renderFindings([
+      ScheduleViews.renderFindings([
         finding({ priority: "high" }),
         finding({ title: "Add a test", detail: "", routine: null, sightings: 1 })
       ]),
@@ -241,7 +241,7 @@ describe("the schedule views", () => {
 
   it("intervals in words", () => {
     assert.deepStrictEqual(
-      [450, 4200, 60_000, 5_400_000, 7_200_000].map(ScheduleCommands.describeInterval),
+      [450, 4200, 60_000, 5_400_000, 7_200_000].map(ScheduleViews.describeInterval),
       ["450 ms", "4.2 s", "1 min", "1 h 30 min", "2 h"]
     )
   })

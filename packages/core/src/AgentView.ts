@@ -1,0 +1,271 @@
+/**
+ * The engine's data, as Schemas: the agent's name, status and options, what `info`, `status` and `transcript`
+ * show, a turn's result, the report log's entries and the store's rows for agents and turns. This is the ground
+ * floor: every layer that shows or keeps these (the store, MCP, the scheduler, the cluster) decodes them with
+ * these Schemas instead of restating them. It imports only leaf modules (Schemas of their own data).
+ */
+import { Schema } from "effect"
+import * as Protocol from "./ClaudeProtocol.js"
+import { exact } from "./Decode.js"
+import { Described } from "./Permission.js"
+import { SandboxData } from "./Sandbox.js"
+
+const NullableString = Schema.NullOr(Schema.String)
+
+// ------------------------------------------------------------------------------------------------------- names
+
+/** Agent and run names: lower-case, 1 to 63 characters, usable as a directory and a branch name. */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/
+
+/** The naming rule, as messages say it. */
+export const NAME_RULE = "1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
+
+/**
+ * A name that keeps the rule. The views carry names as plain strings (every name in them was checked when its
+ * agent started); this is the Schema for a name that comes in from outside.
+ */
+export const AgentName = Schema.String.pipe(
+  Schema.pattern(NAME_PATTERN, { message: () => `a name of ${NAME_RULE}` }),
+  Schema.brand("AgentName")
+)
+export type AgentName = typeof AgentName.Type
+
+// ------------------------------------------------------------------------------------------------------- agent
+
+export const AgentStatus = Schema.Literal(
+  "starting",
+  "idle",
+  "working",
+  "waiting_approval",
+  "parked",
+  "restarting",
+  "closed"
+)
+export type AgentStatus = typeof AgentStatus.Type
+
+export const Role = Schema.Literal("member", "manager")
+export type Role = typeof Role.Type
+
+/** A session converses across turns; a run takes one turn. */
+export const Lifecycle = Schema.Literal("session", "run")
+export type Lifecycle = typeof Lifecycle.Type
+
+/** What the agent is doing as its turns stream (a tool it calls, text it writes): for progress displays. */
+export const Activity = Schema.Union(
+  Schema.TaggedStruct("Text", { turnId: Schema.String, text: Schema.String }),
+  Schema.TaggedStruct("Tool", { turnId: Schema.String, tool: Schema.String, input: Schema.Unknown })
+)
+export type Activity = typeof Activity.Type
+
+/** The options of an agent, as data (a permission given as a function is only named: see `notRestorable`). */
+export const StoredOptions = Schema.Struct({
+  cwd: Schema.String,
+  model: exact(Schema.String),
+  permission: Described,
+  systemPrompt: exact(Schema.String),
+  appendSystemPrompt: exact(Schema.String),
+  timeoutMs: Schema.Number,
+  env: exact(Schema.Record({ key: Schema.String, value: Schema.String })),
+  role: exact(Role),
+  extraArgs: exact(Schema.Array(Schema.String)),
+  expectStructuredOutput: exact(Schema.Boolean),
+  /** Its sandbox (paths absolute), when it has one. */
+  sandbox: exact(SandboxData)
+})
+export type StoredOptions = typeof StoredOptions.Type
+
+export const AgentStatusView = Schema.Struct({
+  status: AgentStatus,
+  /** The turn in flight, if any. */
+  current: NullableString,
+  /** When the turn in flight started (ISO), if any. */
+  currentStartedAt: NullableString,
+  queued: Schema.Number,
+  /** Finished turns. */
+  turns: Schema.Number,
+  /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
+  parkedUntil: NullableString
+})
+export type AgentStatusView = typeof AgentStatusView.Type
+
+export const AgentInfo = Schema.Struct({
+  name: Schema.String,
+  lifecycle: Lifecycle,
+  status: AgentStatus,
+  pid: Schema.NullOr(Schema.Number),
+  sessionId: Schema.String,
+  alive: Schema.Boolean,
+  cwd: Schema.String,
+  model: NullableString,
+  permission: Described,
+  role: Role,
+  current: NullableString,
+  queued: Schema.Number,
+  totals: Schema.Struct({ turns: Schema.Number, failed: Schema.Number, costUsd: Schema.Number }),
+  restarts: Schema.Number,
+  startedAt: Schema.String,
+  closedReason: NullableString,
+  /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
+  parkedUntil: NullableString,
+  /** The host that runs it, in a fleet spread over several hosts (`@flotta/cluster`). */
+  host: exact(Schema.String),
+  /** Its sandbox, when it has one (writable paths absolute). */
+  sandbox: exact(SandboxData)
+})
+export type AgentInfo = typeof AgentInfo.Type
+
+// ------------------------------------------------------------------------------------------------------- turns
+
+export const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, input: Schema.Unknown })
+export type ToolCall = typeof ToolCall.Type
+
+export const PermissionRecord = Schema.Struct({
+  tool: Schema.String,
+  input: Schema.Unknown,
+  decision: Schema.Literal("allow", "deny"),
+  message: exact(Schema.String),
+  updatedInput: exact(Schema.Unknown),
+  /** Who decided, when it was not the policy: a human's surface (`api`, `mcp`, `cli`, ...), or `timeout`, ... */
+  by: exact(Schema.String)
+})
+export type PermissionRecord = typeof PermissionRecord.Type
+
+export const TurnStatus = Schema.Literal("queued", "running", "succeeded", "failed")
+export type TurnStatus = typeof TurnStatus.Type
+
+/** A typed error as views show it: its tag and its message. */
+export const ErrorView = Schema.Struct({ _tag: Schema.String, message: Schema.String })
+export type ErrorView = typeof ErrorView.Type
+
+/** A typed error's view (an error's other fields stay out of the transcript and the log). */
+export const errorView = (error: { readonly _tag: string; readonly message: string }): ErrorView => ({
+  _tag: error._tag,
+  message: error.message
+})
+
+export const TurnRecord = Schema.Struct({
+  turnId: Schema.String,
+  prompt: Schema.String,
+  status: TurnStatus,
+  reply: NullableString,
+  error: Schema.NullOr(ErrorView),
+  toolCalls: Schema.Array(ToolCall),
+  permissions: Schema.Array(PermissionRecord),
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  modelCalls: Schema.Number,
+  enqueuedAt: Schema.String,
+  startedAt: NullableString,
+  finishedAt: NullableString
+})
+export type TurnRecord = typeof TurnRecord.Type
+
+/** The outcome of one finished turn. */
+export const TurnResult = Schema.Struct({
+  turnId: Schema.String,
+  text: Schema.String,
+  /** This turn's own cost (the CLI reports a per-process running total). */
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  /** Model round trips in this turn (a tool call makes two). */
+  modelCalls: Schema.Number,
+  sessionId: Schema.String,
+  usage: Protocol.Usage,
+  permissionDenials: Schema.Array(Protocol.PermissionDenial),
+  /** The CLI's result subtype (`success`, `error_during_execution`, ...; an API error is `api_error`). */
+  subtype: Schema.String,
+  structuredOutput: exact(Schema.Unknown)
+})
+export type TurnResult = typeof TurnResult.Type
+
+// ------------------------------------------------------------------------------------------------- report log
+
+/** What an entry reports: one of the engine's kinds, or a kind of a layer above (`run_started`, ...). */
+export type ReportKind =
+  | "spawned"
+  | "turn_started"
+  | "result"
+  | "error"
+  | "closed"
+  | "crashed"
+  | "restarted"
+  | "permission"
+  | (string & {})
+// Any string is a kind: the union above only names the engine's own for editors.
+export const ReportKind: Schema.Schema<ReportKind> = Schema.String
+
+export const ReportEntry = Schema.Struct({
+  seq: Schema.Number,
+  at: Schema.String,
+  agent: Schema.String,
+  kind: ReportKind,
+  turnId: exact(Schema.String),
+  data: Schema.Unknown,
+  /** The host that wrote it, in a fleet spread over several hosts (`@flotta/cluster`). */
+  host: exact(Schema.String)
+})
+export type ReportEntry = typeof ReportEntry.Type
+
+export const ReportPage = Schema.Struct({
+  entries: Schema.Array(ReportEntry),
+  /** The cursor to pass as `since` next time. */
+  next: Schema.Number
+})
+export type ReportPage = typeof ReportPage.Type
+
+export const ReportQuery = Schema.Struct({
+  /** Entries strictly after this sequence number (default 0: from the start). */
+  since: exact(Schema.Number),
+  agent: exact(Schema.String),
+  kinds: exact(Schema.Array(Schema.String)),
+  /** At most this many entries (default 100, at most 10,000). */
+  limit: exact(Schema.Number),
+  /**
+   * A tail read: the last this many matching entries (at most 10,000; `limit` is ignored), oldest first, and
+   * `next` is the cursor after the newest entry in the log.
+   */
+  last: exact(Schema.Number)
+})
+export type ReportQuery = typeof ReportQuery.Type
+
+// ----------------------------------------------------------------------------------------------- store rows
+
+/** The process an agent ran, so a later host can end it if it outlived its parent. */
+export const StoredProcess = Schema.Struct({
+  pid: Schema.Number,
+  /** The kernel's start time of that pid (clock ticks since boot), so a reused pid is never taken for it. */
+  startTicks: NullableString
+})
+export type StoredProcess = typeof StoredProcess.Type
+
+/** An agent as the store keeps it: what a later host needs to bring it back. */
+export const AgentRow = Schema.Struct({
+  name: Schema.String,
+  lifecycle: Lifecycle,
+  options: StoredOptions,
+  sessionId: Schema.String,
+  /** Whether the session has a conversation on disk to `--resume`. */
+  resumable: Schema.Boolean,
+  status: AgentStatus,
+  restarts: Schema.Number,
+  startedAt: Schema.String,
+  closedReason: NullableString,
+  /** Why this agent cannot come back after a restart of the host, when it cannot. */
+  notRestorable: NullableString,
+  process: Schema.NullOr(StoredProcess)
+})
+export type AgentRow = typeof AgentRow.Type
+
+/** A turn as the store keeps it. */
+export const TurnRow = Schema.Struct({
+  agent: Schema.String,
+  /** The turn's number within its agent (`t3` is 3): the order of the queue. */
+  n: Schema.Number,
+  timeoutMs: Schema.Number,
+  record: TurnRecord,
+  /** A succeeded turn's whole result. */
+  result: exact(Schema.Unknown),
+  /** A failed turn's typed error, encoded (see `TurnErrorSchema`). */
+  error: exact(Schema.Unknown)
+})
+export type TurnRow = typeof TurnRow.Type

@@ -1,0 +1,71 @@
+/**
+ * The options of a run: their fields, their check and the CLI flags they become (a `run` template of the
+ * declarative fleet becomes them by `Spec.runOptions`).
+ */
+import { Effect } from "effect"
+import type { Duration } from "effect"
+import type * as Agent from "./Agent.js"
+import { InvalidSpec } from "./Errors.js"
+import type * as Permission from "./Permission.js"
+import type * as Sandbox from "./Sandbox.js"
+
+export interface RunOptions {
+  readonly prompt?: string
+  readonly cwd?: string
+  readonly model?: string
+  readonly permission?: Permission.Policy
+  readonly systemPrompt?: string
+  readonly appendSystemPrompt?: string
+  /** `true` isolates the run in `<repo>/.claude/worktrees/<run name>`; a string names the worktree. */
+  readonly worktree?: boolean | string
+  /** After a successful run, commit what it left and remove its worktree (the branch stays). */
+  readonly cleanup?: boolean
+  /** Unique among live runs and agents; generated when absent. */
+  readonly name?: string
+  /** A JSON Schema: the result's `structuredOutput` then conforms to it. */
+  readonly jsonSchema?: Record<string, unknown>
+  readonly maxTurns?: number
+  readonly maxBudgetUsd?: number
+  /** The run is interrupted when it expires (TurnTimeout). */
+  readonly timeout?: Duration.DurationInput
+  readonly env?: Readonly<Record<string, string>>
+  /** A `run` entry of the declarative fleet; the call's own options override its fields. */
+  readonly template?: string
+  /** Told what the run is doing as it streams (for progress displays). */
+  readonly onActivity?: Agent.AgentOptions["onActivity"]
+  /**
+   * Run its Bash tool in the CLI's OS sandbox: `true` writes only in its cwd (its worktree, with `worktree`) and
+   * reaches no network; `{ network: { allow: [hosts] }, writable: [paths] }` adds hosts and paths (relative ones
+   * from `cwd`). It never starts unsandboxed (`SandboxUnavailable`).
+   */
+  readonly sandbox?: Sandbox.SandboxData
+}
+
+/** The CLI flags for a run's bounds and schema. */
+export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
+  ...(options.maxTurns === undefined ? [] : ["--max-turns", String(options.maxTurns)]),
+  ...(options.maxBudgetUsd === undefined ? [] : ["--max-budget-usd", String(options.maxBudgetUsd)]),
+  ...(options.jsonSchema === undefined ? [] : ["--json-schema", JSON.stringify(options.jsonSchema)])
+]
+
+export const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
+
+/** Refuses options a run cannot take, naming the field. */
+export const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSpec> => {
+  if (typeof options.prompt !== "string" || options.prompt.trim().length === 0) {
+    return invalid("prompt", "a run needs a non-empty prompt")
+  }
+  if (options.maxTurns !== undefined && !(Number.isInteger(options.maxTurns) && options.maxTurns > 0)) {
+    return invalid("maxTurns", "must be a positive integer")
+  }
+  if (options.maxBudgetUsd !== undefined && !(options.maxBudgetUsd > 0)) {
+    return invalid("maxBudgetUsd", "must be a positive number of dollars")
+  }
+  if (options.jsonSchema !== undefined && (typeof options.jsonSchema !== "object" || options.jsonSchema === null)) {
+    return invalid("jsonSchema", "must be a JSON Schema object")
+  }
+  if (options.cleanup === true && (options.worktree === undefined || options.worktree === false)) {
+    return invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
+  }
+  return Effect.void
+}

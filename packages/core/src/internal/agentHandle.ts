@@ -1,0 +1,211 @@
+/**
+ * The handle a caller holds on an agent (`Agent`): prompts queue turns, `await`/`watch`/`result` read their
+ * outcomes, `status`/`info`/`transcript` show the agent, `interrupt` stops the turn in flight and `shutdown`
+ * closes the agent.
+ */
+import { Clock, Deferred, Duration, Effect, Fiber, Option } from "effect"
+import type { Agent } from "../Agent.js"
+import type { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
+import { AgentClosed, InvalidSpec, NoResult, TurnInterrupted, TurnPending, TurnTimeout } from "../Errors.js"
+import type { TurnError } from "../Errors.js"
+import * as Permission from "../Permission.js"
+import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
+import * as Supervisor from "./supervisor.js"
+import * as Turns from "./turn.js"
+import * as TurnRecords from "./turnRecord.js"
+
+/** What the handle needs besides the agent's context. */
+export interface HandleParts {
+  /** Every turn still in history, oldest first. */
+  readonly history: Map<string, Turn>
+  /** The supervisor's fiber: a shutdown stops it. */
+  readonly supervisor: Fiber.Fiber<void>
+  readonly defaultTimeoutMs: number
+  /** When the agent first started (ISO): a restored agent keeps its own. */
+  readonly startedAt: string
+}
+
+export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Agent => {
+  const { name, options, settings, state } = ctx
+  const { defaultTimeoutMs, history, startedAt, supervisor } = parts
+
+  const prune = () => {
+    for (const [id, turn] of history) {
+      if (history.size <= settings.historyLimit) break
+      if (TurnRecords.isDone(turn)) history.delete(id)
+    }
+  }
+
+  const prompt: Agent["prompt"] = (text, opts) =>
+    Effect.clockWith((clock) =>
+      Effect.withFiberRuntime((fiber) => {
+        if (state.closedReason !== null) return new AgentClosed({ name, reason: state.closedReason })
+        if (typeof text !== "string" || text.trim().length === 0) {
+          return new InvalidSpec({ path: "text", reason: "a prompt must be a non-empty string" })
+        }
+        const timeoutMs = opts?.timeout === undefined ? defaultTimeoutMs : Duration.toMillis(opts.timeout)
+        if (!(timeoutMs > 0)) {
+          return new InvalidSpec({ path: "timeout", reason: "a timeout must be a positive duration" })
+        }
+        const now = clock.unsafeCurrentTimeMillis()
+        const id = `t${++state.turnCounter}`
+        const turn = TurnRecords.make({
+          id,
+          text,
+          timeoutMs,
+          deadlineAt: opts?.timeout === undefined ? null : now + timeoutMs,
+          deferred: Deferred.unsafeMake(fiber.id()),
+          parentSpan: Option.fromNullable(fiber.currentSpan)
+        }, now)
+        history.set(id, turn)
+        prune()
+        ctx.queue.push(turn)
+        ctx.saveTurn(turn)
+        Turns.pump(ctx, now)
+        return Effect.succeed(id)
+      })
+    )
+
+  const interruptTurn = (turn: Turn, reason: "user" | "timeout") =>
+    Effect.clockWith((clock) => {
+      const active = ctx.active
+      if (active === undefined || active.turn !== turn || TurnRecords.isDone(turn) || turn.interruptReason !== null) {
+        return Effect.succeed(false)
+      }
+      // A parked turn has nothing running in the CLI to interrupt: it ends here (the CLI still holds its prompt,
+      // and merges it into the next one, as after any interrupt).
+      if (active.parked !== null) {
+        return Effect.as(Turns.fail(ctx, turn, new TurnInterrupted({ name, turnId: turn.id })), true)
+      }
+      turn.interruptReason = reason
+      active.interruptedAt = clock.unsafeCurrentTimeMillis()
+      Turns.watch(ctx, active) // the interrupt's grace is timed from now
+      return Effect.as(Turns.sendInterrupt(ctx, active.running), true)
+    })
+
+  /** Cancels a turn someone stopped waiting for: drop it if queued, interrupt it if running. */
+  const cancel = (turnId: string) =>
+    Effect.suspend(() => {
+      const turn = history.get(turnId)
+      if (turn === undefined || TurnRecords.isDone(turn)) return Effect.void
+      if (ctx.active?.turn === turn) return Effect.asVoid(interruptTurn(turn, "user"))
+      return Turns.fail(ctx, turn, new TurnInterrupted({ name, turnId }))
+    })
+
+  /** A turn's outcome. At its deadline a turn still queued expires here; the agent interrupts a running one. */
+  const outcomeOf = (turn: Turn): Effect.Effect<TurnResult, TurnError> => {
+    const outcome = Deferred.await(turn.deferred)
+    const deadlineAt = turn.deadlineAt
+    if (deadlineAt === null) return outcome
+    return Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => outcome.pipe(Effect.timeoutOption(Duration.millis(Math.max(0, deadlineAt - now))))),
+      Effect.flatMap(Option.match({
+        onSome: Effect.succeed,
+        onNone: () =>
+          (turn.record.status === "queued"
+            ? Turns.fail(ctx, turn, new TurnTimeout({ name, turnId: turn.id, timeoutMs: turn.timeoutMs }))
+            : Effect.void).pipe(Effect.zipRight(outcome))
+      }))
+    )
+  }
+
+  const watch: Agent["watch"] = (turnId) =>
+    Effect.suspend((): Effect.Effect<TurnResult, TurnError | NoResult> => {
+      const turn = history.get(turnId)
+      return turn === undefined ? new NoResult({ name, turnId }) : outcomeOf(turn)
+    })
+
+  const awaitTurn: Agent["await"] = (turnId) => watch(turnId).pipe(Effect.onInterrupt(() => cancel(turnId)))
+
+  const result: Agent["result"] = (turnId) =>
+    Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult> => {
+      const turn = turnId === "latest"
+        ? [...history.values()].reverse().find(TurnRecords.isDone)
+        : history.get(turnId)
+      if (turn === undefined) return new NoResult({ name, turnId })
+      const { status } = turn.record
+      if (status === "queued" || status === "running") return new TurnPending({ name, turnId: turn.id, status })
+      return Deferred.await(turn.deferred)
+    })
+
+  const status = Effect.sync((): AgentStatusView => {
+    const queued = ctx.queue.length
+    const current = state.status
+    const turn = ctx.active?.turn
+    const until = ctx.parking.parkedUntil()
+    // Parked: its turn waits out a usage limit, or it has none and sends nothing until the limit resets.
+    const parked = until !== null && (current === "idle" || current === "working") &&
+      (ctx.active === undefined || ctx.active.parked !== null)
+    return {
+      // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
+      status: parked
+        ? "parked"
+        : current === "working" && state.waitingApprovals > 0
+        ? "waiting_approval"
+        : current === "idle" && queued > 0
+        ? "working"
+        : current,
+      current: turn?.id ?? null,
+      currentStartedAt: turn?.record.startedAt ?? null,
+      queued,
+      turns: state.finished + state.failed,
+      parkedUntil: until === null ? null : TurnRecords.iso(until)
+    }
+  })
+
+  const info = Effect.map(status, (view): AgentInfo => ({
+    name,
+    lifecycle: options.lifecycle ?? "session",
+    status: view.status,
+    pid: state.process?.process.pid ?? null,
+    sessionId: state.sessionId,
+    alive: state.process !== undefined,
+    cwd: ctx.cwd,
+    model: options.model ?? null,
+    permission: Permission.describe(state.policy),
+    role: options.role ?? "member",
+    current: view.current,
+    queued: view.queued,
+    totals: { turns: state.finished + state.failed, failed: state.failed, costUsd: state.totalCost },
+    restarts: state.restarts,
+    startedAt,
+    closedReason: state.closedReason,
+    parkedUntil: view.parkedUntil,
+    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
+  }))
+
+  const transcript = Effect.sync((): ReadonlyArray<TurnRecord> =>
+    [...history.values()].map((turn) => structuredClone(turn.record))
+  )
+
+  const interrupt = Effect.suspend(() =>
+    ctx.active === undefined
+      ? Effect.succeed(false)
+      : Effect.zipRight(deps.permission.expire(name, "interrupted"), interruptTurn(ctx.active.turn, "user"))
+  )
+
+  const shutdown = Effect.fn("Agent.shutdown")(function*(reason: string) {
+    if (state.closedReason === null) state.closedReason = reason
+    state.status = "closed"
+    ctx.saveAgent()
+    yield* deps.permission.expire(name, "closed")
+    yield* Fiber.interrupt(supervisor)
+    const closed = new AgentClosed({ name, reason: state.closedReason })
+    if (ctx.active !== undefined) yield* Turns.fail(ctx, ctx.active.turn, closed)
+    yield* Supervisor.failWaiting(ctx, closed)
+  })
+
+  return {
+    name,
+    lifecycle: options.lifecycle ?? "session",
+    prompt,
+    await: awaitTurn,
+    watch,
+    result,
+    status,
+    info,
+    transcript,
+    interrupt,
+    shutdown
+  }
+}

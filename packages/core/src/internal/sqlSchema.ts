@@ -1,0 +1,104 @@
+/**
+ * The durable store's schema, for any dialect (SQLite, Postgres): its tables, its version, the migrations that
+ * bring an older store up to date, and the words a refused store is described with.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Predicate } from "effect"
+import { StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
+
+export const MIGRATIONS_TABLE = "flotta_migrations"
+
+export const SCHEMA_VERSION = 1
+
+/** The SQL of the first version, for both dialects. */
+const createSchema = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`create table if not exists flotta_reports (
+      seq bigint primary key, at text not null, agent text not null, kind text not null, turn_id text,
+      data text not null)`
+    yield* sql`create index if not exists flotta_reports_agent on flotta_reports (agent, seq)`
+    yield* sql`create index if not exists flotta_reports_at on flotta_reports (at)`
+    yield* sql`create table if not exists flotta_agents (
+      name text primary key, status text not null, updated_at text not null, row text not null)`
+    yield* sql`create table if not exists flotta_turns (
+      agent text not null, turn_id text not null, n integer not null, status text not null, finished_at text,
+      row text not null, primary key (agent, turn_id))`
+    yield* sql`create table if not exists flotta_runs (
+      name text primary key, status text not null, finished_at text, row text not null)`
+    yield* sql`create table if not exists flotta_state (key text primary key, value text not null)`
+  })
+
+export interface Dialect {
+  readonly kind: "sqlite" | "postgres"
+  readonly location: string
+  readonly sizeBytes: Effect.Effect<number | null>
+  /** Rows per multi-row insert (SQLite allows 32,766 parameters in one statement). */
+  readonly chunk: number
+  /** The SQLite driver in use (`node:sqlite`, `better-sqlite3 12.11.1`). */
+  readonly driver?: string
+}
+
+export const HINT_RESTORE = "Move the file aside (nothing was overwritten) and start again, or restore a backup"
+
+/** The message of an SQL failure, down to the driver's own words. */
+export const causeText = (error: unknown): string => {
+  let current: unknown = error
+  const parts: Array<string> = []
+  for (let i = 0; i < 4 && Predicate.isObject(current); i++) {
+    const message = Predicate.hasProperty(current, "message") ? current.message : undefined
+    if (typeof message === "string" && message.length > 0 && !parts.includes(message)) parts.push(message)
+    current = Predicate.hasProperty(current, "cause") ? current.cause : undefined
+  }
+  return parts.length === 0 ? String(error) : parts.join(": ")
+}
+
+/**
+ * The schema version a store has (0 when it has none yet). The table is looked up first: a statement that
+ * fails is remembered by the client's statement cache, so the query itself must never fail.
+ */
+export const schemaVersion = (sql: SqlClient, kind: Dialect["kind"]) =>
+  Effect.gen(function*() {
+    const exists = kind === "sqlite"
+      ? yield* sql`select 1 as one from sqlite_master where type = 'table' and name = ${MIGRATIONS_TABLE}`
+      : yield* sql`select 1 as one from information_schema.tables
+          where table_schema = current_schema() and table_name = ${MIGRATIONS_TABLE}`
+    if (exists.length === 0) return 0
+    const rows = yield* sql<{ readonly v: number | string | null }>`select max(migration_id) as v from ${
+      sql(MIGRATIONS_TABLE)
+    }`
+    return Number(rows[0]?.v ?? 0)
+  })
+
+/**
+ * Brings the schema up to this flotta's version through the Migrator. A newer schema is refused before
+ * anything is written.
+ */
+export const migrate = (sql: SqlClient, kind: Dialect["kind"], location: string) =>
+  Effect.gen(function*() {
+    const found = yield* schemaVersion(sql, kind).pipe(
+      Effect.mapError((e) =>
+        new StoreUnavailable({
+          location,
+          reason: `its schema version cannot be read: ${causeText(e)}`,
+          hint: HINT_RESTORE
+        })
+      )
+    )
+    if (found > SCHEMA_VERSION) {
+      return yield* new StoreSchemaTooNew({ location, found, supported: SCHEMA_VERSION })
+    }
+    yield* Migrator.make({})({
+      loader: Migrator.fromRecord({ "1_init": createSchema(sql) }),
+      table: MIGRATIONS_TABLE
+    }).pipe(
+      Effect.provideService(SqlClient, sql),
+      Effect.mapError((e) =>
+        new StoreUnavailable({
+          location,
+          reason: `its schema could not be brought up to date: ${causeText(e)}`,
+          hint: HINT_RESTORE
+        })
+      )
+    )
+  })

@@ -1,0 +1,161 @@
+/**
+ * Starting one agent: its state and context, its journal in the store, what the store gave back after a
+ * restart, its first process, its seat at usage limits and its supervisor. Returns the handle once the process
+ * has answered `initialize`; closing the agent's scope stops the process.
+ */
+import { Duration, Effect, Schema } from "effect"
+import type { Scope } from "effect"
+import { randomUUID } from "node:crypto"
+import * as path from "node:path"
+import type { Agent } from "../Agent.js"
+import * as ClaudeCli from "../ClaudeCli.js"
+import { TurnErrorSchema } from "../Errors.js"
+import type { SandboxUnavailable, SpawnFailed } from "../Errors.js"
+import * as Parking from "../Parking.js"
+import * as Permission from "../Permission.js"
+import * as Sandbox from "../Sandbox.js"
+import * as Telemetry from "../Telemetry.js"
+import * as Handle from "./agentHandle.js"
+import type { AgentOptions } from "./agentOptions.js"
+import { storedOptions } from "./agentOptions.js"
+import type { AgentContext, AgentDeps, AgentState, Restored, Turn } from "./agentState.js"
+import { controlHandler } from "./permissionRequests.js"
+import { startTicks } from "./processes.js"
+import { startProcess } from "./processStart.js"
+import { restoreTurns } from "./restoredTurns.js"
+import * as Supervisor from "./supervisor.js"
+import * as Turns from "./turn.js"
+import * as TurnRecords from "./turnRecord.js"
+
+const encodeError = Schema.encodeSync(TurnErrorSchema)
+
+/**
+ * Starts an agent in the current scope and returns once its process has answered `initialize`.
+ * Closing the scope stops the process; `shutdown` also fails the agent's turns.
+ */
+export const startAgent = (
+  name: string,
+  options: AgentOptions,
+  deps: AgentDeps,
+  restored?: Restored
+): Effect.Effect<Agent, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { reports, settings } = deps
+    const scope = yield* Effect.scope
+    const clock = yield* Effect.clock
+    const cwd = path.resolve(options.cwd ?? ".")
+    const env = { ...settings.env, ...options.env }
+    const defaultTimeoutMs = Duration.toMillis(options.timeout ?? settings.turnTimeout)
+    const startedAt = restored?.row.startedAt ?? TurnRecords.iso(clock.unsafeCurrentTimeMillis())
+    /** Every turn still in history, oldest first. */
+    const history = new Map<string, Turn>()
+    const state: AgentState = {
+      status: "starting",
+      sessionId: restored?.row.sessionId ?? options.resume ?? randomUUID(),
+      resumable: restored?.row.resumable ?? options.resume !== undefined,
+      policy: options.permission ?? "read_only",
+      process: undefined,
+      processCost: 0,
+      turnCounter: 0,
+      finished: 0,
+      failed: 0,
+      totalCost: 0,
+      closedReason: null,
+      restarts: restored?.row.restarts ?? 0,
+      waitingApprovals: 0
+    }
+
+    // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
+    const saveAgent = () => {
+      if (!deps.journal.on) return
+      const running = state.process?.process
+      const { notRestorable, stored } = storedOptions(options, state.policy, cwd, defaultTimeoutMs)
+      deps.store.saveAgent({
+        name,
+        lifecycle: options.lifecycle ?? "session",
+        options: stored,
+        sessionId: state.sessionId,
+        resumable: state.resumable,
+        status: state.status,
+        restarts: state.restarts,
+        startedAt,
+        closedReason: state.closedReason,
+        notRestorable,
+        process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) }
+      })
+    }
+    const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
+      if (!deps.journal.on) return
+      deps.store.saveTurn({
+        agent: name,
+        n: Number(turn.id.slice(1)),
+        timeoutMs: turn.timeoutMs,
+        record: TurnRecords.snapshot(turn.record),
+        ...(outcome === undefined ? {} : "result" in outcome ? { result: outcome.result } : {
+          error: encodeError(outcome.error)
+        })
+      })
+    }
+
+    const ctx: AgentContext = {
+      name,
+      options,
+      cwd,
+      env,
+      sandbox: Sandbox.confinement(options.sandbox, cwd),
+      settings,
+      reports,
+      scope,
+      state,
+      queue: [],
+      active: undefined,
+      tracer: yield* Effect.tracer,
+      metrics: TurnRecords.metricsFor(name, Telemetry),
+      alarms: deps.alarms,
+      stallMs: Duration.toMillis(settings.stallTimeout),
+      graceMs: Duration.toMillis(settings.interruptGrace),
+      startProcess: Effect.suspend(() => startProcess(ctx, deps, onControlRequest)),
+      journal: deps.journal,
+      parking: Parking.unseated,
+      saveAgent,
+      expireApprovals: (reason) => deps.permission.expire(name, reason),
+      saveTurn
+    }
+    const onControlRequest = controlHandler(ctx, deps)
+
+    // --- what the store brings back ---------------------------------------------------------------------------
+    // A name used before numbers its turns on: the store keeps the earlier agent's turns under the same ids.
+    if (restored === undefined) state.turnCounter = yield* deps.store.lastTurn(name)
+    else restoreTurns(ctx, history, restored.turns, clock.unsafeCurrentTimeMillis())
+
+    // --- start ------------------------------------------------------------------------------------------------
+    const first = yield* ctx.startProcess
+    yield* reports.post(name, "spawned", {
+      pid: first.process.pid,
+      sessionId: state.sessionId,
+      cwd,
+      model: options.model ?? null,
+      permission: Permission.describe(state.policy),
+      role: options.role ?? "member",
+      lifecycle: options.lifecycle ?? "session",
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+      ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
+    })
+    // Its seat at usage limits: an agent whose CLI waits them out itself is never parked (see ClaudeCli.childEnv).
+    ctx.parking = deps.parking.join({
+      name,
+      credentials: Parking.credentialsOf(ClaudeCli.childEnv(env)),
+      parks: !ClaudeCli.cliWaitsAtLimits(env),
+      hasParkedTurn: () => ctx.active?.parked != null,
+      resume: (now) => Turns.resume(ctx, now)
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => ctx.parking.leave()))
+    state.process = first
+    state.status = "idle"
+    saveAgent()
+    const supervisor = yield* Supervisor.supervise(ctx, first).pipe(
+      Effect.annotateLogs({ agent: name }),
+      Effect.forkIn(scope)
+    )
+    return Handle.make(ctx, deps, { history, supervisor, defaultTimeoutMs, startedAt })
+  })

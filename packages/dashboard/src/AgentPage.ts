@@ -1,0 +1,159 @@
+/**
+ * `/agents/<name>`: one agent (its facts, its transcript with tool calls and the decisions they got, the prompt
+ * and its controls), a finished run's outcome, or what the report log last said about a name that is not live.
+ */
+import type { AgentInfo, TurnRecord } from "@flotta/core/Agent"
+import type { RunResult, VerifyReport } from "@flotta/core/Run"
+import { Predicate } from "effect"
+import type { Value } from "./Html.js"
+import { html } from "./Html.js"
+import type { Page } from "./PageParts.js"
+import { at, dollars, duration, json, pill, since } from "./PageParts.js"
+import type { AgentView } from "./Views.js"
+
+/** Tool calls with the permission decision each got (matched in order, by tool); decisions left over follow. */
+const toolCalls = (turn: TurnRecord) => {
+  const decisions = [...turn.permissions]
+  const calls = turn.toolCalls.map((call) => {
+    const i = decisions.findIndex((d) => d.tool === call.name)
+    const decision = i === -1 ? undefined : decisions.splice(i, 1)[0]
+    return html`<li><span class="tool">${call.name}</span>${decision && decisionOf(decision)}<pre>${
+      json(call.input)
+    }</pre></li>`
+  })
+  const rest = decisions.map((d) =>
+    html`<li><span class="tool">${d.tool}</span>${decisionOf(d)}<pre>${json(d.input)}</pre></li>`
+  )
+  return calls.length + rest.length === 0 ? "" : html`<ol class="tools" aria-label="Tool calls">${calls}${rest}</ol>`
+}
+
+const decisionOf = (d: TurnRecord["permissions"][number]) =>
+  html` <span class="decision decision-${d.decision}">${d.decision === "allow" ? "allowed" : "denied"}${
+    d.by === undefined ? "" : ` by ${d.by}`
+  }${d.message === undefined ? "" : `: ${d.message}`}</span>`
+
+const turnView = (turn: TurnRecord, index: number) =>
+  html`<article class="turn turn-${turn.status}" aria-label="Turn ${index + 1}">
+<header>${pill(turn.status)} <span class="muted">turn ${index + 1} · ${at(turn.startedAt ?? turn.enqueuedAt)}</span>${
+    turn.status === "running" && turn.startedAt !== null ? html` · ${since(turn.startedAt)}` : ""
+  }${
+    turn.finishedAt === null
+      ? ""
+      : html`<span class="facts">${dollars(turn.costUsd)} · ${
+        duration(turn.durationMs)
+      } · ${turn.modelCalls} model call${turn.modelCalls === 1 ? "" : "s"}</span>`
+  }</header>
+<div class="prompt"><span class="label">Prompt</span><p class="text">${turn.prompt}</p></div>
+${toolCalls(turn)}
+${
+    turn.reply !== null &&
+    html`<div class="reply"><span class="label">Reply</span><p class="text">${turn.reply}</p></div>`
+  }
+${turn.error !== null && html`<p class="error"><strong>${turn.error._tag}</strong>: ${turn.error.message}</p>`}
+</article>`
+
+const facts = (info: AgentInfo, worktree: string | null) =>
+  html`<dl class="facts-grid">
+<div><dt>Kind</dt><dd>${info.lifecycle}</dd></div>
+<div><dt>Model</dt><dd>${info.model ?? "default"}</dd></div>
+<div><dt>Turns</dt><dd>${info.totals.turns}${info.totals.failed > 0 ? ` (${info.totals.failed} failed)` : ""}</dd></div>
+<div><dt>Queued</dt><dd>${info.queued}</dd></div>
+<div><dt>Cost</dt><dd>${dollars(info.totals.costUsd)}</dd></div>
+<div><dt>Restarts</dt><dd>${info.restarts}</dd></div>${
+    info.host === undefined ? "" : html`
+<div><dt>Host</dt><dd>${info.host}</dd></div>`
+  }
+<div><dt>Started</dt><dd>${at(info.startedAt)}</dd></div>
+<div><dt>${worktree === null ? "Directory" : "Worktree"}</dt><dd class="path">${worktree ?? info.cwd}</dd></div>
+</dl>`
+
+/** One row of buttons: Interrupt and Close sit in the prompt's form but submit forms of their own (`form=`). */
+const controls = (name: string) => {
+  const base = `/agents/${encodeURIComponent(name)}`
+  return html`<section class="controls" aria-label="Controls">
+<form method="post" action="${base}/prompt" data-action="send" class="send">
+<label for="prompt">Prompt</label>
+<textarea id="prompt" name="text" rows="3" required placeholder="Ask ${name} something"></textarea>
+<div class="buttons">
+<button type="submit" class="primary">Send</button>
+<span class="spacer"></span>
+<button type="submit" form="interrupt">Interrupt</button>
+<button type="submit" form="close" class="danger">Close</button>
+</div>
+</form>
+<form id="interrupt" method="post" action="${base}/interrupt" data-action="interrupt"></form>
+<form id="close" method="post" action="${base}/close" data-action="close"></form>
+</section>`
+}
+
+const runOutcome = (result: RunResult | VerifyReport) =>
+  result.kind === "verify"
+    ? html`<p>${pill(result.passed ? "succeeded" : "failed")} verify of ${result.commit}</p>
+<ul>${
+      result.checks.map((c) => html`<li><code>${c.command}</code>: ${c.ok ? "ok" : `failed (exit ${c.exitCode})`}</li>`)
+    }</ul>`
+    : html`<p>${pill("succeeded")} <span class="facts">${dollars(result.costUsd)} · ${
+      duration(result.durationMs)
+    } · ${result.modelCalls} model calls</span></p>
+${
+      result.worktree &&
+      html`<p>Worktree <span class="path">${result.worktree.path}</span> on branch <code>${result.worktree.branch}</code>${
+        result.worktree.removed ? " (removed)" : ""
+      }</p>`
+    }
+<div class="reply"><span class="label">Reply</span><p class="text">${result.text}</p></div>`
+
+/** Why an agent went, when its last report says. */
+const reasonOf = (data: unknown) =>
+  Predicate.isRecord(data) && typeof data["reason"] === "string" ? ` (${data["reason"]})` : ""
+
+const missing = (name: string, text: Value) => ({
+  status: 404,
+  title: name,
+  agent: name,
+  live: html`<h1>${name}</h1><div class="notice">${text}</div>`
+})
+
+export const agentPage = (view: AgentView): Page => {
+  switch (view._tag) {
+    case "Live": {
+      const { approvals, info, status, transcript } = view
+      return {
+        status: 200,
+        title: info.name,
+        agent: info.name,
+        live: html`<h1>${info.name} ${pill(status.status)}</h1>
+${
+          approvals.length > 0 &&
+          html`<p class="notice">${approvals.length} tool call${
+            approvals.length === 1 ? " waits" : "s wait"
+          } for approval: <a href="/approvals">decide</a>.</p>`
+        }
+${facts(info, view.worktree)}
+<section class="transcript" aria-label="Transcript">
+${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
+</section>`,
+        after: info.status === "closed" ? undefined : controls(info.name)
+      }
+    }
+    case "Finished":
+      return {
+        status: 200,
+        title: view.name,
+        agent: view.name,
+        live: html`<h1>${view.name} ${pill(view.error === null ? "finished" : "failed")}</h1>
+${view.result && runOutcome(view.result)}
+${view.error && html`<p class="error"><strong>${view.error._tag}</strong>: ${view.error.message}</p>`}
+<p><a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a></p>`
+      }
+    case "Gone":
+      return view.last === null
+        ? missing(view.name, html`No agent or run is named ${view.name}.`)
+        : missing(
+          view.name,
+          html`${view.name} is not live: its last report was <strong>${view.last.kind}</strong> at ${at(view.last.at)}${
+            reasonOf(view.last.data)
+          }. <a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a>`
+        )
+  }
+}

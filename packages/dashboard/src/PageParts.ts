@@ -1,0 +1,55 @@
+/**
+ * What every page is made of: the `Page` a page module returns (its title, the live region and what stays
+ * around it), and the small pieces of markup the pages share (money, durations, instants, status pills, links,
+ * action buttons, an empty table's row).
+ */
+import type { Html, Value } from "./Html.js"
+import { html } from "./Html.js"
+
+export interface Page {
+  readonly status: number
+  readonly title: string
+  /** Kept across refreshes, above and below the live region: titles, and what people type into. */
+  readonly before?: Html | undefined
+  readonly live: Html
+  readonly after?: Html | undefined
+  readonly agent?: string | undefined
+  readonly charts?: boolean
+}
+
+export const dollars = (usd: number) => `$${usd.toFixed(4)}`
+
+/** `350 ms`, `4.2 s`, `3 min 5 s`, `2 h 5 min`. */
+export const duration = (ms: number): string => {
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  const s = Math.round(ms / 1000)
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+}
+
+/** An instant, in UTC on the server; the script shows it in the browser's time zone (`data-at`). */
+export const at = (iso: string | null) =>
+  iso === null ?
+    html`<span class="muted">—</span>` :
+    html`<time datetime="${iso}" data-at>${iso.slice(0, 16).replace("T", " ")} UTC</time>`
+
+/** Elapsed since an instant, ticking in the browser. */
+export const since = (iso: string) => html`<time datetime="${iso}" data-since="${iso}">…</time>`
+
+export const pill = (status: string) => html`<span class="pill pill-${status}">${status}</span>`
+
+export const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null"
+
+export const agentLink = (name: string) => html`<a href="/agents/${encodeURIComponent(name)}">${name}</a>`
+
+/** A button that posts to an action URL (a `data-action` form). */
+export const action = (url: string, label: string, options: { readonly kind?: string; readonly fields?: Value } = {}) =>
+  html`<form method="post" action="${url}" data-action="${
+    options.kind ?? "post"
+  }" class="inline">${options.fields}<button type="submit"${
+    options.kind === "close" ? html` class="danger"` : ""
+  }>${label}</button></form>`
+
+export const empty = (columns: number, text: string) =>
+  html`<tr class="empty"><td colspan="${columns}">${text}</td></tr>`

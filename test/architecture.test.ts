@@ -1,0 +1,81 @@
+/**
+ * ARCHITECTURE.md is the map: every src module (`packages/<package>/src/**\/*.ts`) has exactly one row, and every
+ * row names a module that exists. A row is a line of a table headed `| package | module | what it owns |`:
+ * `| core | \`internal/sqlStore\` | what it owns |` names packages/core/src/internal/sqlStore.ts.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+
+const ROOT = path.join(import.meta.dirname, "..")
+const HEADER = /^\|\s*package\s*\|\s*module\s*\|\s*what it owns\s*\|\s*$/
+const ROW = /^\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*(.*?)\s*\|\s*$/
+
+interface Row {
+  readonly line: number
+  readonly file: string
+}
+
+/** The rows of every map table, each as the file it names (relative to the root). */
+const rows = (markdown: string): { readonly rows: ReadonlyArray<Row>; readonly malformed: ReadonlyArray<string> } => {
+  const found: Array<Row> = []
+  const malformed: Array<string> = []
+  let inTable = false
+  markdown.split("\n").forEach((text, index) => {
+    const line = index + 1
+    if (HEADER.test(text)) {
+      inTable = true
+      return
+    }
+    if (!inTable) return
+    if (!text.startsWith("|")) {
+      inTable = false
+      return
+    }
+    if (/^\|[\s|:-]+\|$/.test(text)) return // the separator under the header
+    const cells = ROW.exec(text)
+    const module = cells && /^`([A-Za-z0-9_/-]+)`$/.exec(cells[2]!)
+    if (!cells || !module || !/^[a-z]+$/.test(cells[1]!) || cells[3]!.length === 0) {
+      malformed.push(`line ${line}: ${text}`)
+      return
+    }
+    found.push({ line, file: `packages/${cells[1]}/src/${module[1]}.ts` })
+  })
+  return { rows: found, malformed }
+}
+
+/** Every src module, relative to the root. */
+const modules = (): ReadonlyArray<string> =>
+  fs.readdirSync(path.join(ROOT, "packages")).flatMap((pkg) => {
+    const src = path.join(ROOT, "packages", pkg, "src")
+    if (!fs.existsSync(src)) return []
+    return fs.readdirSync(src, { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"))
+      .map((file) => `packages/${pkg}/src/${file.split(path.sep).join("/")}`)
+  }).sort()
+
+describe("ARCHITECTURE.md", () => {
+  const map = rows(fs.readFileSync(path.join(ROOT, "ARCHITECTURE.md"), "utf8"))
+
+  it("has map rows, each naming one module in backticks and saying what it owns", () => {
+    expect(map.rows.length).toBeGreaterThan(0)
+    expect(map.malformed, "map rows that are not `| package | `module` | what it owns |`").toEqual([])
+  })
+
+  it("has a row for every src module", () => {
+    const named = new Set(map.rows.map((row) => row.file))
+    expect(modules().filter((file) => !named.has(file)), "src modules with no row in ARCHITECTURE.md").toEqual([])
+  })
+
+  it("names only modules that exist, each once", () => {
+    const absent = map.rows.filter((row) => !fs.existsSync(path.join(ROOT, row.file)))
+    expect(absent.map((row) => `line ${row.line}: ${row.file}`), "rows naming a module that does not exist").toEqual([])
+    const seen = new Map<string, number>()
+    const twice = map.rows.flatMap((row) => {
+      const first = seen.get(row.file)
+      seen.set(row.file, first ?? row.line)
+      return first === undefined ? [] : [`${row.file} on lines ${first} and ${row.line}`]
+    })
+    expect(twice, "modules with two rows").toEqual([])
+  })
+})
