@@ -4,7 +4,7 @@
  * Schema 2020-12 through `JSONSchema.make`.
  */
 import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server"
-import { JSONSchema, Schema } from "effect"
+import { JSONSchema, Predicate, Schema } from "effect"
 
 type Json = Record<string, unknown>
 
@@ -33,8 +33,9 @@ const tidy = (node: unknown, open: boolean): unknown => {
 }
 
 const jsonSchemaOf = <A, I>(schema: Schema.Schema<A, I>, strict: boolean): Json => {
-  const { $schema: _, ...rest } = JSONSchema.make(schema, { target: "jsonSchema2020-12" }) as unknown as Json
-  return tidy(rest, !strict) as Json
+  const { $schema: _, ...rest }: Json = { ...JSONSchema.make(schema, { target: "jsonSchema2020-12" }) }
+  const tidied = tidy(rest, !strict)
+  return Predicate.isRecord(tidied) ? tidied : rest
 }
 
 /**
