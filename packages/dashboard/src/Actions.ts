@@ -5,10 +5,11 @@
  * answers with JSON, or fails with a typed error that the server turns into a status and a message.
  */
 import type { HttpRouter } from "@effect/platform"
-import { HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
+import * as Http from "@flotta/core/Http"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
-import { Data, Effect, Either, Fiber, FiberSet, Option, Predicate, Schedule, Schema } from "effect"
+import { Data, Effect, Either, Fiber, FiberSet, Predicate, Schedule, Schema } from "effect"
 
 /** A request the dashboard cannot act on: an unknown path, or a missing or malformed field. */
 export class BadAction extends Data.TaggedError("BadAction")<{ readonly status: number; readonly reason: string }> {
@@ -31,13 +32,9 @@ const bad = (status: number, reason: string) => new BadAction({ status, reason }
 /** The body of the request as fields: JSON (an object), or a form (urlencoded, plain text or untyped). */
 export const fields: Effect.Effect<Fields, BadAction, HttpServerRequest.HttpServerRequest> = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  if (Number(request.headers["content-length"]) > MAX_BODY) return yield* bad(413, "the request body is over 64 KiB")
-  const text = yield* request.text.pipe(
-    HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY)),
-    Effect.mapError((error) =>
-      Predicate.hasProperty(error.cause, "message") && error.cause.message === "maxBytes exceeded"
-        ? bad(413, "the request body is over 64 KiB")
-        : bad(400, "the request body was cut off")
+  const text = yield* Http.bodyText(MAX_BODY).pipe(
+    Effect.mapError((refused) =>
+      bad(refused.status, refused.status === 413 ? "the request body is over 64 KiB" : refused.reason)
     )
   )
   const type = (request.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()

@@ -12,7 +12,7 @@
  *   (least recently used goes first), expire when idle, and close with the handler. A legacy client that keeps
  *   no session id is still served, statelessly.
  */
-import { HttpApp, HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
 import * as HttpGuard from "@flotta/core/HttpGuard"
@@ -24,10 +24,9 @@ import {
   WebStandardStreamableHTTPServerTransport
 } from "@modelcontextprotocol/server"
 import type { McpServer as SdkServer } from "@modelcontextprotocol/server"
-import { Clock, Duration, Effect, Option, Predicate, Runtime, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Runtime, Schedule, Schema } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { Readable } from "node:stream"
 import type { McpSettings } from "./McpConfig.js"
 import { PATH } from "./McpConfig.js"
 import * as ServerFactory from "./ServerFactory.js"
@@ -67,45 +66,6 @@ const refusal = (status: number, message: string, headers: Record<string, string
   )
 
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
-
-/**
- * Headers about the connection, not the response (RFC 9110 §7.6.1): the server's own to write (`Http.serve`).
- * The SDK sends `Connection: keep-alive` with every SSE answer; passed on, it kept Node from telling the client
- * how long an idle connection is kept, so the client guessed (undici: 4 s against Node's 5 s) and, under load,
- * reused one the server was closing at that moment: ECONNRESET.
- */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
-
-/**
- * The SDK's response as one of the stack. A body stream that errors (the SDK ends an SSE stream that way) ends
- * the response cleanly, as the SDK's own Node adapter does, instead of resetting the connection.
- */
-const fromWeb = (response: Response) => {
-  const headers = Object.fromEntries([...response.headers].filter(([name]) => !HOP_BY_HOP.has(name)))
-  const body = response.body
-  return body === null
-    ? HttpServerResponse.empty({ status: response.status, headers })
-    : HttpServerResponse.raw(nodeBody(body), { status: response.status, headers })
-}
-
-/**
- * A web body as a Node stream the server pipes straight to the socket (an Effect `Stream` per chunk cost a
- * tool call about a millisecond). An error ends the body instead of failing it, for the reason above.
- */
-const nodeBody = (body: ReadableStream<Uint8Array>) => {
-  const reader = body.getReader()
-  return new Readable({
-    read() {
-      reader.read().then(
-        ({ done, value }) => this.push(done ? null : value),
-        () => this.push(null)
-      )
-    },
-    destroy(error, callback) {
-      reader.cancel().catch(() => undefined).finally(() => callback(error))
-    }
-  })
-}
 
 export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Flotta | Scope.Scope> =>
   Effect.gen(function*() {
@@ -193,24 +153,9 @@ export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Fl
         )
     }
 
-    /** The body of a POST as text, under the bound; `undefined` for other methods. */
-    const readBody = (request: HttpServerRequest.HttpServerRequest) =>
-      request.method !== "POST"
-        ? Effect.succeed(undefined)
-        : Number(request.headers["content-length"]) > MAX_BODY
-        ? Effect.fail("tooLarge" as const)
-        : request.text.pipe(
-          HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY)),
-          Effect.mapError((error) =>
-            Predicate.hasProperty(error.cause, "message") && error.cause.message === "maxBytes exceeded"
-              ? "tooLarge" as const
-              : "cutOff" as const
-          )
-        )
-
     const endpoint = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const text = yield* readBody(request)
+      const text = request.method === "POST" ? yield* Http.bodyText(MAX_BODY) : undefined
       const abort = new AbortController()
       const web = new Request(`http://${request.headers["host"] ?? "localhost"}${request.url}`, {
         method: request.method,
@@ -220,15 +165,11 @@ export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Fl
       })
       const body = text === undefined ? undefined : Option.getOrUndefined(decodeJson(text))
       const response = yield* dispatch(web, body).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
-      return fromWeb(response)
+      return yield* Http.respondWeb(response)
     }).pipe(
-      Effect.catchAll((error) =>
-        Effect.succeed(
-          error === "tooLarge"
-            ? refusal(413, `Payload Too Large: Request body must not exceed ${MAX_BODY} bytes`, { connection: "close" })
-            : refusal(400, "the request body was cut off")
-        )
-      ),
+      Effect.catchTag("BodyRefused", (refused) =>
+        // A body over the bound was not read to its end: the connection cannot carry another request.
+        Effect.succeed(refusal(refused.status, refused.reason, refused.status === 413 ? { connection: "close" } : {}))),
       Effect.catchAllCause((cause) =>
         Effect.logError("MCP: request failed", cause).pipe(Effect.as(refusal(500, "Internal error")))
       )
