@@ -7,6 +7,7 @@ import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Runtime } from "effect"
 import * as http from "node:http"
+import type { UnderlyingSource } from "node:stream/web"
 import * as Http from "../src/Http.js"
 
 interface Reply {
@@ -49,6 +50,14 @@ const echo = Effect.gen(function*() {
     onRight: (text) => HttpServerResponse.text(`read ${text.length}`)
   })
 })
+
+/** A route answering with an event stream from `source` (a fresh stream per request). */
+const eventStream = (source: UnderlyingSource<Uint8Array>, headers: Record<string, string> = {}) =>
+  Effect.suspend(() =>
+    Http.respondWeb(
+      new Response(new ReadableStream(source), { headers: { "content-type": "text/event-stream", ...headers } })
+    )
+  )
 
 describe("Http", () => {
   it.scoped("reads a body under its bound, and refuses one over it whether it gives its length or not", () =>
@@ -93,21 +102,14 @@ describe("Http", () => {
       const server = yield* serve(HttpRouter.empty.pipe(
         HttpRouter.post(
           "/sse",
-          Effect.suspend(() =>
-            Http.respondWeb(
-              new Response(
-                new ReadableStream({
-                  pull(controller) {
-                    const next = events.shift()
-                    // The MCP SDK ends an SSE stream by erroring it: the answer still ends cleanly.
-                    if (next === undefined) controller.error(new Error("stream closed"))
-                    else controller.enqueue(encoder.encode(next))
-                  }
-                }),
-                { status: 200, headers: { "content-type": "text/event-stream", connection: "keep-alive" } }
-              )
-            )
-          )
+          eventStream({
+            pull(controller) {
+              const next = events.shift()
+              // The MCP SDK ends an SSE stream by erroring it: the answer still ends cleanly.
+              if (next === undefined) controller.error(new Error("stream closed"))
+              else controller.enqueue(encoder.encode(next))
+            }
+          }, { connection: "keep-alive" })
         ),
         HttpRouter.post("/empty", Effect.suspend(() => Http.respondWeb(new Response(null, { status: 202 }))))
       ))
@@ -128,21 +130,14 @@ describe("Http", () => {
       const server = yield* serve(HttpRouter.empty.pipe(
         HttpRouter.post(
           "/forever",
-          Effect.suspend(() =>
-            Http.respondWeb(
-              new Response(
-                new ReadableStream({
-                  start(controller) {
-                    controller.enqueue(new TextEncoder().encode("data: first\n\n"))
-                  },
-                  cancel() {
-                    Runtime.runSync(runtime)(Deferred.succeed(cancelled, undefined))
-                  }
-                }),
-                { headers: { "content-type": "text/event-stream" } }
-              )
-            )
-          )
+          eventStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("data: first\n\n"))
+            },
+            cancel() {
+              Runtime.runSync(runtime)(Deferred.succeed(cancelled, undefined))
+            }
+          })
         )
       ))
       yield* Effect.async<void>((resume) => {
