@@ -283,12 +283,12 @@ export const serve = <E>(
         Effect.fail(options.fail(reasonOf(error.cause, options.port, options.host))))
     )
     // A span per request only when spans go somewhere (OpenTelemetry): made for nothing, it cost a tool call 0.07 ms.
-    const traced = (yield* Effect.tracer) !== NATIVE_TRACER
+    const untraced = (yield* Effect.tracer) === NATIVE_TRACER
     yield* server.serve(
       Effect.map(yield* toApp(parts), (response) =>
         HttpServerResponse.setHeader(response, "keep-alive", `timeout=${IDLE_TOLD_S}`))
     ).pipe(HttpMiddleware.withTracerDisabledWhenEffect(() =>
-      !traced
+      untraced
     ))
     // Runs before the platform's own close, which alone would wait for open streams forever.
     yield* Effect.addFinalizer(() =>

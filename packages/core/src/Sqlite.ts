@@ -16,7 +16,7 @@ import * as Statement from "@effect/sql/Statement"
 import { Cache, Context, Duration, Effect, Scope, Stream } from "effect"
 import { StoreUnavailable } from "./Errors.js"
 import * as Driver from "./internal/sqliteDriver.js"
-import type { DriverChoice, SyncDatabase, SyncStatement } from "./internal/sqliteDriver.js"
+import type { DriverChoice, RunResult, SyncDatabase, SyncStatement } from "./internal/sqliteDriver.js"
 
 export type { DriverChoice, RunResult, SyncDatabase, SyncStatement } from "./internal/sqliteDriver.js"
 
@@ -126,48 +126,53 @@ export const make = (
     // A statement that failed to prepare (a table not there yet, a lock) is prepared again next time.
     const prepared = (sql: string) => Effect.tapError(prepareCache.get(sql), () => prepareCache.invalidate(sql))
 
-    const runStatement = (statement: SyncStatement, params: ReadonlyArray<unknown>, raw: boolean) =>
-      Effect.withFiberRuntime<ReadonlyArray<object>, SqlError>((fiber) => {
+    /**
+     * Runs a statement under the fiber's `SafeIntegers`: a reader answers through `read`, anything else runs and
+     * its result goes through `written` (the raw result for `executeRaw`, nothing for the rest).
+     */
+    const runStatement = <A, B>(
+      statement: SyncStatement,
+      params: ReadonlyArray<unknown>,
+      read: (statement: SyncStatement) => A,
+      written: (result: RunResult) => B
+    ) =>
+      Effect.withFiberRuntime<A | B, SqlError>((fiber) => {
         try {
           statement.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-          if (statement.reader) return Effect.succeed(statement.all(params))
-          const result = statement.run(params)
-          return Effect.succeed(raw ? result as unknown as ReadonlyArray<object> : [])
+          return Effect.succeed(statement.reader ? read(statement) : written(statement.run(params)))
         } catch (cause) {
           return Effect.fail(fail("Failed to execute statement")(cause))
         }
       })
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(prepared(sql), (statement) => runStatement(statement, params, raw))
+    const noRows = (): ReadonlyArray<object> => []
+    const rows = (statement: SyncStatement, params: ReadonlyArray<unknown>) =>
+      runStatement(statement, params, (reader) => reader.all(params), noRows)
 
-    const runValues = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.flatMap(
-        prepared(sql),
-        (statement) =>
-          Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>((fiber) => {
-            try {
-              statement.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-              if (statement.reader) return Effect.succeed(statement.values(params))
-              statement.run(params)
-              return Effect.succeed([])
-            } catch (cause) {
-              return Effect.fail(fail("Failed to execute statement")(cause))
-            }
-          })
-      )
+    const run = (sql: string, params: ReadonlyArray<unknown>) =>
+      Effect.flatMap(prepared(sql), (statement) => rows(statement, params))
 
     const unprepared = (sql: string, params: ReadonlyArray<unknown>) =>
       Effect.flatMap(
         Effect.try({ try: () => db.prepare(sql), catch: fail("Failed to prepare statement") }),
-        (statement) => runStatement(statement, params, false)
+        (statement) => rows(statement, params)
       )
 
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
         transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params),
-      executeRaw: (sql, params) => run(sql, params, true),
-      executeValues: runValues,
+      executeRaw: (sql, params) =>
+        Effect.flatMap(
+          prepared(sql),
+          (statement) => runStatement(statement, params, (reader) => reader.all(params), (result) => result)
+        ),
+      executeValues: (sql, params) =>
+        Effect.flatMap(
+          prepared(sql),
+          (statement) =>
+            runStatement(statement, params, (reader) =>
+              reader.values(params), (): ReadonlyArray<ReadonlyArray<unknown>> => [])
+        ),
       executeUnprepared: (sql, params, transformRows) =>
         transformRows ? Effect.map(unprepared(sql, params), transformRows) : unprepared(sql, params),
       executeStream: (sql, params, transformRows) =>
