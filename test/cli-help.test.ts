@@ -38,6 +38,7 @@ describe("--help through a pipe", () => {
     "interrupt",
     "wait",
     "broadcast",
+    "fork",
     "runs",
     "worktrees",
     "gc",

@@ -118,7 +118,7 @@ describe("bad command-line input", () => {
       [
         ["lsit"],
         "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, close, completion, deny, doctor, " +
-        "findings, gc, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, schedule, serve, " +
+        "findings, fork, gc, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, schedule, serve, " +
         "spawn, status, transcript, unpark, verify, wait, worktrees"
       ]
     ])
@@ -153,6 +153,9 @@ describe("bad command-line input", () => {
         ["wait", "scout", "--timeout", "0"],
         "--timeout: \"0\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
       ],
+      [["fork", "scout"], "Missing argument <name>"],
+      [["fork", "scout", "twin", "--at", "2"], "--at: \"2\" is not a turn id (t1, t2, ...)"],
+      [["fork", "scout", "Twin"], `<name>: "Twin" is not a valid name (${NAME_RULE})`],
       [["broadcast"], "Missing argument <text>"],
       [
         ["broadcast", "hi", "--timeout", "-5"],

@@ -1,7 +1,7 @@
 /**
  * One flotta fleet over three hosts, end to end, on each cluster store (one Postgres database, one SQLite file):
  * three `flotta serve --simulate --config FILE` processes join, agents spread over them, any node drives any
- * agent, and a host that dies (kill -9) or pauses (SIGSTOP) has its agents moved, with their memory, to the live
+ * agent and forks it (the fork starts on its source's host), and a host that dies (kill -9) or pauses (SIGSTOP) has its agents moved, with their memory, to the live
  * hosts; a host that comes back never runs them again. The real claude CLI talks to each node's simulator.
  *
  * The three nodes of a store are shared by its tests, which run in order and build on each other.
@@ -146,6 +146,25 @@ const clusterSuite = (kind: "postgres" | "sqlite") =>
       assert.strictEqual(info.host, "node-a")
       const started = (await c.reports({ agent: onA[0]!, kinds: ["turn_started"] })).at(-1)
       assert.strictEqual(started?.host, "node-a", "the turn ran where the agent lives")
+    }, 120_000)
+
+    it("forks across hosts: node C forks an agent on node A, and the fork lives there with its memory", async () => {
+      const source = (await c.list()).find((x) => x.host === "node-a")!.name
+      assert.strictEqual(await b.ask(source, "REMEMBER the fork code is 77"), "OK, I will remember that.")
+      const fork = await c.call<AgentView & { forkedFrom?: { agent: string } }>("flotta_fork", {
+        source,
+        name: "forked-across"
+      })
+      assert.strictEqual(fork.host, "node-a", "a fork starts where its source's conversation is")
+      assert.strictEqual(fork.forkedFrom?.agent, source)
+      assert.strictEqual(await b.ask("forked-across", "RECALL"), "The fact is: the fork code is 77")
+      assert.strictEqual((await b.info("forked-across")).host, "node-a")
+      const elsewhere = await attempt(() => a.call("flotta_fork", { source, name: "forked-b", host: "node-b" }))
+      assert.deepStrictEqual(elsewhere, { failed: "InvalidSpec" })
+      const taken = await attempt(() => b.call("flotta_fork", { source, name: "forked-across" }))
+      assert.deepStrictEqual(taken, { failed: "AgentAlreadyExists" })
+      // Out of the way of the failover below, which counts node A's agents.
+      await c.call("flotta_close", { name: "forked-across" })
     }, 120_000)
 
     it(

@@ -7,6 +7,7 @@
  *
  * - an agent spawned over MCP appears in "Agents", live;
  * - "Send" on an agent page queues a turn whose reply shows in the transcript;
+ * - "Fork" on an agent page asks for the fork's name and opens the fork's page, which says where it came from;
  * - an approval appears on /approvals live; "Approve" lets the Write happen, "Deny" does not (the model sees it);
  * - "Pause" on /schedule pauses the scheduler, "Resume" resumes it;
  * - the browser reaches the dashboard through a TCP proxy (test/support/tcpProxy.ts); cutting it while entries are
@@ -219,6 +220,19 @@ describe("the dashboard in Chromium, against flotta serve --simulate", () => {
     const turns = await served.call<{ turns: Array<{ prompt: string }> }>("flotta_transcript", { name: "scout" })
     assert.include(turns.turns.map((t) => t.prompt), "ECHO hello from the browser")
     await screenshot(page, "dashboard-agent")
+    await page.close()
+  }, 180_000)
+
+  it("Fork on an agent page asks for the fork's name and opens its page, which says where it came from", async () => {
+    const page = await context.newPage()
+    await page.goto("/agents/scout")
+    const fork = page.getByRole("form", { name: "Fork" })
+    await fork.getByRole("textbox", { name: "Fork as" }).fill("scout-fork")
+    await fork.getByRole("button", { name: "Fork" }).click()
+    await page.waitForURL(/\/agents\/scout-fork$/, { timeout: SLOW })
+    await page.getByText("Forked from").first().waitFor({ timeout: SLOW })
+    const info = await served.call<{ forkedFrom: { agent: string } }>("flotta_info", { name: "scout-fork" })
+    assert.strictEqual(info.forkedFrom.agent, "scout")
     await page.close()
   }, 180_000)
 

@@ -37,6 +37,7 @@ const CLIENT = new Set([
   "result",
   "close",
   "spawn",
+  "fork",
   "info",
   "interrupt",
   "wait",
@@ -302,8 +303,11 @@ describe("the docs' programs", () => {
         timeout: 170_000
       })
       assert.strictEqual(output.code, 0, `${output.stdout}\n${output.stderr}`)
-      if (step.code.includes("createFleet()")) {
-        assert.include(output.stdout, "ECHO: Read package.json and name the dependencies.")
+      // What each library example asks comes back from the simulator (it echoes).
+      for (const [, asked] of step.code.matchAll(/console\.log\(await fleet\.ask\("[^"]+", "([^"]+)"\)\)/g)) {
+        assert.include(output.stdout, `ECHO: ${asked}`)
+      }
+      if (step.code.includes(`fleet.prompt("scout", "Summarize the README.")`)) {
         assert.include(output.stdout, "ECHO: Summarize the README.")
       }
     })

@@ -60,6 +60,12 @@ export const renderInfo = (info: AgentInfo & { readonly lifecycle?: string }): s
     field("restarts", String(info.restarts)),
     field("started", `${RunViews.describeInstant(info.startedAt)} UTC`),
     ...(info.host === undefined ? [] : [field("host", info.host)]),
+    ...(info.forkedFrom === undefined ? [] : [
+      field(
+        "forked",
+        `from ${info.forkedFrom.agent}${info.forkedFrom.turnId === null ? "" : ` at ${info.forkedFrom.turnId}`}`
+      )
+    ]),
     ...(info.closedReason === null ? [] : [field("closed", info.closedReason)])
   ].join("\n")
 }

@@ -18,6 +18,7 @@ import * as RunCommand from "./RunCommand.js"
 import * as RunsCommands from "./RunsCommands.js"
 import * as ScheduleCommands from "./ScheduleCommands.js"
 import * as ServeCommand from "./ServeCommand.js"
+import * as SessionCommands from "./SessionCommands.js"
 import * as WorktreeCommands from "./WorktreeCommands.js"
 
 /** Variables the command reads (ConfigFile.ENVIRONMENT maps the rest onto the config); children inherit them all. */
@@ -46,6 +47,7 @@ export const flotta = Command.make("flotta").pipe(
     DoctorCommand.command,
     ...ClientCommands.commands,
     ...AgentCommands.commands,
+    ...SessionCommands.commands,
     ...RunsCommands.commands,
     ...WorktreeCommands.commands,
     ...ScheduleCommands.commands,

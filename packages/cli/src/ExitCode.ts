@@ -41,6 +41,7 @@ export const EXIT_CODES = [
     tags: [
       "AgentNotFound",
       "AgentAlreadyExists",
+      "CannotFork",
       "NoResult",
       "TurnPending",
       "RunNotFound",

@@ -3,7 +3,7 @@
  * what came back from it at start, report entries and transcripts. Pure functions of the data, so the text is
  * the same whether it came from a running serve or straight from the store.
  */
-import type { TurnRecord } from "@flotta/core/Agent"
+import type { TranscriptMark, TurnRecord } from "@flotta/core/Agent"
 import type { RestoreReport } from "@flotta/core/Restore"
 import type { ReportEntry, StoreHealth, StoreInfo } from "@flotta/core/Store"
 
@@ -124,9 +124,22 @@ const heading = (record: TurnRecord) => {
   return `${record.turnId}  ${facts.join(" · ")}`
 }
 
-/** One turn as a person reads it: prompt, tool calls, permission decisions, reply or error, and what it cost. */
+/** What happened to the conversation, in words (see `TranscriptMark`). */
+export const describeMark = (mark: TranscriptMark): string => {
+  const { from } = mark
+  return `forked from ${from.agent}${from.turnId === null ? "" : ` at ${from.turnId}`} (session ${from.sessionId})`
+}
+
+/**
+ * One turn as a person reads it: what happened to the conversation before it, prompt, tool calls, permission
+ * decisions, reply or error, and what it cost.
+ */
 export const renderTurn = (record: TurnRecord): string => {
-  const lines = [heading(record), field("prompt", record.prompt)]
+  const lines = [
+    ...(record.marks ?? []).map((mark) => `~ ${describeMark(mark)}`),
+    heading(record),
+    field("prompt", record.prompt)
+  ]
   for (const call of record.toolCalls) lines.push(field("tool", `${call.name} ${compact(call.input)}`))
   for (const decision of record.permissions) {
     const changed = decision.updatedInput === undefined ? "" : ` (input changed to ${compact(decision.updatedInput)})`

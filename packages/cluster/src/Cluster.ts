@@ -11,18 +11,16 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { FileSystem } from "@effect/platform/FileSystem"
-import type { AgentOptions } from "@flotta/core/Agent"
 import { errorView } from "@flotta/core/AgentView"
 import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
 import * as Client from "@flotta/core/Client"
-import { AgentAlreadyExists, AgentNotFound, InvalidSpec } from "@flotta/core/Errors"
+import { AgentNotFound } from "@flotta/core/Errors"
 import type { RunNotFound } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flottas from "@flotta/core/Flotta"
 import { Flotta } from "@flotta/core/Flotta"
 import type { AskOptions, BootReport } from "@flotta/core/Flotta"
 import type { Registry } from "@flotta/core/Registry"
-import { validateName } from "@flotta/core/Registry"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import type { RunQuery } from "@flotta/core/RunList"
 import { selectRuns } from "@flotta/core/RunList"
@@ -37,7 +35,6 @@ import {
   Layer,
   Option,
   Predicate,
-  Schema,
   Stream,
   SubscriptionRef
 } from "effect"
@@ -51,9 +48,9 @@ import { Hosting, withHost } from "./Hosting.js"
 import * as Housekeeping from "./Housekeeping.js"
 import { Membership } from "./Membership.js"
 import * as Protocol from "./Protocol.js"
-import { HostLost, HostUnavailable } from "./Protocol.js"
+import { HostLost } from "./Protocol.js"
 import * as Runner from "./Runner.js"
-import { WireOptions, wireOptions } from "./WireViews.js"
+import * as Starts from "./Starts.js"
 
 export interface HostView {
   readonly host: string
@@ -176,44 +173,7 @@ const fleet = (settings: ClusterSettings) =>
         return yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))
       })
 
-    const pickHost = Effect.fn("Cluster.pickHost")(
-      function*(wanted: string | undefined) {
-        const live = (yield* liveNow).map((r) => r.host).sort()
-        if (wanted !== undefined) {
-          if (!live.includes(wanted)) return yield* new HostUnavailable({ host: wanted, live })
-          return wanted
-        }
-        const counts = new Map(live.map((host) => [host, 0]))
-        for (const p of yield* store.placements) if (counts.has(p.host)) counts.set(p.host, counts.get(p.host)! + 1)
-        return [...counts.entries()].sort((a, b) => a[1] - b[1])[0]![0]
-      }
-    )
-
-    const spawn = (name: string, options: AgentOptions = {}) =>
-      Effect.gen(function*() {
-        yield* validateName(name)
-        const { host: wanted, ...rest } = options
-        const host = yield* pickHost(wanted)
-        if (host !== me && typeof rest.permission === "function") {
-          return yield* new InvalidSpec({
-            path: "permission",
-            reason:
-              `a permission given as a function cannot be sent to host ${host}: give it as data, or spawn on ${me}`
-          })
-        }
-        const wire = yield* Schema.validate(WireOptions)(wireOptions(rest)).pipe(
-          Effect.mapError((error) => new InvalidSpec({ path: "options", reason: error.message }))
-        )
-        if (!(yield* store.place(name, host, wire.cwd ?? "", wire))) return yield* new AgentAlreadyExists({ name })
-        const started = host === me
-          ? h.startHere(name, rest, 1)
-          : remote(
-            host,
-            name,
-            agentClient(Protocol.agentId(host, name)).spawn({ name, options: wire, epoch: 1, callId: randomUUID() })
-          )
-        return yield* started.pipe(Effect.tapError(() => Effect.ignore(store.remove(name, 1))))
-      }).pipe(Effect.withSpan("flotta.spawn", { attributes: { "flotta.agent": name, "flotta.cluster": true } }))
+    const { fork, spawn } = Starts.make({ h, liveNow, remote, agentClient })
 
     const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
 
@@ -320,6 +280,7 @@ const fleet = (settings: ClusterSettings) =>
     const operations = {
       ...local,
       spawn,
+      fork,
       askResult,
       ask: (name: string, text: string, options?: AskOptions) =>
         Effect.map(askResult(name, text, options), (r) => r.text),

@@ -22,6 +22,11 @@ const agentEntity = Protocol.AgentEntity.toLayer(
       )
     return Protocol.AgentEntity.of({
       spawn: ({ payload: p }) => once(p.callId, guard(p.name, h.startHere(p.name, p.options, p.epoch))),
+      fork: ({ payload: p }) =>
+        once(
+          p.callId,
+          guard(p.name, whenReady(p.source, h.forkHere(p.source, p.name, p.options, p.at)))
+        ),
       ask: ({ payload: p }) =>
         once(p.callId, guard(p.name, whenReady(p.name, local.askResult(p.name, p.text, timeoutOf(p.timeoutMs))))),
       prompt: ({ payload: p }) =>

@@ -6,13 +6,14 @@
  * (Replication) all work on it.
  */
 import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
-import { AgentClosed } from "@flotta/core/Errors"
+import { AgentAlreadyExists, AgentClosed, InvalidSpec } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { Registry } from "@flotta/core/Registry"
 import { ReportLog } from "@flotta/core/ReportLog"
-import { Context, Deferred, Effect, FiberId, Layer, Ref } from "effect"
+import { Context, Deferred, Effect, FiberId, Layer, Ref, Schema } from "effect"
 import { ClusterStore } from "./ClusterStore.js"
 import { Membership } from "./Membership.js"
+import { WireOptions, wireOptions } from "./WireViews.js"
 
 /** How much of an agent's session file is in the cluster store. */
 export interface Mirrored {
@@ -44,10 +45,11 @@ const make = (childEnv: Readonly<Record<string, string>>) =>
     /** Recent calls by id, and how each ended: a call delivered twice runs once. */
     const calls = new Map<string, Deferred.Deferred<unknown, unknown>>()
 
-    const startHere = Effect.fn("Hosting.startHere")(
-      function*(name: string, options: AgentOptions, epoch: number) {
-        starting.add(name)
-        const info = yield* local.spawn(name, options)
+    const registry = yield* Registry
+
+    /** Keeps a started agent's facts, then claims it at `epoch`; a lost claim (it moved) stops it. */
+    const claimStarted = (name: string, options: AgentOptions, epoch: number, info: AgentInfo) =>
+      Effect.gen(function*() {
         agents.set(name, { env: options.env ?? {}, mirrored: { id: info.sessionId, bytes: 0 } })
         const incarnation = yield* Ref.get(membership.incarnation)
         if (!(yield* store.claim(name, me, epoch, incarnation, info.sessionId, info.cwd))) {
@@ -55,8 +57,42 @@ const make = (childEnv: Readonly<Record<string, string>>) =>
           return yield* new AgentClosed({ name, reason: "it was moved to another host while it started" })
         }
         return withHost(me)(info)
+      })
+
+    const startHere = Effect.fn("Hosting.startHere")(
+      function*(name: string, options: AgentOptions, epoch: number) {
+        starting.add(name)
+        return yield* claimStarted(name, options, epoch, yield* local.spawn(name, options))
       },
       (effect, name) => Effect.ensuring(effect, Effect.sync(() => starting.delete(name)))
+    )
+
+    /**
+     * Forks a local agent into a new one here, where the source's session file is: placed in the cluster with
+     * the options it runs with (the source's, and those given), then claimed like any start.
+     */
+    const forkHere = Effect.fn("Hosting.forkHere")(
+      function*(source: string, name: string, given: AgentOptions, at: string | undefined) {
+        const point = yield* (yield* registry.get(source)).forkPoint(at)
+        const merged: AgentOptions = { ...point.options, ...given }
+        const wire = yield* Schema.validate(WireOptions)(wireOptions(merged)).pipe(
+          Effect.mapError((error) => new InvalidSpec({ path: "options", reason: error.message }))
+        )
+        if (typeof merged.permission === "function") {
+          return yield* new InvalidSpec({
+            path: "permission",
+            reason: `${source}'s permission is a function, which a placement cannot keep: give the fork one as data`
+          })
+        }
+        if (!(yield* store.place(name, me, wire.cwd ?? "", wire))) return yield* new AgentAlreadyExists({ name })
+        starting.add(name)
+        const started = registry.spawn(name, merged, undefined, point.origin).pipe(
+          Effect.flatMap((agent) => agent.info),
+          Effect.flatMap((info) => claimStarted(name, merged, 1, info))
+        )
+        return yield* started.pipe(Effect.tapError(() => Effect.ignore(store.remove(name, 1))))
+      },
+      (effect, _source, name) => Effect.ensuring(effect, Effect.sync(() => starting.delete(name)))
     )
 
     // Not Effect.fn: every call to an agent passes through here, and most find it ready at once.
@@ -84,7 +120,7 @@ const make = (childEnv: Readonly<Record<string, string>>) =>
     return {
       /** The engine below the cluster: this host's own agents. */
       local,
-      registry: yield* Registry,
+      registry,
       localLog: yield* ReportLog,
       store,
       membership,
@@ -97,6 +133,8 @@ const make = (childEnv: Readonly<Record<string, string>>) =>
       childEnv,
       /** Starts an agent placed on this host at `epoch`, then claims it; a lost claim (it moved) stops it. */
       startHere,
+      /** Forks a local agent into a new one placed on this host. */
+      forkHere,
       /** Closes a local agent and frees its name in the cluster. */
       closeHere: Effect.fn("Hosting.closeHere")((name: string) => closeHere(local, store, name)),
       /**

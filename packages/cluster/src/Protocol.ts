@@ -46,6 +46,7 @@ export const FleetError = Schema.Union(
   Errors.StoreUnavailable,
   Errors.ApprovalNotFound,
   Errors.ApprovalExpired,
+  Errors.CannotFork,
   HostLost,
   HostUnavailable
 )
@@ -65,6 +66,18 @@ const Turn = {
 
 export const Spawn = Rpc.make("spawn", {
   payload: { name: Schema.String, options: WireOptions, epoch: Schema.Number, callId: Schema.String },
+  success: AgentView.AgentInfo,
+  error: FleetError
+})
+/** A fork of the agent this entity is: it starts on the same host, where the source's session file is. */
+export const Fork = Rpc.make("fork", {
+  payload: {
+    source: Schema.String,
+    name: Schema.String,
+    at: Schema.optional(Schema.String),
+    options: WireOptions,
+    callId: Schema.String
+  },
   success: AgentView.AgentInfo,
   error: FleetError
 })
@@ -92,6 +105,7 @@ const hostOf = (entityId: EntityId): string => {
 
 export const AgentEntity = Entity.make("Agent", [
   Spawn,
+  Fork,
   Ask,
   Prompt,
   Wait,

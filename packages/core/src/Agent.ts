@@ -6,22 +6,39 @@
  * and its views (from `AgentView`); the `Registry` starts agents.
  */
 import type { Duration, Effect } from "effect"
-import type { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "./AgentView.js"
-import type { AgentClosed, InvalidSpec, NoResult, TurnError, TurnPending } from "./Errors.js"
+import type { AgentInfo, AgentStatusView, ForkOrigin, TurnRecord, TurnResult } from "./AgentView.js"
+import type { AgentClosed, CannotFork, InvalidSpec, NoResult, TurnError, TurnPending } from "./Errors.js"
+import type { AgentOptions } from "./internal/agentOptions.js"
 
 export type {
   Activity,
   AgentInfo,
   AgentStatus,
   AgentStatusView,
+  ForkOrigin,
   PermissionRecord,
   Role,
   ToolCall,
+  TranscriptMark,
   TurnRecord,
   TurnResult
 } from "./AgentView.js"
 export { buildArgs } from "./internal/agentOptions.js"
 export type { AgentOptions } from "./internal/agentOptions.js"
+
+/**
+ * Options of a fork: `at`, the source's turn to cut at (its conversation up to and including that turn; the
+ * default is its last turn that succeeded), and any spawn option, which overrides the source's.
+ */
+export interface ForkOptions extends Omit<AgentOptions, "resume" | "lifecycle"> {
+  readonly at?: string
+}
+
+/** Where a fork starts: its origin, and the source's options it takes unless told otherwise. */
+export interface ForkPoint {
+  readonly origin: ForkOrigin
+  readonly options: AgentOptions
+}
 
 /** The handle on one agent. */
 export interface Agent {
@@ -42,6 +59,11 @@ export interface Agent {
   readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>>
   /** Interrupts the turn in flight; queued turns go on. False when nothing was running. */
   readonly interrupt: Effect.Effect<boolean>
+  /**
+   * Where a fork of it at `at` (default: its last turn that succeeded) starts. A turn still queued or running is
+   * TurnPending, an unknown one NoResult, a failed one (or a run, or a conversation not begun) CannotFork.
+   */
+  readonly forkPoint: (at?: string) => Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork>
   /** Stops the agent: its turns fail with AgentClosed, its child is stopped. */
   readonly shutdown: (reason: string) => Effect.Effect<void>
 }

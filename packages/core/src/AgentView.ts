@@ -74,6 +74,20 @@ export const StoredOptions = Schema.Struct({
 })
 export type StoredOptions = typeof StoredOptions.Type
 
+/**
+ * Where a fork came from: the source agent, the turn it was cut at (its conversation up to and including that
+ * turn), and the source's session at the time. `messageId` is that turn's last assistant message in the CLI's
+ * session file, where `--resume-session-at` cuts; without it the fork takes the whole conversation.
+ */
+export const ForkOrigin = Schema.Struct({
+  agent: Schema.String,
+  /** The source's turn the fork was cut at; null when it took a conversation that had no turn of the source's. */
+  turnId: NullableString,
+  sessionId: Schema.String,
+  messageId: exact(Schema.String)
+})
+export type ForkOrigin = typeof ForkOrigin.Type
+
 export const AgentStatusView = Schema.Struct({
   status: AgentStatus,
   /** The turn in flight, if any. */
@@ -110,7 +124,9 @@ export const AgentInfo = Schema.Struct({
   /** The host that runs it, in a fleet spread over several hosts (`@flotta/cluster`). */
   host: exact(Schema.String),
   /** Its sandbox, when it has one (writable paths absolute). */
-  sandbox: exact(SandboxData)
+  sandbox: exact(SandboxData),
+  /** Where it was forked from, when it is a fork. */
+  forkedFrom: exact(ForkOrigin)
 })
 export type AgentInfo = typeof AgentInfo.Type
 
@@ -129,6 +145,15 @@ export const PermissionRecord = Schema.Struct({
   by: exact(Schema.String)
 })
 export type PermissionRecord = typeof PermissionRecord.Type
+
+/**
+ * What happened to the conversation between or during turns, marked on the turn it opens or happens in: the
+ * agent was forked from another (its first turn opens with it).
+ */
+export const TranscriptMark = Schema.Union(
+  Schema.TaggedStruct("Forked", { from: ForkOrigin })
+)
+export type TranscriptMark = typeof TranscriptMark.Type
 
 export const TurnStatus = Schema.Literal("queued", "running", "succeeded", "failed")
 export type TurnStatus = typeof TurnStatus.Type
@@ -156,7 +181,11 @@ export const TurnRecord = Schema.Struct({
   modelCalls: Schema.Number,
   enqueuedAt: Schema.String,
   startedAt: NullableString,
-  finishedAt: NullableString
+  finishedAt: NullableString,
+  /** The turn's last assistant message in the CLI's session file: where a fork at this turn cuts. */
+  messageId: exact(Schema.String),
+  /** What happened to the conversation before this turn, or during it (see `TranscriptMark`). */
+  marks: exact(Schema.Array(TranscriptMark))
 })
 export type TurnRecord = typeof TurnRecord.Type
 
@@ -190,6 +219,7 @@ export type ReportKind =
   | "crashed"
   | "restarted"
   | "permission"
+  | "forked"
   | (string & {})
 // Any string is a kind: the union above only names the engine's own for editors.
 export const ReportKind: Schema.Schema<ReportKind> = Schema.String
@@ -252,7 +282,9 @@ export const AgentRow = Schema.Struct({
   closedReason: NullableString,
   /** Why this agent cannot come back after a restart of the host, when it cannot. */
   notRestorable: NullableString,
-  process: Schema.NullOr(StoredProcess)
+  process: Schema.NullOr(StoredProcess),
+  /** Where it was forked from: until its first turn, a restart forks it again from there. */
+  forkedFrom: exact(ForkOrigin)
 })
 export type AgentRow = typeof AgentRow.Type
 

@@ -89,6 +89,8 @@ export type RateLimitEventFrame = typeof RateLimitEventFrame.Type
 export const AssistantFrame = Schema.Struct({
   type: Schema.Literal("assistant"),
   message: Schema.Struct({ content: Schema.Array(ContentBlock) }),
+  /** The message's id in the CLI's session file: where `--resume-session-at` cuts a fork. */
+  uuid: Schema.optional(Schema.String),
   /** Set on a message the CLI writes itself for an API error: `rate_limit`, ... */
   error: Schema.optional(Schema.String),
   api_error: Schema.optional(Schema.String),
@@ -292,6 +294,11 @@ export const decodeAssistantFrame = (json: Json): Option.Option<AssistantFrame> 
   const frame: { -readonly [K in keyof AssistantFrame]: AssistantFrame[K] } = {
     type: "assistant",
     message: { content }
+  }
+  const uuid = json["uuid"]
+  if (uuid !== undefined) {
+    if (!isString(uuid)) return Option.none()
+    frame.uuid = uuid
   }
   if (
     (json["error"] !== undefined || json["api_error"] !== undefined || json["api_error_params"] !== undefined) &&

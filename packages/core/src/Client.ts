@@ -5,7 +5,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { Scope } from "effect"
-import type { AgentOptions } from "./Agent.js"
+import type { AgentOptions, ForkOptions } from "./Agent.js"
 import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
 import * as Flotta from "./Flotta.js"
 import type { Permission } from "./Permission.js"
@@ -130,6 +130,8 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     /** The store's kind, place, size, schema version and health. */
     store: () => run((f) => f.store),
     spawn: (name: string, spawnOptions?: AgentOptions) => run((f) => f.spawn(name, spawnOptions)),
+    /** A new agent `name` with `source`'s conversation up to turn `at` (default: its last that succeeded). */
+    fork: (source: string, name: string, forkOptions?: ForkOptions) => run((f) => f.fork(source, name, forkOptions)),
     // A Promise's caller cannot interrupt it, so the wait needs no cancel-on-interrupt: `watch` is the lean one.
     ask: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => Effect.map(askWatched(f, name, text, askOptions), (r) => r.text)),

@@ -292,6 +292,21 @@ export class SandboxUnavailable extends Schema.TaggedError<SandboxUnavailable>()
   }
 }
 
+/**
+ * A fork the source cannot give: its turn failed (a fork is cut at a turn that succeeded, so its conversation
+ * ends with an answer), or it has no conversation yet.
+ */
+export class CannotFork extends Schema.TaggedError<CannotFork>()("CannotFork", {
+  source: Schema.String,
+  turnId: Schema.NullOr(Schema.String),
+  reason: Schema.String
+}) {
+  override get message() {
+    const at = this.turnId === null ? "" : ` at ${this.turnId}`
+    return `"${this.source}" cannot be forked${at}: ${this.reason}`
+  }
+}
+
 /** What a turn can fail with, as seen by `ask` and `result`. */
 export type TurnError =
   | TurnTimeout

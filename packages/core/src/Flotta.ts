@@ -78,6 +78,24 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       return yield* agent.info
     })
 
+    /**
+     * A new session agent `name` whose conversation is `source`'s up to and including turn `at` (default: its last
+     * turn that succeeded), under a session id of its own; it takes the source's options unless `options` says
+     * otherwise. The source is left as it is: its session file, its queue and its turn in flight.
+     */
+    const fork = Effect.fn("Flotta.fork")(function*(source: string, name: string, options: Agent.ForkOptions = {}) {
+      const { at, ...given } = options
+      if (given.host !== undefined) {
+        return yield* new InvalidSpec({
+          path: "host",
+          reason: `this fleet runs on one host; choosing one needs a cluster (the config's "cluster" section)`
+        })
+      }
+      const point = yield* (yield* registry.get(source)).forkPoint(at)
+      const agent = yield* registry.spawn(name, { ...point.options, ...given }, undefined, point.origin)
+      return yield* agent.info
+    })
+
     // The turn path (prompt, ask, wait, watch) is plain: each turn has its own span, `flotta.turn`, and a span
     // per call on top of it would double the tracing cost of every turn.
     const prompt = (name: string, text: string, options: AskOptions = {}) =>
@@ -204,6 +222,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       /** The store's kind, place, size, schema version and health. */
       store: store.info,
       spawn,
+      fork,
       ask,
       askResult,
       prompt,

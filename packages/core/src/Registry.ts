@@ -6,6 +6,7 @@
 import { Effect, Either, ExecutionStrategy, Exit, Metric, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { NAME_PATTERN, NAME_RULE } from "./AgentView.js"
+import type { ForkOrigin } from "./AgentView.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName, InvalidSpec } from "./Errors.js"
 import type { SandboxUnavailable, SpawnFailed } from "./Errors.js"
@@ -75,7 +76,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const spawn = Effect.fn("flotta.spawn")(function*(
       name: string,
       given: Agent.AgentOptions = {},
-      restored?: Restored
+      restored?: Restored,
+      fork?: ForkOrigin
     ) {
       yield* Effect.annotateCurrentSpan({ "flotta.agent": name, "flotta.restored": restored !== undefined })
       yield* validateName(name)
@@ -85,7 +87,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       entries.set(name, { _tag: "Starting" })
       const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
-      const agent = yield* startAgent(name, options, deps, restored).pipe(
+      const agent = yield* startAgent(name, options, deps, restored, fork).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() =>
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
@@ -102,7 +104,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       }
       yield* updateGauge
       return agent
-    }) as (name: string, options?: Agent.AgentOptions, restored?: Restored) => Effect.Effect<
+    }) as (name: string, options?: Agent.AgentOptions, restored?: Restored, fork?: ForkOrigin) => Effect.Effect<
       Agent.Agent,
       InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed
     >

@@ -2,7 +2,7 @@
  * `/agents/<name>`: one agent (its facts, its transcript with tool calls and the decisions they got, the prompt
  * and its controls), a finished run's outcome, or what the report log last said about a name that is not live.
  */
-import type { AgentInfo, TurnRecord } from "@flotta/core/Agent"
+import type { AgentInfo, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import { Predicate } from "effect"
 import type { Value } from "./Html.js"
@@ -32,8 +32,16 @@ const decisionOf = (d: TurnRecord["permissions"][number]) =>
     d.by === undefined ? "" : ` by ${d.by}`
   }${d.message === undefined ? "" : `: ${d.message}`}</span>`
 
+/** What happened to the conversation before or during a turn (see `TranscriptMark`). */
+const markView = (mark: TranscriptMark) => {
+  const { from } = mark
+  return html`<p class="mark" aria-label="${mark._tag}">Forked from <a href="/agents/${
+    encodeURIComponent(from.agent)
+  }">${from.agent}</a>${from.turnId === null ? "" : ` at ${from.turnId}`}</p>`
+}
+
 const turnView = (turn: TurnRecord, index: number) =>
-  html`<article class="turn turn-${turn.status}" aria-label="Turn ${index + 1}">
+  html`${(turn.marks ?? []).map(markView)}<article class="turn turn-${turn.status}" aria-label="Turn ${index + 1}">
 <header>${pill(turn.status)} <span class="muted">turn ${index + 1} · ${at(turn.startedAt ?? turn.enqueuedAt)}</span>${
     turn.status === "running" && turn.startedAt !== null ? html` · ${since(turn.startedAt)}` : ""
   }${
@@ -62,13 +70,21 @@ const facts = (info: AgentInfo, worktree: string | null) =>
 <div><dt>Restarts</dt><dd>${info.restarts}</dd></div>${
     info.host === undefined ? "" : html`
 <div><dt>Host</dt><dd>${info.host}</dd></div>`
+  }${
+    info.forkedFrom === undefined ? "" : html`
+<div><dt>Forked from</dt><dd><a href="/agents/${
+      encodeURIComponent(info.forkedFrom.agent)
+    }">${info.forkedFrom.agent}</a>${info.forkedFrom.turnId === null ? "" : ` at ${info.forkedFrom.turnId}`}</dd></div>`
   }
 <div><dt>Started</dt><dd>${at(info.startedAt)}</dd></div>
 <div><dt>${worktree === null ? "Directory" : "Worktree"}</dt><dd class="path">${worktree ?? info.cwd}</dd></div>
 </dl>`
 
-/** One row of buttons: Interrupt and Close sit in the prompt's form but submit forms of their own (`form=`). */
-const controls = (name: string) => {
+/**
+ * One row of buttons: Interrupt and Close sit in the prompt's form but submit forms of their own (`form=`). A
+ * session also has Fork, which asks for the fork's name (and takes the turn to cut at, by default its last).
+ */
+const controls = (name: string, lifecycle: AgentInfo["lifecycle"]) => {
   const base = `/agents/${encodeURIComponent(name)}`
   return html`<section class="controls" aria-label="Controls">
 <form method="post" action="${base}/prompt" data-action="send" class="send">
@@ -83,6 +99,16 @@ const controls = (name: string) => {
 </form>
 <form id="interrupt" method="post" action="${base}/interrupt" data-action="interrupt"></form>
 <form id="close" method="post" action="${base}/close" data-action="close"></form>
+${
+    lifecycle === "session" &&
+    html`<form method="post" action="${base}/fork" data-action="fork" class="fork" aria-label="Fork">
+<label for="fork-name">Fork as</label>
+<input id="fork-name" name="name" required pattern="[a-z0-9][a-z0-9._-]{0,62}" placeholder="a new name">
+<label for="fork-at">at turn</label>
+<input id="fork-at" name="at" pattern="t[1-9][0-9]*" placeholder="latest" size="6">
+<button type="submit">Fork</button>
+</form>`
+  }
 </section>`
 }
 
@@ -133,7 +159,7 @@ ${facts(info, view.worktree)}
 <section class="transcript" aria-label="Transcript">
 ${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
 </section>`,
-        after: info.status === "closed" ? undefined : controls(info.name)
+        after: info.status === "closed" ? undefined : controls(info.name, info.lifecycle)
       }
     }
     case "Finished":

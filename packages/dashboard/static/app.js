@@ -153,6 +153,8 @@
       flash.textContent = failed ? reply.error?.message ?? `The server answered ${res.status}.` : ""
       if (failed) return
       if (form.dataset.action === "send") form.reset()
+      // A fork is an agent of its own: its page follows.
+      if (form.dataset.action === "fork") return (location.href = `/agents/${encodeURIComponent(reply.result.name)}`)
       refresh()
     } catch {
       flash.textContent = "The dashboard's server cannot be reached."

@@ -96,10 +96,26 @@ describe("pages", () => {
       assert.include(html, `<button type="submit" form="close" class="danger">Close</button>`)
       assert.include(html, `<form id="close" method="post" action="/agents/alpha/close" data-action="close">`)
       assert.include(html, ">Send</button>")
+      assert.include(html, `<form method="post" action="/agents/alpha/fork" data-action="fork" class="fork"`)
+      assert.include(html, `<input id="fork-name" name="name" required`)
       // The controls sit outside the live region: a refresh leaves the typing alone.
       const fragment = yield* page("agent", { name: "alpha", fragment: true })
       assert.include(fragment.html, `aria-label="Transcript"`)
       assert.notInclude(fragment.html, "textarea")
+    }).pipe(Effect.provide(fleet)))
+
+  it.effect("agent: a fork shows where it came from, in its facts and at the top of its transcript", () =>
+    Effect.gen(function*() {
+      const fleet = yield* withAgents("alpha")
+      yield* fleet.ask("alpha", "one")
+      yield* fleet.fork("alpha", "beta")
+      yield* fleet.ask("beta", "two")
+      const { html } = yield* page("agent", { name: "beta", fragment: true })
+      assert.include(html, `<div><dt>Forked from</dt><dd><a href="/agents/alpha">alpha</a> at t1</dd></div>`)
+      assert.include(
+        html,
+        `<p class="mark" aria-label="Forked">Forked from <a href="/agents/alpha">alpha</a> at t1</p>`
+      )
     }).pipe(Effect.provide(fleet)))
 
   it.effect("agent: tool calls with their inputs and the permission decisions", () =>

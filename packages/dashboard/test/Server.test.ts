@@ -144,6 +144,32 @@ describe("the dashboard's server", () => {
       assert.strictEqual(form.headers.location, "/agents/scout")
     }))
 
+  it.scoped("forks an agent from the Fork form, by the name it asks for", () =>
+    Effect.gen(function*() {
+      const { base, fleet } = yield* serve()
+      yield* fleet.spawn("scout")
+      yield* fleet.ask("scout", "one")
+      yield* fleet.ask("scout", "two")
+      const forked = yield* post(base, "/agents/scout/fork", { name: "twin", at: "t1" })
+      assert.strictEqual(forked.status, 200, forked.body)
+      const { result } = JSON.parse(forked.body) as { result: { name: string; forkedFrom: { turnId: string } } }
+      assert.deepStrictEqual([result.name, result.forkedFrom.turnId], ["twin", "t1"])
+      assert.strictEqual((yield* fleet.info("twin")).forkedFrom?.agent, "scout")
+      const latest = yield* post(base, "/agents/scout/fork", { name: "later", at: "" })
+      assert.strictEqual(JSON.parse(latest.body).result.forkedFrom.turnId, "t2", "no turn: the last one")
+      for (
+        const [fields, status, tag] of [
+          [{}, 400, "BadAction"],
+          [{ name: "twin" }, 409, "AgentAlreadyExists"],
+          [{ name: "other", at: "t9" }, 409, "NoResult"]
+        ] as const
+      ) {
+        const reply = yield* post(base, "/agents/scout/fork", fields)
+        assert.strictEqual(reply.status, status, reply.body)
+        assert.strictEqual(JSON.parse(reply.body).error._tag, tag)
+      }
+    }))
+
   it.scoped("names what was wrong with an action", () =>
     Effect.gen(function*() {
       const { base } = yield* serve()

@@ -57,6 +57,31 @@ const REPO_DESCRIPTION = "A directory inside the git repository (default: the se
 
 export const NameArgs = Schema.Struct({ name: req(Text, NAME_DESCRIPTION) })
 
+/** The options an agent starts with (a fork takes the ones it is not given from its source). */
+const AgentOptionFields = {
+  cwd: opt(Text, CWD_DESCRIPTION),
+  model: opt(Text, "Model name or alias, e.g. \"sonnet\""),
+  permission: opt(Permission, PERMISSION_DESCRIPTION),
+  systemPrompt: opt(Schema.String, "Replaces the default system prompt"),
+  appendSystemPrompt: opt(Schema.String, "Appended to the default system prompt"),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION),
+  env: opt(Env, "Added to the agent's environment"),
+  role: opt(Schema.Literal("member", "manager")),
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
+}
+
+export const ForkArgs = Schema.Struct({
+  source: req(Text, "The session agent to fork"),
+  name: req(Text, "The fork's name. " + NAME_DESCRIPTION),
+  at: opt(
+    Text,
+    "The source's turn to cut at (t1, t2, ...): the fork has the conversation up to and including it (default: " +
+      "the source's last turn that succeeded)"
+  ),
+  ...AgentOptionFields,
+  host: opt(Text, "In a cluster: the host to run the fork on (default: the source's)")
+})
+
 export const SpawnArgs = Schema.Struct({
   name: req(Text, NAME_DESCRIPTION),
   cwd: opt(Text, CWD_DESCRIPTION),

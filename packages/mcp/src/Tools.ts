@@ -11,6 +11,7 @@ import * as ToolWait from "./internal/toolWait.js"
 import * as Wait from "./internal/wait.js"
 import * as SchedulerTools from "./SchedulerTools.js"
 import * as S from "./Schemas.js"
+import * as SessionTools from "./SessionTools.js"
 import * as Tool from "./Tool.js"
 
 // Hints: `readOnlyHint` lets hosts auto-approve; `destructiveHint` asks them to confirm; `openWorldHint` marks
@@ -58,6 +59,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name, turnTimeoutSeconds, ...options }) =>
       Effect.flatMap(Flotta, (fleet) => fleet.spawn(name, { ...options, ...turnTimeout(turnTimeoutSeconds) }))
   }),
+  // A session's own life beyond its turns: fork.
+  ...SessionTools.tools,
   Tool.make({
     name: "flotta_run",
     title: "Start a run",

@@ -38,6 +38,8 @@ interface WaitResult {
 
 const EXPECTED_TOOLS = [
   "flotta_spawn",
+  // A session's own life (SessionTools.test.ts)
+  "flotta_fork",
   "flotta_run",
   "flotta_list",
   "flotta_info",

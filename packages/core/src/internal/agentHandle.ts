@@ -3,10 +3,10 @@
  * outcomes, `status`/`info`/`transcript` show the agent, `interrupt` stops the turn in flight and `shutdown`
  * closes the agent.
  */
-import { Clock, Deferred, Duration, Effect, Fiber, Option } from "effect"
-import type { Agent } from "../Agent.js"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option } from "effect"
+import type { Agent, ForkPoint } from "../Agent.js"
 import type { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
-import { AgentClosed, InvalidSpec, NoResult, TurnInterrupted, TurnPending, TurnTimeout } from "../Errors.js"
+import { AgentClosed, CannotFork, InvalidSpec, NoResult, TurnInterrupted, TurnPending, TurnTimeout } from "../Errors.js"
 import type { TurnError } from "../Errors.js"
 import * as Permission from "../Permission.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
@@ -57,6 +57,8 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
           deferred: Deferred.unsafeMake(fiber.id()),
           parentSpan: Option.fromNullable(fiber.currentSpan)
         }, now)
+        // Whatever happened to the conversation since the last turn (a fork, say) opens this one.
+        if (state.marks.length > 0) turn.record.marks = state.marks.splice(0)
         history.set(id, turn)
         prune()
         ctx.queue.push(turn)
@@ -171,7 +173,8 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     startedAt,
     closedReason: state.closedReason,
     parkedUntil: view.parkedUntil,
-    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
+    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+    ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom })
   }))
 
   const transcript = Effect.sync((): ReadonlyArray<TurnRecord> =>
@@ -183,6 +186,52 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
       ? Effect.succeed(false)
       : Effect.zipRight(deps.permission.expire(name, "interrupted"), interruptTurn(ctx.active.turn, "user"))
   )
+
+  const forkPoint: Agent["forkPoint"] = (at) =>
+    Effect.suspend((): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> => {
+      const cannot = (turnId: string | null, reason: string) => new CannotFork({ source: name, turnId, reason })
+      if (options.lifecycle === "run") {
+        return cannot(at ?? null, "it is a run, which takes one turn: fork a session (or spawn with its session id)")
+      }
+      const turn = at === undefined
+        ? [...history.values()].reverse().find((t) => t.record.status === "succeeded")
+        : history.get(at)
+      if (at !== undefined && turn === undefined) return new NoResult({ name, turnId: at })
+      const { resume: _resume, lifecycle: _lifecycle, onActivity: _activity, ...kept } = options
+      const forkOptions = { ...kept, permission: state.policy, timeout: Duration.millis(defaultTimeoutMs) }
+      if (turn === undefined && state.forkedFrom !== undefined && !state.resumable) {
+        // A fork not yet told anything: its conversation is still its origin's, cut at the same place.
+        const { messageId, sessionId } = state.forkedFrom
+        return Effect.succeed({
+          origin: { agent: name, turnId: null, sessionId, ...(messageId === undefined ? {} : { messageId }) },
+          options: forkOptions
+        })
+      }
+      if (turn === undefined) {
+        // No turn of its own: a conversation it was given (`resume`) can still be taken whole, when nothing runs.
+        if (!state.resumable || ctx.active !== undefined || ctx.queue.length > 0) {
+          return cannot(null, "it has no turn that succeeded yet")
+        }
+        return Effect.succeed({
+          origin: { agent: name, turnId: null, sessionId: state.sessionId },
+          options: forkOptions
+        })
+      }
+      const { messageId, status, turnId } = turn.record
+      if (status === "queued" || status === "running") return new TurnPending({ name, turnId, status })
+      if (status === "failed") {
+        return cannot(turnId, `it failed (${turn.record.error?._tag ?? "error"}): fork at a turn that succeeded`)
+      }
+      if (messageId === undefined) return cannot(turnId, "the store does not say where that turn's conversation ends")
+      // Its own session, which a `clear` since may have left behind.
+      return Effect.flatMap(Effect.exit(Deferred.await(turn.deferred)), (exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.succeed({
+            origin: { agent: name, turnId, sessionId: exit.value.sessionId, messageId },
+            options: forkOptions
+          })
+          : cannot(turnId, "its stored outcome could not be read"))
+    })
 
   const shutdown = Effect.fn("Agent.shutdown")(function*(reason: string) {
     if (state.closedReason === null) state.closedReason = reason
@@ -206,6 +255,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     info,
     transcript,
     interrupt,
+    forkPoint,
     shutdown
   }
 }

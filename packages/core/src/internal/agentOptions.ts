@@ -4,7 +4,7 @@
  */
 import { Duration } from "effect"
 import * as path from "node:path"
-import type { Activity, AgentRow, Role, StoredOptions } from "../AgentView.js"
+import type { Activity, AgentRow, ForkOrigin, Role, StoredOptions } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import * as Permission from "../Permission.js"
 import * as Sandbox from "../Sandbox.js"
@@ -82,16 +82,36 @@ export const optionsOf = (row: AgentRow): AgentOptions => {
   }
 }
 
+/**
+ * The session flags: resume it, fork it from its origin under its own id (cut at the origin's message when it has
+ * one), or start it new.
+ */
+const sessionFlags = (
+  session: { readonly id: string; readonly resume: boolean; readonly fork?: ForkOrigin | undefined }
+): ReadonlyArray<string> => {
+  if (session.resume) return ["--resume", session.id]
+  if (session.fork === undefined) return ["--session-id", session.id]
+  const at = session.fork.messageId
+  return [
+    "--resume",
+    session.fork.sessionId,
+    "--fork-session",
+    "--session-id",
+    session.id,
+    ...(at === undefined ? [] : ["--resume-session-at", at])
+  ]
+}
+
 /** The CLI flags for one agent's options (a sandboxed one's `--settings` merged with any among `extraArgs`). */
 export const buildArgs = (
   options: AgentOptions,
   permission: Permission.Policy,
-  session: { readonly id: string; readonly resume: boolean }
+  session: { readonly id: string; readonly resume: boolean; readonly fork?: ForkOrigin | undefined }
 ): ReadonlyArray<string> => {
   const sandbox = Sandbox.confinement(options.sandbox, path.resolve(options.cwd ?? "."))
   return [
     ...ClaudeCli.DUPLEX_FLAGS,
-    ...(session.resume ? ["--resume", session.id] : ["--session-id", session.id]),
+    ...sessionFlags(session),
     ...(options.model === undefined ? [] : ["--model", options.model]),
     ...(options.systemPrompt === undefined ? [] : ["--system-prompt", options.systemPrompt]),
     ...(options.appendSystemPrompt === undefined ? [] : ["--append-system-prompt", options.appendSystemPrompt]),

@@ -4,7 +4,15 @@
  * state imports it from here, never from the module that assembles the agent.
  */
 import type { Deferred, Effect, Option, Scope, Tracer } from "effect"
-import type { AgentRow, AgentStatus, TurnRecord, TurnResult, TurnRow } from "../AgentView.js"
+import type {
+  AgentRow,
+  AgentStatus,
+  ForkOrigin,
+  TranscriptMark,
+  TurnRecord,
+  TurnResult,
+  TurnRow
+} from "../AgentView.js"
 import type { ClaudeCli } from "../ClaudeCli.js"
 import type { ClaudeProcess, ExitInfo } from "../ClaudeProcess.js"
 import type * as Protocol from "../ClaudeProtocol.js"
@@ -109,6 +117,13 @@ export interface AgentState {
   sessionId: string
   /** Whether the session has a saved conversation to resume (after a first turn, or when given one). */
   resumable: boolean
+  /**
+   * Where a fork came from. Until its session is resumable, each process forks it again from there (the CLI
+   * writes a fork's session file with its first turn).
+   */
+  readonly forkedFrom: ForkOrigin | undefined
+  /** Marks for the transcript that the next turn opens with (see `TranscriptMark`). */
+  marks: Array<TranscriptMark>
   /** The permission in force: an approval given "always" adds its tool for the rest of the agent's life. */
   policy: Permission.Policy
   process: Running | undefined

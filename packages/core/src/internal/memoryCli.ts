@@ -13,7 +13,7 @@ import type { SandboxUnavailable } from "../Errors.js"
 import * as Sandbox from "../Sandbox.js"
 import { parseFlags } from "./memoryFlags.js"
 import type { Sessions, TurnContext } from "./memoryTurn.js"
-import { runTurn } from "./memoryTurn.js"
+import { promptsUpTo, runTurn } from "./memoryTurn.js"
 import type { Model } from "./scriptedModel.js"
 import { echo } from "./scriptedModel.js"
 
@@ -133,8 +133,16 @@ const startProcess = (
     // A start that fails, as the CLI would: it dies before answering `initialize`.
     const refused = options.failStart?.({ agent: start.name, resume: flags.resume })
     const conversation = sessions.get(flags.sessionId)
+    // A fork starts with its source's conversation, cut after the message it names.
+    const fork = flags.fork
+    const source = fork === null ? undefined : sessions.get(fork.sessionId)
+    const kept = fork?.at === undefined ? source?.length : promptsUpTo(fork.at)
     const startError = refused !== undefined
       ? refused
+      : fork !== null && source === undefined
+      ? `No conversation found with session ID: ${fork.sessionId}`
+      : fork?.at !== undefined && (kept === undefined || kept > source!.length)
+      ? `No message found with message.uuid of: ${fork.at}`
       : flags.resume && conversation === undefined
       ? `No conversation found with session ID: ${flags.sessionId}`
       : !flags.resume && conversation !== undefined
@@ -145,7 +153,7 @@ const startProcess = (
       return process
     }
     // Like the CLI's session file, the conversation exists from its first message on.
-    const prompts = conversation ?? []
+    const prompts = source !== undefined ? source.slice(0, kept) : conversation ?? []
     const context: TurnContext = { start, flags, model, costPerCall, sessions, prompts, state, emit, exit }
 
     const aborted = Effect.suspend(() =>

@@ -5,8 +5,12 @@
 import { Option, Schema } from "effect"
 
 export interface Flags {
+  /** The session this process writes: the one it resumes, the fork's own, or a new one. */
   readonly sessionId: string
+  /** It continues `sessionId`'s conversation. */
   readonly resume: boolean
+  /** `--resume S --fork-session`: it starts with S's conversation (cut after the message `at`, when given). */
+  readonly fork: { readonly sessionId: string; readonly at: string | undefined } | null
   readonly model: string | null
   /** `--tools`: the tools offered (undefined: all). */
   readonly tools: ReadonlyArray<string> | undefined
@@ -52,9 +56,11 @@ export const parseFlags = (args: ReadonlyArray<string>): Flags => {
   const tools = value("--tools")
   const maxTurns = value("--max-turns")
   const maxBudget = value("--max-budget-usd")
+  const forking = resume !== undefined && args.includes("--fork-session")
   return {
-    sessionId: resume ?? value("--session-id") ?? "",
-    resume: resume !== undefined,
+    sessionId: (forking ? value("--session-id") : resume ?? value("--session-id")) ?? "",
+    resume: resume !== undefined && !forking,
+    fork: forking ? { sessionId: resume, at: value("--resume-session-at") } : null,
     model: value("--model") ?? null,
     tools: tools === undefined ? undefined : list(tools),
     allowedTools: list(value("--allowedTools")),

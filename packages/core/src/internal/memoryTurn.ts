@@ -32,6 +32,15 @@ export interface TurnContext {
 
 const WINDOWS: Readonly<Record<string, string>> = { five_hour: "5-hour", seven_day: "weekly" }
 
+/** The id of the model's messages in the `n`th turn of a conversation (1-based), as its session file names them. */
+export const messageId = (sessionId: string, n: number) => `memory-${n}-${sessionId}`
+
+/** How many of its conversation's prompts a message id keeps (`--resume-session-at`); undefined: not one of ours. */
+export const promptsUpTo = (id: string): number | undefined => {
+  const n = /^memory-([1-9][0-9]*)-/.exec(id)?.[1]
+  return n === undefined ? undefined : Number(n)
+}
+
 let toolCounter = 0
 
 /** One turn: the model's replies until a result, a crash or a hang. */
@@ -65,8 +74,10 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
             ...fields
           }
         }))
+    // The turn's number in its conversation names its messages (a resumed prompt is still the last one).
+    const uuid = messageId(flags.sessionId, prompts.length)
     const assistant = (content: Protocol.AssistantFrame["message"]["content"]) =>
-      emit({ _tag: "Assistant", frame: { type: "assistant", message: { content } } })
+      emit({ _tag: "Assistant", frame: { type: "assistant", message: { content }, uuid } })
     /**
      * A 429, as the CLI reports it: its own message (a usage limit's with `info`), then an API-error result. The
      * process keeps the prompt, to merge into the next user message.

@@ -46,7 +46,11 @@ export const startProcess = (
     const { name, state } = ctx
     const clock = yield* Effect.clock
     const processScope = yield* Scope.fork(ctx.scope, ExecutionStrategy.sequential)
-    const args = buildArgs(ctx.options, state.policy, { id: state.sessionId, resume: state.resumable })
+    const args = buildArgs(ctx.options, state.policy, {
+      id: state.sessionId,
+      resume: state.resumable,
+      fork: state.forkedFrom
+    })
     const ended = yield* Deferred.make<ProcessEnd>()
     // The process's frames reach the turn in flight on the spot; its exit ends its service.
     const self: { running?: Running } = {}

@@ -8,6 +8,7 @@ import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { Agent } from "../Agent.js"
+import type { ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import { TurnErrorSchema } from "../Errors.js"
 import type { SandboxUnavailable, SpawnFailed } from "../Errors.js"
@@ -30,14 +31,16 @@ import * as TurnRecords from "./turnRecord.js"
 const encodeError = Schema.encodeSync(TurnErrorSchema)
 
 /**
- * Starts an agent in the current scope and returns once its process has answered `initialize`.
+ * Starts an agent in the current scope and returns once its process has answered `initialize`: a new one, one the
+ * store gives back after a restart (`restored`), or a fork of another's conversation (`fork`).
  * Closing the scope stops the process; `shutdown` also fails the agent's turns.
  */
 export const startAgent = (
   name: string,
   options: AgentOptions,
   deps: AgentDeps,
-  restored?: Restored
+  restored?: Restored,
+  fork?: ForkOrigin
 ): Effect.Effect<Agent, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const { reports, settings } = deps
@@ -49,10 +52,15 @@ export const startAgent = (
     const startedAt = restored?.row.startedAt ?? TurnRecords.iso(clock.unsafeCurrentTimeMillis())
     /** Every turn still in history, oldest first. */
     const history = new Map<string, Turn>()
+    const forkedFrom = restored === undefined ? fork : restored.row.forkedFrom
+    const resumable = restored?.row.resumable ?? options.resume !== undefined
     const state: AgentState = {
       status: "starting",
       sessionId: restored?.row.sessionId ?? options.resume ?? randomUUID(),
-      resumable: restored?.row.resumable ?? options.resume !== undefined,
+      resumable,
+      forkedFrom,
+      // A fork's first turn opens with where it came from.
+      marks: forkedFrom !== undefined && !resumable ? [{ _tag: "Forked", from: forkedFrom }] : [],
       policy: options.permission ?? "read_only",
       process: undefined,
       processCost: 0,
@@ -81,7 +89,8 @@ export const startAgent = (
         startedAt,
         closedReason: state.closedReason,
         notRestorable,
-        process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) }
+        process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) },
+        ...(forkedFrom === undefined ? {} : { forkedFrom })
       })
     }
     const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
@@ -141,6 +150,9 @@ export const startAgent = (
       ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
       ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
     })
+    if (fork !== undefined && restored === undefined) {
+      yield* reports.post(name, "forked", { from: fork.agent, at: fork.turnId, sessionId: fork.sessionId })
+    }
     // Its seat at usage limits: an agent whose CLI waits them out itself is never parked (see ClaudeCli.childEnv).
     ctx.parking = deps.parking.join({
       name,

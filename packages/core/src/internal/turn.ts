@@ -164,6 +164,8 @@ const end = (ctx: AgentContext, active: Active, now: number, error?: TurnError) 
 /** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
 const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) => {
   const onActivity = ctx.options.onActivity
+  // The newest message is where a fork at this turn would cut.
+  if (frame.uuid !== undefined) turn.record.messageId = frame.uuid
   let called = false
   for (const block of frame.message.content) {
     if (block.type === "tool_use" && block.name !== undefined) {

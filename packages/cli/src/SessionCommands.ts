@@ -1,0 +1,67 @@
+/**
+ * Commands for a session's own life in a running `flotta serve`, over its MCP endpoint (see Connection): `fork`
+ * starts a new agent with a session's conversation up to one of its turns. Each prints a compact view for a
+ * person, or with `--json` the server's structured answer.
+ */
+import { Command } from "@effect/cli"
+import type { AgentInfo } from "@flotta/core/AgentView"
+import { Effect, Option, Schema } from "effect"
+import * as AgentCommands from "./AgentCommands.js"
+import * as Answers from "./Answers.js"
+import { callAndPrint, connection } from "./Connection.js"
+import * as Flags from "./Flags.js"
+
+const TurnId = Schema.String.pipe(Schema.pattern(/^t[1-9][0-9]*$/))
+
+/** A fork once it is up: where it came from, then what `spawn` says of an agent. */
+export const renderForked = (info: AgentInfo): string => {
+  const from = info.forkedFrom
+  const origin = from === undefined
+    ? ""
+    : `forked from ${from.agent}${from.turnId === null ? "" : ` at ${from.turnId}`}; `
+  return `${origin}${AgentCommands.renderSpawned(info)}`
+}
+
+// A fork takes the source's options unless given others: `spawn`'s flags, but a session of its own (no --resume).
+const { resume: _resume, ...forkOptions } = AgentCommands.spawnOptions
+
+const fork = Command.make(
+  "fork",
+  {
+    ...connection,
+    ...forkOptions,
+    at: Flags.checked("at", TurnId, { pseudoName: "turn", reason: "is not a turn id (t1, t2, ...)" }).pipe(
+      Flags.optional(
+        "The source's turn to cut at: the fork has the conversation up to and including it (default: the source's " +
+          "last turn that succeeded)."
+      )
+    ),
+    source: Flags.nameArgument("source", "The session to fork."),
+    name: Flags.nameArgument("name", `The fork's name: ${Flags.NAME_RULE}.`)
+  },
+  (flags) =>
+    Effect.gen(function*() {
+      const { name, permission, ...options } = yield* AgentCommands.spawnArgs(flags.name, {
+        ...flags,
+        resume: Option.none()
+      })
+      // The source's permission stays unless a permission flag was given.
+      const given = Option.isSome(flags.permission) || flags.allow.length > 0 || flags.ask.length > 0
+      const args = {
+        source: flags.source,
+        name,
+        ...options,
+        ...(given ? { permission } : {}),
+        ...(Option.isSome(flags.at) ? { at: flags.at.value } : {})
+      }
+      return yield* callAndPrint(flags, "flotta_fork", args, Answers.AgentInfo, renderForked)
+    })
+).pipe(
+  Command.withDescription(
+    "Start a new agent NAME whose conversation is SOURCE's up to a turn (--at; default its last turn that " +
+      "succeeded), under a session of its own. It takes SOURCE's options unless given others; SOURCE goes on as " +
+      "it was."
+  )
+)
+
+export const commands = [fork] as const

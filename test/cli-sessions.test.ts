@@ -1,0 +1,79 @@
+/**
+ * A session's own life from the shell, against one real `flotta serve --simulate` (the real claude CLI against
+ * the built-in scripted model): `flotta fork` gives a new agent the conversation up to a turn (it recalls what
+ * its source was taught, and nothing after `--at`), `info` and `transcript` say where it came from, and a bad fork
+ * is the fleet's typed error with its exit code. As text and as JSON.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
+import { freePort, waitUntil } from "./support/realCli.js"
+
+let dir: string
+beforeAll(() => {
+  dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-sessions-")))
+})
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+describe("a session's life from the shell, against a running serve", () => {
+  it("fork: the fork recalls its source's fact up to --at, and says where it came from", {
+    timeout: 300_000
+  }, async () => {
+    const project = path.join(dir, "fork")
+    fs.mkdirSync(project)
+    const port = await freePort()
+    fs.writeFileSync(
+      path.join(project, "flotta.config.json"),
+      JSON.stringify({ agents: [{ name: "scout" }], mcp: { port }, store: "memory" })
+    )
+    const { child, out } = startFlotta(["serve", "--simulate"], project)
+    const flotta = (...args: Array<string>) => runFlotta(project, args)
+    try {
+      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
+      assert.isFalse(out.exited, out.stderr)
+      for (const fact of ["PELICAN", "OTTER"]) {
+        const taught = await flotta("ask", "scout", `REMEMBER ${fact}`)
+        assert.strictEqual(taught.stdout, "OK, I will remember that.\n", taught.stderr)
+      }
+
+      const early = await flotta("fork", "scout", "early", "--at", "t1")
+      assert.strictEqual(early.code, 0, early.stderr)
+      assert.match(early.stdout, /^forked from scout at t1; early is up: idle, pid \d+, /)
+      const late = await flotta("fork", "scout", "late", "--model", "haiku", "--json")
+      assert.strictEqual(late.code, 0, late.stderr)
+      const lateInfo = JSON.parse(late.stdout) as { name: string; model: string; forkedFrom: { turnId: string } }
+      assert.deepStrictEqual([lateInfo.name, lateInfo.model, lateInfo.forkedFrom.turnId], ["late", "haiku", "t2"])
+
+      const [recallEarly, recallLate, recallScout] = await runFlottaAll(project, [
+        ["ask", "early", "RECALL"],
+        ["ask", "late", "RECALL"],
+        ["ask", "scout", "RECALL"]
+      ])
+      assert.strictEqual(recallEarly!.stdout, "The fact is: PELICAN\n", recallEarly!.stderr)
+      assert.strictEqual(recallLate!.stdout, "The fact is: OTTER\n", recallLate!.stderr)
+      assert.strictEqual(recallScout!.stdout, "The fact is: OTTER\n", recallScout!.stderr)
+
+      const [info, transcript] = await runFlottaAll(project, [["info", "early"], ["transcript", "early"]])
+      assert.include(info!.stdout, "\n  forked:     from scout at t1\n")
+      assert.match(transcript!.stdout, /^early: 1 turn\n\n~ forked from scout at t1 \(session [0-9a-f-]{36}\)\nt1 /)
+
+      const [unknown, taken, badTurn] = await runFlottaAll(project, [
+        ["fork", "ghost", "twin"],
+        ["fork", "scout", "early"],
+        ["fork", "scout", "twin", "--at", "t9"]
+      ])
+      assert.strictEqual(unknown!.code, 12)
+      assert.match(unknown!.stderr, /^flotta: AgentNotFound: /)
+      assert.strictEqual(taken!.code, 12)
+      assert.match(taken!.stderr, /^flotta: AgentAlreadyExists: /)
+      assert.strictEqual(badTurn!.code, 12)
+      assert.match(badTurn!.stderr, /^flotta: NoResult: "scout" has no turn t9/)
+    } finally {
+      await stopFlotta(child, out)
+    }
+  })
+})
