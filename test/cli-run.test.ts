@@ -72,6 +72,49 @@ describe("flotta run", () => {
     assert.isFalse(fs.existsSync(path.join(repo, "a.txt")))
   })
 
+  it("--attempts and --check: the attempt that passes wins; with none passing, NoAttemptPassed and exit 14", {
+    timeout: 240_000
+  }, async () => {
+    const repo = path.join(dir, "attempts")
+    newRepo(repo)
+    const best = await runFlotta(repo, [
+      "run",
+      "--simulate",
+      "--name",
+      "best",
+      "--attempts",
+      "3",
+      "--pick",
+      "cheapest",
+      "--allow",
+      "Bash",
+      "--check",
+      "test \"$(cat n.txt)\" = 2",
+      "BASH echo {{attempt}} > n.txt"
+    ])
+    assert.strictEqual(best.code, 0, best.stderr)
+    assert.match(best.stdout, /^BASH_RESULT: /)
+    assert.match(best.stderr, /— attempt 2 of 3 won; all together \$\d+\.\d{4}\n/)
+    assert.match(
+      best.stderr,
+      /\n {2} 1 {2}failed {6}\$\d+\.\d{4} {2}test "\$\(cat n\.txt\)" = 2 exited 1 · branch worktree-best-a1\n/
+    )
+    assert.match(
+      best.stderr,
+      new RegExp(`\\n {2} 2 {2}passed {6}\\$\\d+\\.\\d{4} {2}${repo}/\\.claude/worktrees/best-a2\\n`)
+    )
+    assert.strictEqual(fs.readFileSync(path.join(repo, ".claude", "worktrees", "best-a2", "n.txt"), "utf8"), "2\n")
+    const none = await runFlotta(repo, ["run", "--simulate", "--attempts", "2", "--check", "false", "ECHO try"])
+    assert.strictEqual(none.code, 14, none.stderr)
+    assert.match(
+      none.stderr,
+      /NoAttemptPassed: no attempt of "run-[0-9a-f]{8}" passed \(attempt 1: `false` exited 1; attempt 2: `false` exited 1\)/
+    )
+    const usage = await runFlotta(repo, ["run", "--simulate", "--pick", "first", "x"])
+    assert.strictEqual(usage.code, 2)
+    assert.match(usage.stderr, /--pick: picks among attempts: add --attempts/)
+  })
+
   it("a bad config names the file, the field and what was expected", async () => {
     const project = path.join(dir, "badconfig")
     fs.mkdirSync(project)

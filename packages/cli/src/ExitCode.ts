@@ -61,7 +61,11 @@ export const EXIT_CODES = [
     tags: ["StoreLocked", "StoreUnavailable", "StoreSchemaTooNew"],
     meaning: "the store cannot be used: another fleet holds it, or it is unreadable, corrupt or of a newer flotta"
   },
-  { code: 14, tags: ["ChecksFailed"], meaning: "`flotta verify`: a check failed (or timed out)" },
+  {
+    code: 14,
+    tags: ["ChecksFailed", "NoAttemptPassed"],
+    meaning: "a check failed (or timed out): `flotta verify`'s, or every attempt's of a run with --check"
+  },
   {
     code: 15,
     tags: ["SandboxUnavailable"],

@@ -53,6 +53,28 @@ const options = {
   timeout: Flags.duration("timeout").pipe(
     Flags.optional("Interrupt the run after this long: 90, 90s, 500ms, 5m, 1h (default 180s).")
   ),
+  attempts: Flags.positiveInteger("attempts").pipe(
+    Flags.optional(
+      "Best of N: run this many attempts at once, each in its own worktree, each told its number (FLOTTA_ATTEMPT, " +
+        "{{attempt}} in the prompt); the winner is picked among those that pass every --check."
+    )
+  ),
+  check: Options.text("check").pipe(
+    Options.withPseudoName("command"),
+    Options.withDescription(
+      "A shell command each attempt must pass in its worktree once its turn succeeds (repeat it for more)."
+    ),
+    Options.repeated
+  ),
+  pick: Flags.choice("pick", ["first", "cheapest"]).pipe(
+    Flags.optional(
+      "first (the default): the first attempt to pass wins and the rest are interrupted; cheapest: all finish, " +
+        "and the cheapest that passed wins."
+    )
+  ),
+  keepAll: Options.boolean("keep-all").pipe(
+    Options.withDescription("Keep every attempt's worktree (by default the losers' go, their work on their branch).")
+  ),
   json: Options.boolean("json").pipe(
     Options.withDescription(
       "Print the run's whole outcome as JSON (answer, structured output, cost, duration, session, worktree) " +
@@ -121,9 +143,14 @@ export const command = Command.make(
       if (asks && !Output.stdinIsTTY()) return yield* needsTerminal(permission === "ask" ? "--permission" : "--ask")
       const jsonSchema = Option.isSome(flags.jsonSchema) ? yield* readSchema(flags.jsonSchema.value, cwd) : undefined
       const timeout = Option.getOrUndefined(flags.timeout)
-      if (flags.cleanup && !flags.worktree) {
+      const best = Option.isSome(flags.attempts) || flags.check.length > 0
+      if (flags.cleanup && !flags.worktree && !best) {
         return yield* invalid("--cleanup", "cleanup removes a run's worktree: add --worktree")
       }
+      const empty = flags.check.find((command) => command.trim().length === 0)
+      if (empty !== undefined) return yield* Shared.badValue("--check", empty, "is empty")
+      if (Option.isSome(flags.pick) && !best) return yield* invalid("--pick", "picks among attempts: add --attempts")
+      if (flags.keepAll && !best) return yield* invalid("--keep-all", "keeps attempts' worktrees: add --attempts")
 
       const spinner = yield* Spinner.start("flotta run")
       const runOptions: RunOptions = {
@@ -141,7 +168,11 @@ export const command = Command.make(
         ...Shared.ifSome("maxTurns", flags.maxTurns),
         ...Shared.ifSome("maxBudgetUsd", flags.maxBudgetUsd),
         ...(timeout === undefined ? {} : { timeout }),
-        ...SandboxFlags.sandboxOf(flags)
+        ...SandboxFlags.sandboxOf(flags),
+        ...Shared.ifSome("attempts", flags.attempts),
+        ...(flags.check.length === 0 ? {} : { verify: { checks: flags.check } }),
+        ...Shared.ifSome("pick", flags.pick),
+        ...(flags.keepAll ? { keepAll: true } : {})
       }
       const result = yield* Effect.flatMap(Flotta, (fleet) =>
         Effect.zipRight(

@@ -78,7 +78,30 @@ export const runFooter = (result: RunAnswer): string => {
   if (result.worktree !== undefined) {
     parts.push(result.worktree.removed ? `branch ${result.worktree.branch}` : `worktree ${result.worktree.path}`)
   }
-  return `— ${parts.join(" · ")}`
+  const footer = `— ${parts.join(" · ")}`
+  return result.attempts === undefined ? footer : `${footer}
+${renderAttempts(result)}`
+}
+
+/** A best-of-N run's attempts: which won, what all cost, and each attempt's fate, spend and branch. */
+export const renderAttempts = (result: RunAnswer): string => {
+  const attempts = result.attempts ?? []
+  const head = `— attempt ${result.attempt ?? "?"} of ${attempts.length} won; all together $${
+    (result.totalCostUsd ?? result.costUsd).toFixed(4)
+  }`
+  const rows = attempts.map((a) => {
+    const failed = a.checks?.find((check) => !check.ok)
+    const why = failed !== undefined
+      ? `${failed.command} ${failed.timedOut ? "timed out" : `exited ${failed.exitCode ?? "without a code"}`}`
+      : a.error !== null
+      ? a.error._tag
+      : ""
+    const where = a.worktree === null ? "" : a.worktree.removed ? `branch ${a.worktree.branch}` : a.worktree.path
+    return `  ${String(a.attempt).padStart(2)}  ${a.status.padEnd(11)} $${a.costUsd.toFixed(4)}  ${
+      [why, where].filter((s) => s.length > 0).join(" · ")
+    }`.trimEnd()
+  })
+  return [head, ...rows].join("\n")
 }
 
 const indent = (text: string, by: string) => text.split("\n").map((line) => `${by}${line}`).join("\n")

@@ -71,7 +71,10 @@ export class TurnTimeout extends Schema.TaggedError<TurnTimeout>()("TurnTimeout"
 
 export class TurnInterrupted extends Schema.TaggedError<TurnInterrupted>()("TurnInterrupted", {
   name: Schema.String,
-  turnId: Schema.String
+  turnId: Schema.String,
+  /** What the interrupted turn had spent, and its session, when its result arrived. */
+  costUsd: Schema.optional(Schema.Number),
+  sessionId: Schema.optional(Schema.String)
 }) {
   override get message() {
     return `turn ${this.turnId} of "${this.name}" was interrupted`
@@ -307,6 +310,39 @@ export class CannotFork extends Schema.TaggedError<CannotFork>()("CannotFork", {
   }
 }
 
+/** One attempt of a best-of-N run that did not pass: the check it failed, or the error it ended with. */
+export const AttemptFailure = Schema.Struct({
+  attempt: Schema.Number,
+  /** The attempt's own run name (`<run>-a<attempt>`). */
+  name: Schema.String,
+  costUsd: Schema.Number,
+  /** Its branch, which keeps what it did (committed before its worktree was removed). */
+  branch: Schema.NullOr(Schema.String),
+  check: Schema.NullOr(Schema.Struct({
+    command: Schema.String,
+    exitCode: Schema.NullOr(Schema.Number),
+    timedOut: Schema.Boolean
+  })),
+  error: Schema.NullOr(Schema.Struct({ _tag: Schema.String, message: Schema.String }))
+})
+export type AttemptFailure = typeof AttemptFailure.Type
+
+/** Every attempt of a best-of-N run (or of a verified run) failed its checks or its turn. */
+export class NoAttemptPassed extends Schema.TaggedError<NoAttemptPassed>()("NoAttemptPassed", {
+  name: Schema.String,
+  attempts: Schema.Array(AttemptFailure)
+}) {
+  override get message() {
+    const why = this.attempts.map((a) => {
+      const reason = a.check !== null
+        ? `\`${a.check.command}\` ${a.check.timedOut ? "timed out" : `exited ${a.check.exitCode ?? "without a code"}`}`
+        : `${a.error?._tag ?? "failed"}${a.error === null ? "" : `: ${a.error.message}`}`
+      return `attempt ${a.attempt}: ${reason}`
+    })
+    return `no attempt of "${this.name}" passed (${why.join("; ")})`
+  }
+}
+
 /** What a turn can fail with, as seen by `ask` and `result`. */
 export type TurnError =
   | TurnTimeout
@@ -343,5 +379,6 @@ export const RunErrorSchema = Schema.Union(
   SandboxUnavailable,
   NotAGitRepo,
   WorktreeFailed,
-  BranchNotFound
+  BranchNotFound,
+  NoAttemptPassed
 )

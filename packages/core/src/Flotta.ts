@@ -3,6 +3,8 @@
  * (Registry, ReportLog, FleetConfig, the claude executable) in one Layer, over the platform's services
  * (`CommandExecutor`, `FileSystem`, `Path`), which the edge provides: `Layer.provide(NodeContext.layer)`.
  */
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Duration } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
@@ -15,6 +17,7 @@ import { InvalidSpec } from "./Errors.js"
 import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
+import { Git } from "./Git.js"
 import * as Restore from "./internal/restore.js"
 import { Parking } from "./Parking.js"
 import type { PendingDecisions } from "./Permission.js"
@@ -273,19 +276,22 @@ export interface FleetOptions extends FleetSettingsInput {
 }
 
 /**
- * The engine's services over a process seam (`ClaudeCli`) and a `Store`: Flotta, Runs, Registry, Permission,
+ * The engine's services over a process seam (`ClaudeCli`), a `Store` and the repository seam (`Git`, by default
+ * git on this machine): Flotta, Runs, Registry, Permission,
  * Approvals, ReportLog and the Store, with `pending` deciding what a policy leaves open (by default a human,
  * through `Approvals`). `layer` puts the real CLI below it; `@flotta/core/Testing` an in-memory one. Give the
  * same store to a second build to show a restart.
  */
-export const services = <E, R, SE = never>(
+export const services = <E, R, SE = never, GR = CommandExecutor | FileSystem>(
   cli: Layer.Layer<ClaudeCli, E, R>,
   settings: FleetSettingsInput = {},
   pending: Layer.Layer<PendingDecisions, never, Approvals> = Approvals.pendingDecisions,
-  store: Layer.Layer<Store, SE> = Store.memory
+  store: Layer.Layer<Store, SE> = Store.memory,
+  git: Layer.Layer<Git, never, GR> = Git.live as Layer.Layer<Git, never, GR>
 ) =>
   Flotta.Default.pipe(
     Layer.provideMerge(Runs.Default),
+    Layer.provide(git),
     Layer.provideMerge(Registry.Default),
     Layer.provideMerge(Parking.Default),
     Layer.provideMerge(Permission.Default),

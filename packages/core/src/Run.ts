@@ -4,18 +4,18 @@
  * turn, optionally in its own git worktree, within bounds (turns, budget, time). Async runs, and async
  * verifies, keep their outcome by name for `runResult`.
  */
-import * as CommandExecutor from "@effect/platform/CommandExecutor"
-import * as FileSystem from "@effect/platform/FileSystem"
 import { DateTime, Deferred, Effect, Either, FiberMap, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
 import { ClaudeCli } from "./ClaudeCli.js"
-import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPending, WorktreeFailed } from "./Errors.js"
+import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPending } from "./Errors.js"
 import { definedFields } from "./Fields.js"
 import { FleetConfig } from "./FleetConfig.js"
+import { Git } from "./Git.js"
 import { Registry, validateName } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
+import * as RunAttempts from "./RunAttempts.js"
 import type { RunQuery } from "./RunList.js"
 import { selectRuns, viewOf } from "./RunList.js"
 import { boundFlags, checkOptions, invalid } from "./RunOptions.js"
@@ -36,8 +36,6 @@ export type { RunError, VerifyError } from "./RunOutcome.js"
 
 const newName = (prefix: string) => `${prefix}-${randomBytes(4).toString("hex")}`
 
-const cwdOf = (options: RunOptions) => path.resolve(options.cwd ?? ".")
-
 type Pending = Deferred.Deferred<Outcome, RunError | VerifyError>
 
 export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
@@ -45,8 +43,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const registry = yield* Registry
     const reports = yield* ReportLog
     const settings = yield* FleetConfig
-    const executor = yield* CommandExecutor.CommandExecutor
-    const fileSystem = yield* FileSystem.FileSystem
+    const git = yield* Git
     const store = yield* Store
     const cli = yield* ClaudeCli
     const background = yield* FiberMap.make<string>()
@@ -60,12 +57,6 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const busyWorktrees = new Set<string>()
     /** `run` entries of the declarative fleet, by name. */
     const templates = new Map<string, Spec.Spec>()
-
-    const provide = <A, E>(effect: Effect.Effect<A, E, CommandExecutor.CommandExecutor | FileSystem.FileSystem>) =>
-      effect.pipe(
-        Effect.provideService(CommandExecutor.CommandExecutor, executor),
-        Effect.provideService(FileSystem.FileSystem, fileSystem)
-      )
 
     /** Applies the template, checks the options, and reserves the name. */
     const prepare = (input: RunOptions) =>
@@ -81,11 +72,20 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         options = yield* Either.mapLeft(Sandbox.withOptions(options), (bad) => new InvalidSpec(bad))
         const name = yield* validateName(options.name ?? newName(input.template ?? "run"))
         if (typeof options.worktree === "string") yield* validateName(options.worktree)
-        if (live.has(name) || (yield* registry.liveNames).includes(name)) {
-          return yield* new AgentAlreadyExists({ name })
+        // A run with attempts (or checks) reserves each attempt's name too: `<name>-a<i>`.
+        const attempts = options.attempts !== undefined || options.verify !== undefined
+          ? Array.from({ length: options.attempts ?? 1 }, (_, i) => RunAttempts.attemptName(name, i + 1))
+          : []
+        for (const attempt of attempts) yield* validateName(attempt)
+        if (typeof options.worktree === "string" && attempts.length > 0) {
+          yield* validateName(RunAttempts.attemptName(options.worktree, attempts.length))
         }
-        live.add(name)
-        return { name, options }
+        const taken = yield* registry.liveNames
+        for (const wanted of [name, ...attempts]) {
+          if (live.has(wanted) || taken.includes(wanted)) return yield* new AgentAlreadyExists({ name: wanted })
+        }
+        for (const wanted of [name, ...attempts]) live.add(wanted)
+        return { name, options, attempts: attempts.length > 0 }
       })
 
     const track = RunOutcome.track(store, () => closing)
@@ -125,11 +125,11 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         let worktree: Worktrees.Worktree | undefined
         let runCwd = cwd
         if (options.worktree !== undefined && options.worktree !== false) {
-          const repo = yield* provide(Worktrees.repoRoot(cwd))
+          const repo = yield* git.repoRoot(cwd)
           const worktreeName = typeof options.worktree === "string" ? options.worktree : name
           // Kept before it exists: a host that dies while git makes it still leaves the path behind.
           onWorktree(Worktrees.pathOf(repo, worktreeName))
-          worktree = yield* provide(Worktrees.create(repo, worktreeName))
+          worktree = yield* git.create(repo, worktreeName)
           busyWorktrees.add(worktree.path)
           runCwd = path.join(worktree.path, path.relative(repo, cwd))
         }
@@ -163,7 +163,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
               ? Effect.void
               : Effect.sync(() => busyWorktrees.delete(held.path)).pipe(
                 // An unfinished run's worktree stays for inspection, unlocked so gc may collect it.
-                Effect.zipRight(provide(Worktrees.git(held.path, "worktree", "unlock", held.path)).pipe(Effect.ignore))
+                Effect.zipRight(git.unlock(held.path))
               )
           ),
           Effect.catchTag("NoResult", () => Effect.dieMessage("a run's own turn vanished"))
@@ -171,9 +171,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         let runWorktree: RunWorktree | undefined
         if (held !== undefined) {
           if (options.cleanup === true) {
-            const commit = yield* provide(Worktrees.commitAll(held, `flotta run ${name}`))
-            const repo = yield* provide(Worktrees.repoRoot(cwd))
-            yield* provide(Worktrees.remove(repo, held.path))
+            const commit = yield* git.commitAll(held, `flotta run ${name}`)
+            const repo = yield* git.repoRoot(cwd)
+            yield* git.remove(repo, held.path)
             runWorktree = { ...held, commit, removed: true }
           } else {
             runWorktree = { ...held, removed: false }
@@ -192,8 +192,6 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           ...(runWorktree === undefined ? {} : { worktree: runWorktree })
         } satisfies RunResult
       }).pipe(
-        // git failing (a hook, a full disk, a lock) is the user's to see and fix, not a defect.
-        Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwdOf(options), reason: e.reason })),
         Effect.tapError((error) =>
           // Failures before the agent existed (a bad worktree, say) still reach the report log.
           error._tag === "NotAGitRepo" || error._tag === "WorktreeFailed" || error._tag === "SandboxUnavailable"
@@ -204,23 +202,38 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         Effect.withSpan("flotta.run", { attributes: { "flotta.run": name } })
       )
 
+    const attempting: RunAttempts.AttemptDeps = {
+      execute,
+      registry,
+      reports,
+      git,
+      interruptGrace: settings.interruptGrace
+    }
+
+    /** A prepared run: one turn, or its attempts (each a run of its own) and the winner. */
+    const perform = (
+      prepared: { readonly name: string; readonly options: RunOptions; readonly attempts: boolean },
+      onWorktree: (path: string) => void = () => undefined
+    ): Effect.Effect<RunResult, RunError> =>
+      prepared.attempts
+        ? RunAttempts.run(attempting, prepared.name, prepared.options).pipe(
+          Effect.ensuring(Effect.sync(() => live.delete(prepared.name)))
+        )
+        : execute(prepared.name, prepared.options, onWorktree)
+
     /** Runs synchronously: the result, or the run's typed failure. */
     const run = Effect.fn("Runs.run")(function*(options: RunOptions) {
       const prepared = yield* prepare(options).pipe(Effect.mapError((e) => e as RunError))
-      return yield* execute(prepared.name, prepared.options)
+      return yield* perform(prepared)
     })
 
     /** Starts a run under supervision and returns its name at once. */
     const runAsync = Effect.fn("Runs.runAsync")(function*(options: RunOptions) {
       const prepared = yield* prepare(options)
-      return yield* startAsync(
-        prepared.name,
-        "run",
-        (onWorktree) => execute(prepared.name, prepared.options, onWorktree)
-      )
+      return yield* startAsync(prepared.name, "run", (onWorktree) => perform(prepared, onWorktree))
     })
 
-    const verifying: RunVerify.VerifyDeps = { reports, live, newName, provide }
+    const verifying: RunVerify.VerifyDeps = { reports, live, newName, git }
 
     /** Runs shell checks against a branch in a throwaway worktree. */
     const verify = Effect.fn("Runs.verify")(function*(cwd: string, options: RunVerify.VerifyRequest) {
@@ -285,7 +298,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         })
         yield* reports.post(row.name, "error", { error: { _tag: error._tag, message: error.message } })
         if (row.worktree !== null) {
-          yield* provide(Worktrees.git(row.worktree, "worktree", "unlock", row.worktree)).pipe(Effect.ignore)
+          yield* git.unlock(row.worktree)
         }
         interrupted.push(row.name)
       }
@@ -306,10 +319,10 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       return selectRuns(views, query)
     })
 
-    const worktrees = (cwd: string) => provide(Worktrees.list(path.resolve(cwd)))
+    const worktrees = (cwd: string) => git.list(path.resolve(cwd))
 
     const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
-      provide(Worktrees.gc(path.resolve(cwd), { busy: busyWorktrees, ...options }))
+      git.gc(path.resolve(cwd), { busy: busyWorktrees, ...options })
 
     const addTemplates = (specs: ReadonlyArray<Spec.Spec>) =>
       Effect.sync(() => {

@@ -39,7 +39,22 @@ export interface RunOptions {
    * from `cwd`). It never starts unsandboxed (`SandboxUnavailable`).
    */
   readonly sandbox?: Sandbox.SandboxData
+  /**
+   * Best of N: this many attempts at once, each a run of its own (`<name>-a<i>`) in its own worktree, admitted like
+   * any start. Each gets `FLOTTA_ATTEMPT=<i>` in its environment and `{{attempt}}` in its prompt, so attempts can
+   * differ on purpose. A winner is picked by `pick`; when none passes, the run fails with `NoAttemptPassed`.
+   */
+  readonly attempts?: number
+  /** `first` (default): the first attempt to pass wins and the rest are interrupted; `cheapest`: all finish. */
+  readonly pick?: "first" | "cheapest"
+  /** Shell checks an attempt must pass, run in its worktree once its turn succeeded (each must exit 0). */
+  readonly verify?: { readonly checks: ReadonlyArray<string>; readonly timeout?: Duration.DurationInput }
+  /** Keep every attempt's worktree: by default the losers' are removed (what they did committed to their branch). */
+  readonly keepAll?: boolean
 }
+
+/** The most attempts one run may make. */
+export const MAX_ATTEMPTS = 16
 
 /** The CLI flags for a run's bounds and schema. */
 export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
@@ -64,7 +79,27 @@ export const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSp
   if (options.jsonSchema !== undefined && (typeof options.jsonSchema !== "object" || options.jsonSchema === null)) {
     return invalid("jsonSchema", "must be a JSON Schema object")
   }
-  if (options.cleanup === true && (options.worktree === undefined || options.worktree === false)) {
+  const attempts = options.attempts
+  const best = attempts !== undefined || options.verify !== undefined
+  if (attempts !== undefined && !(Number.isInteger(attempts) && attempts >= 1 && attempts <= MAX_ATTEMPTS)) {
+    return invalid("attempts", `must be a whole number from 1 to ${MAX_ATTEMPTS}`)
+  }
+  if (options.pick !== undefined && options.pick !== "first" && options.pick !== "cheapest") {
+    return invalid("pick", "must be \"first\" or \"cheapest\"")
+  }
+  if (options.pick !== undefined && !best) return invalid("pick", "picks among attempts: set attempts too")
+  if (options.keepAll !== undefined && !best) return invalid("keepAll", "keeps attempts' worktrees: set attempts too")
+  if (options.verify !== undefined) {
+    const checks = options.verify.checks
+    if (!Array.isArray(checks) || checks.length === 0) return invalid("verify.checks", "give at least one check")
+    if (checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
+      return invalid("verify.checks", "every check must be a non-empty shell command")
+    }
+  }
+  if (best && options.worktree === false) {
+    return invalid("worktree", "attempts and their checks run each in a worktree of its own: leave worktree on")
+  }
+  if (options.cleanup === true && (options.worktree === undefined || options.worktree === false) && !best) {
     return invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
   }
   return Effect.void

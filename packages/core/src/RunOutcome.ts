@@ -14,6 +14,7 @@ import type {
   BranchNotFound,
   InvalidName,
   InvalidSpec,
+  NoAttemptPassed,
   NotAGitRepo,
   SandboxUnavailable,
   SpawnFailed,
@@ -22,7 +23,7 @@ import type {
   WorktreeFailed
 } from "./Errors.js"
 import type { RunRow, StoreShape } from "./Store.js"
-import { VerifyResult } from "./Worktrees.js"
+import { CheckResult, VerifyResult } from "./Worktrees.js"
 
 export const RunWorktree = Schema.Struct({
   path: Schema.String,
@@ -33,6 +34,22 @@ export const RunWorktree = Schema.Struct({
   removed: Schema.Boolean
 })
 export type RunWorktree = typeof RunWorktree.Type
+
+/** One attempt of a best-of-N run (or of a verified run), as its outcome keeps it. */
+export const AttemptReport = Schema.Struct({
+  attempt: Schema.Number,
+  /** The attempt's own run name (`<run>-a<attempt>`): its report entries and transcript are under it. */
+  name: Schema.String,
+  /** `passed`: its turn succeeded and its checks passed; `interrupted`: another attempt won first. */
+  status: Schema.Literal("passed", "failed", "interrupted"),
+  costUsd: Schema.Number,
+  sessionId: Schema.NullOr(Schema.String),
+  worktree: Schema.NullOr(RunWorktree),
+  /** Its checks, run in its worktree once its turn succeeded. */
+  checks: Schema.NullOr(Schema.Array(CheckResult)),
+  error: Schema.NullOr(Schema.Struct({ _tag: Schema.String, message: Schema.String }))
+})
+export type AttemptReport = typeof AttemptReport.Type
 
 export const RunResult = Schema.Struct({
   kind: Schema.Literal("run"),
@@ -45,7 +62,13 @@ export const RunResult = Schema.Struct({
   sessionId: Schema.String,
   structuredOutput: exact(Schema.Unknown),
   permissionDenials: Schema.Array(PermissionDenial),
-  worktree: exact(RunWorktree)
+  worktree: exact(RunWorktree),
+  /** A best-of-N run (or a verified one): the winning attempt's number (its fields above are the winner's). */
+  attempt: exact(Schema.Number),
+  /** Every attempt, the winner's included, in order. */
+  attempts: exact(Schema.Array(AttemptReport)),
+  /** What every attempt cost together. */
+  totalCostUsd: exact(Schema.Number)
 })
 export type RunResult = typeof RunResult.Type
 
@@ -72,6 +95,7 @@ export type RunError =
   | NotAGitRepo
   | WorktreeFailed
   | StructuredOutputMissing
+  | NoAttemptPassed
 
 export type VerifyError = InvalidName | InvalidSpec | AgentAlreadyExists | NotAGitRepo | BranchNotFound | WorktreeFailed
 

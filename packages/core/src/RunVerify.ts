@@ -2,12 +2,11 @@
  * Verifies, as the fleet runs them: shell checks against a branch in a throwaway worktree (`Worktrees.verify`),
  * under a name like a run's, reported to the log (`spawned`, `result` or `error`, `closed`), sync or async.
  */
-import type * as CommandExecutor from "@effect/platform/CommandExecutor"
-import type * as FileSystem from "@effect/platform/FileSystem"
 import { Effect } from "effect"
 import * as path from "node:path"
 import { AgentAlreadyExists, InvalidSpec } from "./Errors.js"
 import type { InvalidName } from "./Errors.js"
+import type { GitShape } from "./Git.js"
 import { validateName } from "./Registry.js"
 import type { ReportLog } from "./ReportLog.js"
 import type { VerifyError, VerifyReport } from "./RunOutcome.js"
@@ -21,9 +20,7 @@ export interface VerifyDeps {
   /** Names of runs and verifies in progress: a verify's name is free among them. */
   readonly live: Set<string>
   readonly newName: (prefix: string) => string
-  readonly provide: <A, E>(
-    effect: Effect.Effect<A, E, CommandExecutor.CommandExecutor | FileSystem.FileSystem>
-  ) => Effect.Effect<A, E>
+  readonly git: GitShape
 }
 
 const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
@@ -59,7 +56,7 @@ export const run = (
   Effect.gen(function*() {
     const { reports } = deps
     yield* reports.post(name, "spawned", { kind: "verify", branch: options.branch, checks: options.checks })
-    const result = yield* deps.provide(Worktrees.verify(path.resolve(cwd), options))
+    const result = yield* deps.git.verify(path.resolve(cwd), options)
     const report: VerifyReport = { kind: "verify", name, ...result }
     yield* reports.post(name, "result", {
       passed: result.passed,

@@ -76,6 +76,26 @@ export const Spec = Schema.Struct({
   }),
   maxBudgetUsd: Schema.optional(Schema.Number.pipe(Schema.positive())).annotations({
     description: "A `run` template: dollars at most (`BudgetExceeded`)."
+  }),
+  attempts: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 16))).annotations({
+    description: "A `run` template: best of N. This many attempts at once, each in its own worktree, each told " +
+      "its number (`FLOTTA_ATTEMPT`, `{{attempt}}` in the prompt); the winner is picked by `pick` among those " +
+      "that pass `verify` (`NoAttemptPassed` when none does)."
+  }),
+  pick: Schema.optional(Schema.Literal("first", "cheapest")).annotations({
+    description: "A `run` template with attempts: `first` (default) takes the first to pass and interrupts the " +
+      "rest; `cheapest` lets all finish and takes the cheapest that passed."
+  }),
+  verify: Schema.optional(Schema.Struct({
+    checks: Schema.NonEmptyArray(Schema.String.pipe(Schema.minLength(1))),
+    timeout: Decode.exact(PositiveMillis)
+  })).annotations({
+    description: "A `run` template: shell checks each attempt must pass in its worktree (`{ \"checks\": [...], " +
+      "\"timeout\": ms per check }`)."
+  }),
+  keepAll: Schema.optional(Schema.Boolean).annotations({
+    description: "A `run` template with attempts: keep every attempt's worktree (by default the losers' are " +
+      "removed, what they did committed to their branches)."
   })
 }).annotations({ identifier: "Spec" })
 export type Spec = typeof Spec.Type
@@ -203,5 +223,16 @@ export const agentOptions = (spec: Spec) => ({
 /** A `run` template's fields, as `run` takes them (`Run.RunOptions`; the run's own options win over them). */
 export const runOptions = (spec: Spec) => ({
   ...agentOptions(spec),
-  ...definedFields(spec, ["prompt", "worktree", "cleanup", "jsonSchema", "maxTurns", "maxBudgetUsd"])
+  ...definedFields(spec, [
+    "prompt",
+    "worktree",
+    "cleanup",
+    "jsonSchema",
+    "maxTurns",
+    "maxBudgetUsd",
+    "attempts",
+    "pick",
+    "verify",
+    "keepAll"
+  ])
 })

@@ -16,6 +16,10 @@
  * write, which hosts they may reach, read back from its `--settings` as the CLI reads them), and the fleet's own
  * guard answers its Write, Edit and WebFetch calls as it does over the real CLI. `sandbox: "unavailable"` makes the
  * machine one where the sandbox cannot run: a sandboxed agent or run fails with `SandboxUnavailable`, never started.
+ *
+ * Runs in worktrees, best-of-N attempts and verifies act on git and `sh` on this machine, unless `git:
+ * Testing.git({ check })` keeps the repositories in memory: worktrees are records, and each shell check is a
+ * function of its command, directory and environment (an attempt's `FLOTTA_ATTEMPT` among it).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer } from "effect"
@@ -23,12 +27,15 @@ import { Approvals } from "./Approvals.js"
 import type { StoreError } from "./Errors.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import * as Flotta from "./Flotta.js"
+import { Git } from "./Git.js"
 import type { CliOptions } from "./internal/memoryCli.js"
 import { cli } from "./internal/memoryCli.js"
 import { Store } from "./Store.js"
 
 export { cli, disk } from "./internal/memoryCli.js"
 export type { Disk } from "./internal/memoryCli.js"
+export { layer as git } from "./internal/memoryGit.js"
+export type { CheckInput, CheckOutcome, MemoryGitOptions } from "./internal/memoryGit.js"
 export {
   apiError,
   crash,
@@ -46,6 +53,11 @@ export type { Model, ModelInput, Reply, SandboxView, ToolDecision } from "./inte
 export interface Options extends CliOptions, FleetSettingsInput {
   /** Where the fleet's state lives (default: `Store.memory`, new per build). */
   readonly store?: Layer.Layer<Store, StoreError>
+  /**
+   * The repositories runs act on (worktrees, commits, checks): `Testing.git({ check })` keeps them in memory, with
+   * each shell check a function; the default is git and `sh` on this machine.
+   */
+  readonly git?: Layer.Layer<Git>
 }
 
 /**
@@ -58,13 +70,13 @@ export const layer = (options: Options = {}) => {
     costPerCall: _cost,
     disk: _disk,
     failStart: _fail,
+    git,
     model: _model,
     sandbox: _sandbox,
     startDelay: _delay,
     store,
     ...settings
   } = options
-  return Flotta.services(cli(options), settings, Approvals.pendingDecisions, store ?? Store.memory).pipe(
-    Layer.provide(NodeContext.layer)
-  )
+  return Flotta.services(cli(options), settings, Approvals.pendingDecisions, store ?? Store.memory, git ?? Git.live)
+    .pipe(Layer.provide(NodeContext.layer))
 }

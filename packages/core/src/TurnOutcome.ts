@@ -77,12 +77,12 @@ export const classify = (frame: Protocol.ResultFrame, facts: TurnFacts, result: 
     })
   }
   if (frame.subtype === "error_during_execution" && facts.interruptReason !== null) {
-    return new TurnInterrupted({ name, turnId })
+    return new TurnInterrupted({ name, turnId, costUsd: result.costUsd, sessionId: result.sessionId })
   }
   if (frame.subtype === "error_max_turns") return new MaxTurnsReached(bound)
   if (frame.subtype === "error_max_budget_usd") return new BudgetExceeded(bound)
   if (frame.terminal_reason === "aborted_tools" || frame.terminal_reason === "aborted_streaming") {
-    return new TurnInterrupted({ name, turnId })
+    return new TurnInterrupted({ name, turnId, costUsd: result.costUsd, sessionId: result.sessionId })
   }
   return new TurnFailed({ name, turnId, status: null, subtype: frame.subtype, reason: result.text || frame.subtype })
 }

@@ -204,6 +204,38 @@ export const gc = (cwd: string, options: { readonly force?: boolean; readonly bu
     return { removed, kept } satisfies GcResult
   })
 
+/** Runs each shell check in `dir`, in order, every one whatever the others did (`env` added to theirs). */
+export const checksIn = (
+  dir: string,
+  checks: ReadonlyArray<string>,
+  options: { readonly timeout?: Duration.DurationInput; readonly env?: Record<string, string> } = {}
+): Effect.Effect<ReadonlyArray<CheckResult>, never, CommandExecutor.CommandExecutor> =>
+  Effect.forEach(checks, (command) =>
+    Proc.run("sh", ["-c", command], {
+      cwd: dir,
+      timeout: options.timeout ?? Duration.minutes(10),
+      maxOutput: 4000,
+      ...(options.env === undefined ? {} : { env: options.env })
+    }).pipe(
+      Effect.map((o): CheckResult => ({
+        command,
+        ok: o.exitCode === 0 && !o.timedOut,
+        exitCode: o.exitCode,
+        timedOut: o.timedOut,
+        durationMs: o.durationMs,
+        output: o.output
+      })),
+      Effect.catchTag("CommandFailed", (e) =>
+        Effect.succeed<CheckResult>({
+          command,
+          ok: false,
+          exitCode: null,
+          timedOut: false,
+          durationMs: 0,
+          output: e.reason
+        }))
+    ))
+
 /** Runs each check in a throwaway worktree of `branch`, removed afterwards whatever happens. */
 export const verify = (
   cwd: string,
@@ -215,7 +247,6 @@ export const verify = (
       Effect.mapError(() => new BranchNotFound({ cwd: repo, branch: options.branch }))
     )
     const fs = yield* FileSystem.FileSystem
-    const timeout = options.timeout ?? Duration.minutes(10)
     return yield* Effect.acquireUseRelease(
       Effect.gen(function*() {
         const dir = yield* fs.makeTempDirectory({ directory: os.tmpdir(), prefix: "flotta-verify-" }).pipe(
@@ -228,26 +259,7 @@ export const verify = (
         return { dir, worktreePath }
       }),
       ({ worktreePath }) =>
-        Effect.forEach(options.checks, (command) =>
-          Proc.run("sh", ["-c", command], { cwd: worktreePath, timeout, maxOutput: 4000 }).pipe(
-            Effect.map((o): CheckResult => ({
-              command,
-              ok: o.exitCode === 0 && !o.timedOut,
-              exitCode: o.exitCode,
-              timedOut: o.timedOut,
-              durationMs: o.durationMs,
-              output: o.output
-            })),
-            Effect.catchTag("CommandFailed", (e) =>
-              Effect.succeed<CheckResult>({
-                command,
-                ok: false,
-                exitCode: null,
-                timedOut: false,
-                durationMs: 0,
-                output: e.reason
-              }))
-          )),
+        checksIn(worktreePath, options.checks, options.timeout === undefined ? {} : { timeout: options.timeout }),
       ({ dir, worktreePath }) =>
         remove(repo, worktreePath).pipe(
           Effect.ignore,
@@ -255,9 +267,7 @@ export const verify = (
         )
     ).pipe(
       Effect.map((checks) => ({
-        passed: checks.every((c) =>
-          c.ok
-        ),
+        passed: checks.every((c) => c.ok),
         branch: options.branch,
         commit,
         checks

@@ -112,6 +112,22 @@ ${
 </section>`
 }
 
+/** A best-of-N run's attempts: each one's fate, spend, failing check and branch; the winner first in words. */
+const attemptsTable = (result: RunResult) =>
+  html`<p>Attempt ${result.attempt ?? "?"} of ${result.attempts?.length ?? 0} won; all together ${
+    dollars(result.totalCostUsd ?? result.costUsd)
+  }.</p>
+<table class="attempts" aria-label="Attempts"><thead><tr><th>Attempt</th><th>Status</th><th>Cost</th><th>Failed check</th><th>Branch</th></tr></thead><tbody>${
+    (result.attempts ?? []).map((a) => {
+      const failed = a.checks?.find((c) => !c.ok)
+      return html`<tr><td>${a.attempt}</td><td>${pill(a.status)}</td><td>${dollars(a.costUsd)}</td><td>${
+        failed === undefined
+          ? a.error?._tag ?? ""
+          : html`<code>${failed.command}</code> (exit ${failed.exitCode ?? "none"})`
+      }</td><td><code>${a.worktree?.branch ?? ""}</code></td></tr>`
+    })
+  }</tbody></table>`
+
 const runOutcome = (result: RunResult | VerifyReport) =>
   result.kind === "verify"
     ? html`<p>${pill(result.passed ? "succeeded" : "failed")} verify of ${result.commit}</p>
@@ -127,7 +143,8 @@ ${
         result.worktree.removed ? " (removed)" : ""
       }</p>`
     }
-<div class="reply"><span class="label">Reply</span><p class="text">${result.text}</p></div>`
+<div class="reply"><span class="label">Reply</span><p class="text">${result.text}</p></div>
+${result.attempts && attemptsTable(result)}`
 
 /** Why an agent went, when its last report says. */
 const reasonOf = (data: unknown) =>

@@ -118,6 +118,22 @@ describe("pages", () => {
       )
     }).pipe(Effect.provide(fleet)))
 
+  it.effect("agent: a finished best-of-N run shows its attempts, the winner and each failing check", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      const name = yield* fleet.runAsync({ name: "best", prompt: "try", attempts: 2, verify: { checks: ["npm test"] } })
+      yield* fleet.awaitRun(name)
+      const { html } = yield* page("agent", { name: "best", fragment: true })
+      assert.include(html, "Attempt 2 of 2 won; all together $0.0020.")
+      assert.include(html, `<table class="attempts" aria-label="Attempts">`)
+      assert.include(html, `<td>1</td><td><span class="pill pill-failed">failed</span></td>`)
+      assert.include(html, `<code>npm test</code> (exit 1)`)
+      assert.include(html, `<code>worktree-best-a2</code>`)
+    }).pipe(Effect.provide(Testing.layer({
+      model,
+      git: Testing.git({ check: ({ env }) => (env["FLOTTA_ATTEMPT"] === "2" ? 0 : 1) })
+    }))))
+
   it.effect("agent: tool calls with their inputs and the permission decisions", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta

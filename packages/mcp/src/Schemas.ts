@@ -121,7 +121,25 @@ export const RunArgs = Schema.Struct({
   maxBudgetUsd: opt(Seconds, "Spend at most this many dollars"),
   timeoutSeconds: opt(Seconds, "The run is interrupted after this long"),
   env: opt(Env, "Added to the run's environment"),
-  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
+  attempts: opt(
+    Schema.Number.pipe(Schema.int(), Schema.between(1, 16)),
+    "Best of N: this many attempts at once, each in its own worktree, each told its number (FLOTTA_ATTEMPT in its " +
+      "environment, {{attempt}} in the prompt); the winner is picked among those that pass `verify`"
+  ),
+  pick: opt(
+    Schema.Literal("first", "cheapest"),
+    "first (default): the first attempt to pass wins, the rest are interrupted; cheapest: all finish, the cheapest " +
+      "that passed wins"
+  ),
+  verify: opt(
+    Schema.Struct({
+      checks: req(Schema.Array(Text).pipe(Schema.minItems(1)), "Shell commands run in the attempt's worktree"),
+      checkTimeoutSeconds: opt(Seconds, "Per check (default 600)")
+    }),
+    "Checks each attempt must pass once its turn succeeds (NoAttemptPassed when none does)"
+  ),
+  keepAll: opt(Schema.Boolean, "Keep every attempt's worktree (by default the losers' go, their work on their branch)")
 })
 
 export const PromptArgs = Schema.Struct({

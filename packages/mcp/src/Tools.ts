@@ -41,8 +41,17 @@ const startedView = (name: string, kind: "run" | "verify") => ({
 })
 
 const runOptions = (args: typeof S.RunArgs.Type): Run.RunOptions => {
-  const { timeoutSeconds, ...rest } = args
-  return { ...rest, ...(timeoutSeconds === undefined ? {} : { timeout: seconds(timeoutSeconds) }) }
+  const { timeoutSeconds, verify, ...rest } = args
+  return {
+    ...rest,
+    ...(timeoutSeconds === undefined ? {} : { timeout: seconds(timeoutSeconds) }),
+    ...(verify === undefined ? {} : {
+      verify: {
+        checks: verify.checks,
+        ...(verify.checkTimeoutSeconds === undefined ? {} : { timeout: seconds(verify.checkTimeoutSeconds) })
+      }
+    })
+  }
 }
 
 /** Every tool, in the order `tools/list` gives them. */
@@ -66,7 +75,9 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     title: "Start a run",
     description: "Start a single-shot agent on one bounded task (optionally in its own git worktree) and " +
       "return its name at once. Wait for it with flotta_wait { name, run: true }, or fetch the outcome with " +
-      "flotta_run_result. Tools under the permission's `ask` wait for flotta_decide (see flotta_approvals).",
+      "flotta_run_result. With `attempts`, N attempts run at once, each verified by `verify`'s checks in its own " +
+      "worktree, and the outcome is the winner's with every attempt's report (NoAttemptPassed when none passes). " +
+      "Tools under the permission's `ask` wait for flotta_decide (see flotta_approvals).",
     annotations: { ...PROMPTS },
     input: S.RunArgs,
     output: S.Started,

@@ -467,6 +467,33 @@ for (const era of ERAS) {
         assert.include(text(refused), "state")
       }).pipe(Effect.provide(fleet())))
 
+    it.scoped("flotta_run with attempts: each verified in its worktree, the winner with every attempt's report", () =>
+      Effect.gen(function*() {
+        const client = yield* session(era)
+        yield* call(client, "flotta_run", {
+          prompt: "attempt {{attempt}}",
+          name: "best",
+          attempts: 3,
+          pick: "cheapest",
+          verify: { checks: ["npm test"], checkTimeoutSeconds: 30 }
+        })
+        const waited = structured<{ result: { text: string; attempt: number; attempts: Array<{ status: string }> } }>(
+          yield* call(client, "flotta_wait", { name: "best", run: true })
+        )
+        assert.strictEqual(waited.result.attempt, 3)
+        assert.strictEqual(waited.result.text, "echo: attempt 3")
+        assert.deepStrictEqual(waited.result.attempts.map((a) => a.status), ["failed", "failed", "passed"])
+        yield* call(client, "flotta_run", { prompt: "x", name: "none", attempts: 2, verify: { checks: ["npm test"] } })
+        const none = errorOf(yield* call(client, "flotta_wait", { name: "none", run: true }))
+        assert.strictEqual(none._tag, "NoAttemptPassed")
+        assert.include(none.message, "attempt 1: `npm test` exited 1")
+        const bad = yield* call(client, "flotta_run", { prompt: "x", attempts: 0 })
+        assert.isTrue(bad.isError)
+        assert.include(text(bad), "attempts")
+      }).pipe(Effect.provide(fleet({
+        git: Testing.git({ check: ({ env }) => (env["FLOTTA_ATTEMPT"] === "3" ? 0 : 1) })
+      }))))
+
     it.scoped("reports page by cursor, filtered by agent and kinds", () =>
       Effect.gen(function*() {
         const client = yield* sessionWith(era, "first", "second")

@@ -1,0 +1,126 @@
+/**
+ * The repository seam (`Git`) in memory, for `@flotta/core/Testing`: every directory is a repository whose root it
+ * is, on branch `main`; a run's worktree is a record under `<repo>/.claude/worktrees/<name>` on branch
+ * `worktree-<name>` (nothing is written to disk), and a shell check is a function of its command, directory and
+ * environment. Runs, attempts and verifies act on it as on git, with no process and no clock of their own.
+ */
+import { Effect, Layer } from "effect"
+import * as path from "node:path"
+import { BranchNotFound, WorktreeFailed } from "../Errors.js"
+import { Git } from "../Git.js"
+import type { ChecksOptions } from "../Git.js"
+import type { CheckResult, WorktreeInfo } from "../Worktrees.js"
+import { pathOf, WORKTREES_DIR } from "../Worktrees.js"
+
+/** A check's exit code (0 passes), or its exit code and what it printed. */
+export type CheckOutcome = number | { readonly exitCode: number; readonly output?: string }
+
+/** What a check is asked: its command, where it runs, and the environment it is given (a run's `FLOTTA_ATTEMPT`). */
+export interface CheckInput {
+  readonly command: string
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+}
+
+export interface MemoryGitOptions {
+  /** Decides each shell check (default: every check passes). */
+  readonly check?: (input: CheckInput) => CheckOutcome
+}
+
+interface Tree {
+  readonly repo: string
+  readonly branch: string
+  locked: boolean
+  commits: number
+}
+
+/** The repository seam in memory (see the module's comment). */
+export const layer = (options: MemoryGitOptions = {}): Layer.Layer<Git> =>
+  Layer.sync(Git, () => {
+    const trees = new Map<string, Tree>()
+    const branches = new Set<string>()
+    let commits = 0
+    const check = options.check ?? (() => 0)
+
+    const checksIn = (dir: string, checks: ReadonlyArray<string>, given: ChecksOptions = {}) =>
+      Effect.sync(() =>
+        checks.map((command): CheckResult => {
+          const outcome = check({ command, cwd: dir, env: given.env ?? {} })
+          const exitCode = typeof outcome === "number" ? outcome : outcome.exitCode
+          const output = typeof outcome === "number" ? "" : outcome.output ?? ""
+          return { command, ok: exitCode === 0, exitCode, timedOut: false, durationMs: 0, output }
+        })
+      )
+
+    const list = (cwd: string) =>
+      Effect.sync(() => {
+        const prefix = path.join(path.resolve(cwd), WORKTREES_DIR) + path.sep
+        return [...trees.entries()].filter(([at]) => at.startsWith(prefix)).map(([at, tree]): WorktreeInfo => ({
+          path: at,
+          branch: tree.branch,
+          clean: true,
+          locked: tree.locked,
+          ageMs: 0
+        }))
+      })
+
+    return Git.of({
+      repoRoot: (cwd) => Effect.succeed(path.resolve(cwd)),
+      create: (repo, name) =>
+        Effect.suspend(() => {
+          const at = pathOf(repo, name)
+          const branch = `worktree-${name}`
+          if (trees.has(at)) return new WorktreeFailed({ path: at, reason: `'${at}' already exists` })
+          if (branches.has(`${repo}:${branch}`)) {
+            return new WorktreeFailed({ path: at, reason: `a branch named '${branch}' already exists` })
+          }
+          branches.add(`${repo}:${branch}`)
+          trees.set(at, { repo, branch, locked: true, commits: 0 })
+          return Effect.succeed({ path: at, branch })
+        }),
+      unlock: (at) =>
+        Effect.sync(() => {
+          const tree = trees.get(at)
+          if (tree !== undefined) tree.locked = false
+        }),
+      commitAll: (worktree) =>
+        Effect.suspend(() => {
+          const tree = trees.get(worktree.path)
+          if (tree === undefined) return new WorktreeFailed({ path: worktree.path, reason: "not a working tree" })
+          tree.commits++
+          return Effect.succeed(`memory${String(++commits).padStart(36, "0")}`)
+        }),
+      remove: (_repo, at) =>
+        Effect.suspend(() =>
+          trees.delete(at) ? Effect.void : new WorktreeFailed({ path: at, reason: `'${at}' is not a working tree` })
+        ),
+      list,
+      gc: (cwd, given) =>
+        Effect.map(list(cwd), (all) => {
+          const removed: Array<string> = []
+          const kept: Array<{ path: string; reason: string }> = []
+          for (const tree of all) {
+            if (given.busy.has(tree.path)) kept.push({ path: tree.path, reason: "its run is still going" })
+            else {
+              trees.delete(tree.path)
+              removed.push(tree.path)
+            }
+          }
+          return { removed, kept }
+        }),
+      verify: (cwd, given) =>
+        Effect.suspend(() => {
+          const repo = path.resolve(cwd)
+          if (given.branch !== "main" && !branches.has(`${repo}:${given.branch}`)) {
+            return new BranchNotFound({ cwd: repo, branch: given.branch })
+          }
+          return Effect.map(checksIn(repo, given.checks), (checks) => ({
+            passed: checks.every((c) => c.ok),
+            branch: given.branch,
+            commit: "memory".padEnd(40, "0"),
+            checks
+          }))
+        }),
+      checksIn
+    })
+  })
