@@ -39,6 +39,8 @@ describe("--help through a pipe", () => {
     "wait",
     "broadcast",
     "fork",
+    "hibernate",
+    "wake",
     "runs",
     "worktrees",
     "gc",

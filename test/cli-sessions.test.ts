@@ -1,8 +1,9 @@
 /**
  * A session's own life from the shell, against one real `flotta serve --simulate` (the real claude CLI against
  * the built-in scripted model): `flotta fork` gives a new agent the conversation up to a turn (it recalls what
- * its source was taught, and nothing after `--at`), `info` and `transcript` say where it came from, and a bad fork
- * is the fleet's typed error with its exit code. As text and as JSON.
+ * its source was taught, and nothing after `--at`), `info` and `transcript` say where it came from; `flotta
+ * hibernate` ends a session's process and `flotta wake` (or a prompt) brings it back with its memory; and a bad
+ * fork or hibernation is the fleet's typed error with its exit code. As text and as JSON.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -20,7 +21,7 @@ afterAll(() => {
 })
 
 describe("a session's life from the shell, against a running serve", () => {
-  it("fork: the fork recalls its source's fact up to --at, and says where it came from", {
+  it("fork, hibernate and wake: the fork recalls its source's fact up to --at; a sleeper wakes with its memory", {
     timeout: 300_000
   }, async () => {
     const project = path.join(dir, "fork")
@@ -60,6 +61,28 @@ describe("a session's life from the shell, against a running serve", () => {
       const [info, transcript] = await runFlottaAll(project, [["info", "early"], ["transcript", "early"]])
       assert.include(info!.stdout, "\n  forked:     from scout at t1\n")
       assert.match(transcript!.stdout, /^early: 1 turn\n\n~ forked from scout at t1 \(session [0-9a-f-]{36}\)\nt1 /)
+
+      // hibernate and wake: the session sleeps with no process, and wakes (or a prompt wakes it) with its memory.
+      const slept = await flotta("hibernate", "early")
+      assert.strictEqual(slept.code, 0, slept.stderr)
+      assert.strictEqual(
+        slept.stdout,
+        "early is hibernated: its process ended, its conversation is kept (a prompt or `flotta wake` wakes it)\n"
+      )
+      const [again, status] = await runFlottaAll(project, [["hibernate", "early"], ["status", "early", "--json"]])
+      assert.strictEqual(again!.stdout, "early was hibernated already\n")
+      assert.strictEqual((JSON.parse(status!.stdout) as { status: string }).status, "hibernated")
+      const woke = await flotta("wake", "early")
+      assert.match(woke.stdout, /^early is awake: pid \d+ \(session [0-9a-f-]{36}\)\n$/)
+      await flotta("hibernate", "early")
+      const recalled = await flotta("ask", "early", "RECALL")
+      assert.strictEqual(recalled.stdout, "The fact is: PELICAN\n", "a prompt wakes it, with its memory")
+      const busy = await flotta("prompt", "late", "SLOW 20000 busy")
+      assert.strictEqual(busy.code, 0, busy.stderr)
+      const refused = await flotta("hibernate", "late")
+      assert.strictEqual(refused.code, 12)
+      assert.match(refused.stderr, /^flotta: CannotHibernate: "late" cannot hibernate now: it is working on t2/)
+      await flotta("interrupt", "late")
 
       const [unknown, taken, badTurn] = await runFlottaAll(project, [
         ["fork", "ghost", "twin"],

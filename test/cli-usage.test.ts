@@ -118,8 +118,8 @@ describe("bad command-line input", () => {
       [
         ["lsit"],
         "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, close, completion, deny, doctor, " +
-        "findings, fork, gc, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, schedule, serve, " +
-        "spawn, status, transcript, unpark, verify, wait, worktrees"
+        "findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, " +
+        "schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
       ]
     ])
   })

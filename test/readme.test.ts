@@ -38,6 +38,8 @@ const CLIENT = new Set([
   "close",
   "spawn",
   "fork",
+  "hibernate",
+  "wake",
   "info",
   "interrupt",
   "wait",

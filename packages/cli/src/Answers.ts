@@ -18,6 +18,8 @@ export const Interrupted = Schema.Struct({
   interrupted: Schema.Boolean,
   turnId: Schema.NullOr(Schema.String)
 })
+export const Hibernated = Schema.Struct({ name: Schema.String, hibernated: Schema.Boolean, status: Tool.StatusView })
+export const Woken = Schema.Struct({ name: Schema.String, woken: Schema.Boolean, info: Tool.AgentInfo })
 export const Unparked = Schema.Struct({
   unparked: Schema.Array(Schema.String),
   parking: Schema.Array(Tool.ParkedGroup)

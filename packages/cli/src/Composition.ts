@@ -73,7 +73,9 @@ export const fleetOptions = (
   storeOptions: storeOptions(config),
   ...(config.fleet.claudePath === undefined ? {} : { claudePath: config.fleet.claudePath }),
   ...(config.fleet.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.fleet.maxConcurrentStarts }),
-  ...(config.fleet.approvalTimeout === undefined ? {} : { approvalTimeout: config.fleet.approvalTimeout })
+  ...(config.fleet.approvalTimeout === undefined ? {} : { approvalTimeout: config.fleet.approvalTimeout }),
+  ...(config.fleet.maxLive === undefined ? {} : { maxLive: config.fleet.maxLive }),
+  ...(config.fleet.hibernateAfter === undefined ? {} : { hibernateAfter: config.fleet.hibernateAfter })
 })
 
 export interface Features {

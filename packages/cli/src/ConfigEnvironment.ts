@@ -26,6 +26,12 @@ export const ENVIRONMENT: ReadonlyArray<Override> = [
     meaning: "children starting at once (default: twice the cores)"
   },
   {
+    variable: "FLOTTA_MAX_LIVE",
+    path: ["maxLive"],
+    type: "integer",
+    meaning: "live claude processes at most; past it the session idle the longest hibernates"
+  },
+  {
     variable: "FLOTTA_MCP_PORT",
     path: ["mcp", "port"],
     type: "integer",

@@ -51,6 +51,9 @@ export interface FleetSection {
   readonly maxConcurrentStarts?: number
   /** Milliseconds a tool call waits for a human's approval. */
   readonly approvalTimeout?: number
+  readonly maxLive?: number
+  /** Milliseconds idle before a session hibernates. */
+  readonly hibernateAfter?: number
   readonly fleet: Spec.Fleet
 }
 
@@ -201,6 +204,8 @@ export const decode = (
       ...(config.claudePath === undefined ? {} : { claudePath: config.claudePath }),
       ...(config.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.maxConcurrentStarts }),
       ...(config.approvalTimeout === undefined ? {} : { approvalTimeout: config.approvalTimeout }),
+      ...(config.maxLive === undefined ? {} : { maxLive: config.maxLive }),
+      ...(config.hibernateAfter === undefined ? {} : { hibernateAfter: config.hibernateAfter }),
       fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
     },
     store: store.right,

@@ -32,6 +32,10 @@ export interface FlottaConfig {
   readonly maxConcurrentStarts?: number
   /** How long a tool call in an agent's `ask` list waits for a human, in milliseconds (default 15 minutes). */
   readonly approvalTimeout?: number
+  /** Live claude processes at most; past it the session idle the longest hibernates (default: from the memory). */
+  readonly maxLive?: number
+  /** A session idle this many milliseconds hibernates (default: only when maxLive needs the room). */
+  readonly hibernateAfter?: number
   /** Merged under every agent entry; the entry's own fields win. */
   readonly fleetDefaults?: Partial<Omit<Spec.SpecInput, "name">>
   /** `session` entries start with `serve` and `repl`; `run` entries are templates. */
@@ -97,6 +101,17 @@ export const FileSchema = Schema.Struct({
   approvalTimeout: field(
     Schema.Number.pipe(Schema.int(), Schema.positive()),
     "How long a tool call under `ask` waits for a human, in milliseconds, before it is denied (default 15 minutes)."
+  ),
+  maxLive: field(
+    Schema.Number.pipe(Schema.int(), Schema.positive()),
+    "Live claude processes at most (default: half the machine's memory at 125 MiB a process, at least 4). A start " +
+      "past it first hibernates the session idle the longest: its process ends, its conversation stays, and a " +
+      "prompt wakes it with `--resume`."
+  ),
+  hibernateAfter: field(
+    Schema.Number.pipe(Schema.int(), Schema.positive()),
+    "A session idle this many milliseconds hibernates (default: none; sessions sleep only when `maxLive` needs " +
+      "the room)."
   ),
   fleetDefaults: sectionField(
     "Agent fields (any but `name`) merged under every agent entry; the entry's own fields win.",

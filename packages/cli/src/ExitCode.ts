@@ -42,6 +42,7 @@ export const EXIT_CODES = [
       "AgentNotFound",
       "AgentAlreadyExists",
       "CannotFork",
+      "CannotHibernate",
       "NoResult",
       "TurnPending",
       "RunNotFound",

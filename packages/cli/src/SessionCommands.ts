@@ -1,14 +1,15 @@
 /**
  * Commands for a session's own life in a running `flotta serve`, over its MCP endpoint (see Connection): `fork`
- * starts a new agent with a session's conversation up to one of its turns. Each prints a compact view for a
- * person, or with `--json` the server's structured answer.
+ * starts a new agent with a session's conversation up to one of its turns; `hibernate` ends a session's process and
+ * keeps the rest, `wake` starts it again. Each prints a compact view for a person, or with `--json` the server's
+ * structured answer.
  */
 import { Command } from "@effect/cli"
 import type { AgentInfo } from "@flotta/core/AgentView"
 import { Effect, Option, Schema } from "effect"
 import * as AgentCommands from "./AgentCommands.js"
 import * as Answers from "./Answers.js"
-import { callAndPrint, connection } from "./Connection.js"
+import { agentToolCommand, callAndPrint, connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 
 const TurnId = Schema.String.pipe(Schema.pattern(/^t[1-9][0-9]*$/))
@@ -64,4 +65,38 @@ const fork = Command.make(
   )
 )
 
-export const commands = [fork] as const
+/** What `hibernate` did. */
+export const renderHibernated = (v: typeof Answers.Hibernated.Type): string =>
+  v.hibernated
+    ? `${v.name} is hibernated: its process ended, its conversation is kept (a prompt or \`flotta wake\` wakes it)`
+    : `${v.name} was hibernated already`
+
+/** What `wake` did. */
+export const renderWoken = (v: typeof Answers.Woken.Type): string =>
+  v.woken
+    ? `${v.name} is awake: ${v.info.pid === null ? "no process" : `pid ${v.info.pid}`} (session ${v.info.sessionId})`
+    : `${v.name} was awake already (${v.info.status})`
+
+const name = Flags.nameArgument("name", "The session's name.")
+
+const hibernate = agentToolCommand({
+  command: "hibernate",
+  name,
+  tool: "flotta_hibernate",
+  answer: Answers.Hibernated,
+  render: renderHibernated,
+  description: "End an idle session's claude process and keep everything else: it shows as hibernated until a " +
+    "prompt or `flotta wake` starts it again, with its memory. A session that is working cannot hibernate."
+})
+
+const wake = agentToolCommand({
+  command: "wake",
+  name,
+  tool: "flotta_wake",
+  answer: Answers.Woken,
+  render: renderWoken,
+  description: "Start a hibernated session's claude process again (it resumes its conversation), and print it " +
+    "once it is up."
+})
+
+export const commands = [fork, hibernate, wake] as const

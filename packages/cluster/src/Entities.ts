@@ -39,7 +39,9 @@ const agentEntity = Protocol.AgentEntity.toLayer(
       info: ({ payload: p }) => whenReady(p.name, Effect.map(local.info(p.name), withHost(me))),
       interrupt: ({ payload: p }) => whenReady(p.name, local.interrupt(p.name)),
       close: ({ payload: p }) => whenReady(p.name, h.closeHere(p.name)),
-      unpark: ({ payload: p }) => whenReady(p.name, local.unpark({ agent: p.name }))
+      unpark: ({ payload: p }) => whenReady(p.name, local.unpark({ agent: p.name })),
+      hibernate: ({ payload: p }) => whenReady(p.name, local.hibernate(p.name)),
+      wake: ({ payload: p }) => whenReady(p.name, local.wake(p.name))
     })
   }),
   { concurrency: "unbounded" }

@@ -47,6 +47,7 @@ export const FleetError = Schema.Union(
   Errors.ApprovalNotFound,
   Errors.ApprovalExpired,
   Errors.CannotFork,
+  Errors.CannotHibernate,
   HostLost,
   HostUnavailable
 )
@@ -96,6 +97,8 @@ export const Info = Rpc.make("info", { payload: Name, success: AgentView.AgentIn
 export const Interrupt = Rpc.make("interrupt", { payload: Name, success: Schema.Boolean, error: FleetError })
 export const Close = Rpc.make("close", { payload: Name, success: Schema.Void, error: FleetError })
 export const Unpark = Rpc.make("unpark", { payload: Name, success: Unparked, error: FleetError })
+export const Hibernate = Rpc.make("hibernate", { payload: Name, success: Schema.Boolean, error: FleetError })
+export const Wake = Rpc.make("wake", { payload: Name, success: Schema.Boolean, error: FleetError })
 
 /** The shard group of an entity id: the host it names (`<host>/<name>` or `<host>`). */
 const hostOf = (entityId: EntityId): string => {
@@ -116,7 +119,9 @@ export const AgentEntity = Entity.make("Agent", [
   Info,
   Interrupt,
   Close,
-  Unpark
+  Unpark,
+  Hibernate,
+  Wake
 ]).annotate(ClusterSchema.ShardGroup, hostOf)
 
 export const agentId = (host: string, name: string) => `${host}/${name}`

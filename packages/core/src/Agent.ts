@@ -7,7 +7,17 @@
  */
 import type { Duration, Effect } from "effect"
 import type { AgentInfo, AgentStatusView, ForkOrigin, TurnRecord, TurnResult } from "./AgentView.js"
-import type { AgentClosed, CannotFork, InvalidSpec, NoResult, TurnError, TurnPending } from "./Errors.js"
+import type {
+  AgentClosed,
+  CannotFork,
+  CannotHibernate,
+  InvalidSpec,
+  NoResult,
+  SandboxUnavailable,
+  SpawnFailed,
+  TurnError,
+  TurnPending
+} from "./Errors.js"
 import type { AgentOptions } from "./internal/agentOptions.js"
 
 export type {
@@ -64,6 +74,16 @@ export interface Agent {
    * TurnPending, an unknown one NoResult, a failed one (or a run, or a conversation not begun) CannotFork.
    */
   readonly forkPoint: (at?: string) => Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork>
+  /**
+   * Ends its process cleanly and keeps everything else (its session, its turns, its place in the registry): its
+   * status is `hibernated` until a prompt or `wake` starts it again with `--resume`. False when it was asleep
+   * already; CannotHibernate while it is working, waiting on someone, starting, or when it is a run.
+   */
+  readonly hibernate: (reason: string) => Effect.Effect<boolean, CannotHibernate>
+  /** Wakes it, and waits until its process is up again: false when it was not asleep. */
+  readonly wake: (reason?: string) => Effect.Effect<boolean, SpawnFailed | SandboxUnavailable | AgentClosed>
+  /** Since when (Clock millis) it has been idle with a live process; null when it is not. */
+  readonly idleSince: () => number | null
   /** Stops the agent: its turns fail with AgentClosed, its child is stopped. */
   readonly shutdown: (reason: string) => Effect.Effect<void>
 }

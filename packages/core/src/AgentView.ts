@@ -39,6 +39,7 @@ export const AgentStatus = Schema.Literal(
   "waiting_approval",
   "parked",
   "restarting",
+  "hibernated",
   "closed"
 )
 export type AgentStatus = typeof AgentStatus.Type
@@ -220,6 +221,8 @@ export type ReportKind =
   | "restarted"
   | "permission"
   | "forked"
+  | "hibernated"
+  | "woken"
   | (string & {})
 // Any string is a kind: the union above only names the engine's own for editors.
 export const ReportKind: Schema.Schema<ReportKind> = Schema.String

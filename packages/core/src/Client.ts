@@ -149,6 +149,12 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     list: () => run((f) => f.list),
     interrupt: (name: string) => run((f) => f.interrupt(name)),
     close: (name: string) => run((f) => f.close(name)),
+    /** Ends a session's process, keeping the rest; a prompt or `wake` brings it back (see `Flotta.hibernate`). */
+    hibernate: (name: string) => run((f) => f.hibernate(name)),
+    /** Wakes a hibernated session; resolves once its process is up. */
+    wake: (name: string) => run((f) => f.wake(name)),
+    /** Live claude processes now, and the most there may be (`maxLive`). */
+    processes: () => run((f) => f.processes),
     /** Unparks by hand: one agent, or (without `agent`) every parked agent, staggered (see `Parking`). */
     unpark: (unparkOptions?: { readonly agent?: string }) => run((f) => f.unpark(unparkOptions)),
     /** The credential groups parked at a usage limit now. */

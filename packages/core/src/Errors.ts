@@ -310,6 +310,16 @@ export class CannotFork extends Schema.TaggedError<CannotFork>()("CannotFork", {
   }
 }
 
+/** A session that cannot hibernate now: it is working (or waiting on someone), starting, or it is a run. */
+export class CannotHibernate extends Schema.TaggedError<CannotHibernate>()("CannotHibernate", {
+  name: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `"${this.name}" cannot hibernate now: ${this.reason}`
+  }
+}
+
 /** One attempt of a best-of-N run that did not pass: the check it failed, or the error it ended with. */
 export const AttemptFailure = Schema.Struct({
   attempt: Schema.Number,

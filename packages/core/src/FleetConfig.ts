@@ -39,12 +39,29 @@ export interface FleetSettings {
   readonly parkStagger: Duration.Duration
   /** How long a tool call may wait for a human's approval before it is denied. */
   readonly approvalTimeout: Duration.Duration
+  /**
+   * Live claude processes at most. A start that would pass it first hibernates the session idle the longest (its
+   * process ends; its conversation and everything in the store stay); with none idle, the start waits for one.
+   */
+  readonly maxLive: number
+  /** A session idle this long hibernates (undefined: only when `maxLive` needs the room). */
+  readonly hibernateAfter: Duration.Duration | undefined
 }
 
 export type FleetSettingsInput = {
-  readonly [K in keyof FleetSettings]?: FleetSettings[K] extends Duration.Duration ? Duration.DurationInput
+  readonly [K in keyof FleetSettings]?: NonNullable<FleetSettings[K]> extends Duration.Duration ? Duration.DurationInput
     : FleetSettings[K]
 }
+
+/**
+ * What one idle claude process costs in memory: its proportional share (PSS) measured with several running, the
+ * 384 MiB binary's pages shared between them (CLAUDE-CLI.md, "Measured here").
+ */
+export const PROCESS_MEMORY_BYTES = 125 * 1024 * 1024
+
+/** The default `maxLive`: half of this machine's memory in idle processes, at least 4 (a 24 GiB machine: 98). */
+export const defaultMaxLive = (totalMemoryBytes = os.totalmem()) =>
+  Math.max(4, Math.floor((totalMemoryBytes * 0.5) / PROCESS_MEMORY_BYTES))
 
 export const defaults: FleetSettings = {
   maxConcurrentStarts: Math.max(2, os.availableParallelism() * 2),
@@ -62,7 +79,9 @@ export const defaults: FleetSettings = {
   parkBackoffMax: Duration.minutes(30),
   parkJitter: Duration.seconds(30),
   parkStagger: Duration.seconds(2),
-  approvalTimeout: Duration.minutes(15)
+  approvalTimeout: Duration.minutes(15),
+  maxLive: defaultMaxLive(),
+  hibernateAfter: undefined
 }
 
 const durationOr = (input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -85,7 +104,9 @@ export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
   parkBackoffMax: durationOr(input.parkBackoffMax, defaults.parkBackoffMax),
   parkJitter: durationOr(input.parkJitter, defaults.parkJitter),
   parkStagger: durationOr(input.parkStagger, defaults.parkStagger),
-  approvalTimeout: durationOr(input.approvalTimeout, defaults.approvalTimeout)
+  approvalTimeout: durationOr(input.approvalTimeout, defaults.approvalTimeout),
+  maxLive: Math.max(1, Math.floor(input.maxLive ?? defaults.maxLive)),
+  hibernateAfter: input.hibernateAfter === undefined ? undefined : Duration.decode(input.hibernateAfter)
 })
 
 export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {

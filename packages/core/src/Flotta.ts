@@ -137,6 +137,17 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const interrupt = Effect.fn("Flotta.interrupt")(function*(name: string) {
       return yield* (yield* registry.get(name)).interrupt
     })
+    /**
+     * Ends a session's process cleanly and keeps everything else: its status is `hibernated` until a prompt, a
+     * broadcast or `wake` starts it again with `--resume`. False when it was asleep already.
+     */
+    const hibernate = Effect.fn("Flotta.hibernate")(function*(name: string) {
+      return yield* (yield* registry.get(name)).hibernate("by request")
+    })
+    /** Wakes a hibernated session and waits until its process is up; false when it was not asleep. */
+    const wake = Effect.fn("Flotta.wake")(function*(name: string) {
+      return yield* (yield* registry.get(name)).wake("by request")
+    })
     const close = Effect.fn("Flotta.close")(function*(name: string) {
       return yield* registry.close(name)
     })
@@ -237,6 +248,10 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       info,
       list,
       interrupt,
+      hibernate,
+      wake,
+      /** Live claude processes now, and the most there may be (`maxLive`). */
+      processes: registry.processes,
       close,
       unpark,
       parking,

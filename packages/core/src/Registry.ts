@@ -14,6 +14,7 @@ import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import type { AgentDeps, Restored } from "./internal/agentState.js"
 import * as Alarms from "./internal/alarms.js"
+import * as LiveSlots from "./internal/liveSlots.js"
 import { startAgent } from "./internal/startAgent.js"
 import { Parking } from "./Parking.js"
 import { Permission } from "./Permission.js"
@@ -60,6 +61,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
 
     const journal = { on: true }
+    const liveSlots = yield* LiveSlots.make(settings.maxLive)
     const deps: AgentDeps = {
       cli,
       alarms: yield* Alarms.make,
@@ -67,6 +69,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       reports,
       settings,
       startPermit: admit,
+      liveSlots,
       store: yield* Store,
       parking: yield* Parking,
       journal
@@ -166,6 +169,15 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       })
     )
 
-    return { spawn, get, close, list, agents, liveNames: Effect.sync(liveNames) } as const
+    return {
+      spawn,
+      get,
+      close,
+      list,
+      agents,
+      liveNames: Effect.sync(liveNames),
+      /** Live claude processes now (or starting), and the most there may be (`maxLive`). */
+      processes: Effect.sync(() => ({ live: liveSlots.live(), max: liveSlots.max }))
+    } as const
   })
 }) {}

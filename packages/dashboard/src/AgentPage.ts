@@ -84,8 +84,9 @@ const facts = (info: AgentInfo, worktree: string | null) =>
  * One row of buttons: Interrupt and Close sit in the prompt's form but submit forms of their own (`form=`). A
  * session also has Fork, which asks for the fork's name (and takes the turn to cut at, by default its last).
  */
-const controls = (name: string, lifecycle: AgentInfo["lifecycle"]) => {
+const controls = (name: string, lifecycle: AgentInfo["lifecycle"], status: AgentInfo["status"]) => {
   const base = `/agents/${encodeURIComponent(name)}`
+  const asleep = status === "hibernated"
   return html`<section class="controls" aria-label="Controls">
 <form method="post" action="${base}/prompt" data-action="send" class="send">
 <label for="prompt">Prompt</label>
@@ -94,10 +95,17 @@ const controls = (name: string, lifecycle: AgentInfo["lifecycle"]) => {
 <button type="submit" class="primary">Send</button>
 <span class="spacer"></span>
 <button type="submit" form="interrupt">Interrupt</button>
+${
+    lifecycle === "session" &&
+    html`<button type="submit" form="sleep">${asleep ? "Wake" : "Hibernate"}</button>`
+  }
 <button type="submit" form="close" class="danger">Close</button>
 </div>
 </form>
 <form id="interrupt" method="post" action="${base}/interrupt" data-action="interrupt"></form>
+<form id="sleep" method="post" action="${base}/${asleep ? "wake" : "hibernate"}" data-action="${
+    asleep ? "wake" : "hibernate"
+  }"></form>
 <form id="close" method="post" action="${base}/close" data-action="close"></form>
 ${
     lifecycle === "session" &&
@@ -176,7 +184,7 @@ ${facts(info, view.worktree)}
 <section class="transcript" aria-label="Transcript">
 ${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
 </section>`,
-        after: info.status === "closed" ? undefined : controls(info.name, info.lifecycle)
+        after: info.status === "closed" ? undefined : controls(info.name, info.lifecycle, info.status)
       }
     }
     case "Finished":

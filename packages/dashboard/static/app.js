@@ -155,6 +155,8 @@
       if (form.dataset.action === "send") form.reset()
       // A fork is an agent of its own: its page follows.
       if (form.dataset.action === "fork") return (location.href = `/agents/${encodeURIComponent(reply.result.name)}`)
+      // Hibernate and Wake swap each other, outside the live region: the page is drawn again.
+      if (form.dataset.action === "hibernate" || form.dataset.action === "wake") return location.reload()
       refresh()
     } catch {
       flash.textContent = "The dashboard's server cannot be reached."

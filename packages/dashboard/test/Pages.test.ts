@@ -98,6 +98,13 @@ describe("pages", () => {
       assert.include(html, ">Send</button>")
       assert.include(html, `<form method="post" action="/agents/alpha/fork" data-action="fork" class="fork"`)
       assert.include(html, `<input id="fork-name" name="name" required`)
+      assert.include(html, `<button type="submit" form="sleep">Hibernate</button>`)
+      assert.include(html, `<form id="sleep" method="post" action="/agents/alpha/hibernate" data-action="hibernate">`)
+      yield* fleet.hibernate("alpha")
+      const asleep = yield* page("agent", { name: "alpha" })
+      assert.include(asleep.html, `pill-hibernated">hibernated</span>`)
+      assert.include(asleep.html, `<button type="submit" form="sleep">Wake</button>`)
+      assert.include(asleep.html, `action="/agents/alpha/wake" data-action="wake"`)
       // The controls sit outside the live region: a refresh leaves the typing alone.
       const fragment = yield* page("agent", { name: "alpha", fragment: true })
       assert.include(fragment.html, `aria-label="Transcript"`)

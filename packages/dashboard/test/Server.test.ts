@@ -170,6 +170,19 @@ describe("the dashboard's server", () => {
       }
     }))
 
+  it.scoped("hibernates and wakes a session from its buttons", () =>
+    Effect.gen(function*() {
+      const { base, fleet } = yield* serve()
+      yield* fleet.spawn("scout")
+      const slept = yield* post(base, "/agents/scout/hibernate")
+      assert.strictEqual(slept.status, 200, slept.body)
+      assert.deepStrictEqual(JSON.parse(slept.body).result, { hibernated: true })
+      assert.strictEqual((yield* fleet.status("scout")).status, "hibernated")
+      const woke = yield* post(base, "/agents/scout/wake")
+      assert.deepStrictEqual(JSON.parse(woke.body).result, { woken: true })
+      assert.strictEqual((yield* fleet.status("scout")).status, "idle")
+    }))
+
   it.scoped("names what was wrong with an action", () =>
     Effect.gen(function*() {
       const { base } = yield* serve()

@@ -228,7 +228,8 @@ const NullableNumber = Schema.NullOr(Schema.Number)
 export const ErrorView = View.ErrorView
 
 const PARKED_UNTIL_DESCRIPTION = "While parked at a usage limit: when it resumes (ISO 8601); null when it is not parked"
-const STATUS_DESCRIPTION = "starting, idle, working, waiting_approval, parked, restarting or closed"
+const STATUS_DESCRIPTION =
+  "starting, idle, working, waiting_approval, parked, restarting, hibernated (no process; a prompt wakes it) or closed"
 
 // The engine's views (`@flotta/core/AgentView`), with the descriptions a client reads.
 

@@ -1,15 +1,18 @@
 /**
  * A session's own life over MCP, beyond its turns: `flotta_fork` starts a new agent with a session's conversation
- * (up to one of its turns), leaving the source as it is.
+ * (up to one of its turns), leaving the source as it is; `flotta_hibernate` ends a session's process and keeps the
+ * rest, `flotta_wake` starts it again (a prompt does too).
  */
 import { Flotta } from "@flotta/core/Flotta"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { seconds } from "./internal/wait.js"
 import * as S from "./Schemas.js"
 import * as Tool from "./Tool.js"
 
-// Hints (see Tools.ts): a fork starts a process that the model drives.
+// Hints (see Tools.ts): a fork starts a process that the model drives; hibernating and waking lose nothing and
+// may be repeated.
 const STARTS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const
+const SLEEPS = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const
 
 export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
@@ -29,5 +32,38 @@ export const tools: ReadonlyArray<Tool.Tool> = [
           ...options,
           ...(turnTimeoutSeconds === undefined ? {} : { timeout: seconds(turnTimeoutSeconds) })
         }))
+  }),
+  Tool.make({
+    name: "flotta_hibernate",
+    title: "Hibernate a session",
+    description: "End an idle session's claude process cleanly and keep everything else (its session, its turns, " +
+      "its name): its status is hibernated, and a prompt, a broadcast or flotta_wake starts it again with its " +
+      "memory. The fleet does this by itself past maxLive (the session idle the longest first) and after " +
+      "hibernateAfter. hibernated is false when it was asleep already; a session that is working, waiting on " +
+      "someone or starting (or a run) is CannotHibernate.",
+    annotations: SLEEPS,
+    input: S.NameArgs,
+    output: Schema.Struct({ name: Schema.String, hibernated: Schema.Boolean, status: S.StatusView }),
+    run: ({ name }) =>
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const hibernated = yield* fleet.hibernate(name)
+        return { name, hibernated, status: yield* fleet.status(name) }
+      })
+  }),
+  Tool.make({
+    name: "flotta_wake",
+    title: "Wake a session",
+    description: "Start a hibernated session's process again (--resume: its memory is intact), through the same " +
+      "admission as any start, and return once it is up. woken is false when it was not asleep.",
+    annotations: SLEEPS,
+    input: S.NameArgs,
+    output: Schema.Struct({ name: Schema.String, woken: Schema.Boolean, info: S.AgentInfo }),
+    run: ({ name }) =>
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const woken = yield* fleet.wake(name)
+        return { name, woken, info: yield* fleet.info(name) }
+      })
   })
 ]

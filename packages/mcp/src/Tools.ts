@@ -68,7 +68,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name, turnTimeoutSeconds, ...options }) =>
       Effect.flatMap(Flotta, (fleet) => fleet.spawn(name, { ...options, ...turnTimeout(turnTimeoutSeconds) }))
   }),
-  // A session's own life beyond its turns: fork.
+  // A session's own life beyond its turns: fork, hibernate, wake.
   ...SessionTools.tools,
   Tool.make({
     name: "flotta_run",
@@ -204,8 +204,9 @@ export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
     name: "flotta_status",
     title: "Agent status",
-    description: "An agent's status (starting, idle, working, waiting_approval, parked, restarting, closed), its " +
-      "turn in flight, how many turns are queued and how many finished; parkedUntil while parked at a usage limit.",
+    description: "An agent's status (starting, idle, working, waiting_approval, parked, restarting, hibernated, " +
+      "closed), its turn in flight, how many turns are queued and how many finished; parkedUntil while parked at " +
+      "a usage limit.",
     annotations: READ,
     input: S.NameArgs,
     output: Schema.Struct({ name: Schema.String, ...S.StatusView.fields }),

@@ -55,6 +55,28 @@ for (const era of ERAS) {
         assert.deepStrictEqual(transcript.turns[0]?.marks?.map((m) => m._tag), ["Forked"])
       }).pipe(Effect.provide(fleet({ model: memory }))))
 
+    it.scoped("flotta_hibernate and flotta_wake: the session sleeps with no process and wakes with its memory", () =>
+      Effect.gen(function*() {
+        const client = yield* session(era)
+        yield* call(client, "flotta_spawn", { name: "sleeper" })
+        yield* ask(client, "sleeper", "PELICAN")
+        const slept = structured<{ hibernated: boolean; status: { status: string } }>(
+          yield* call(client, "flotta_hibernate", { name: "sleeper" })
+        )
+        assert.deepStrictEqual([slept.hibernated, slept.status.status], [true, "hibernated"])
+        const again = structured<{ hibernated: boolean }>(yield* call(client, "flotta_hibernate", { name: "sleeper" }))
+        assert.isFalse(again.hibernated)
+        const listed = structured<{ agents: ReadonlyArray<AgentInfo> }>(yield* call(client, "flotta_list"))
+        assert.deepInclude(listed.agents[0]!, { name: "sleeper", status: "hibernated", alive: false })
+        const woken = structured<{ woken: boolean; info: AgentInfo }>(
+          yield* call(client, "flotta_wake", { name: "sleeper" })
+        )
+        assert.deepStrictEqual([woken.woken, woken.info.status, woken.info.alive], [true, "idle", true])
+        yield* call(client, "flotta_hibernate", { name: "sleeper" })
+        assert.strictEqual(yield* ask(client, "sleeper", "what"), "what | knows: PELICAN", "a prompt wakes it")
+        assert.strictEqual(errorOf(yield* call(client, "flotta_wake", { name: "ghost" }))._tag, "AgentNotFound")
+      }).pipe(Effect.provide(fleet({ model: memory }))))
+
     it.scoped("flotta_fork's failures: unknown source or turn, a taken name, a bad argument", () =>
       Effect.gen(function*() {
         const client = yield* session(era)

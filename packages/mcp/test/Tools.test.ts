@@ -40,6 +40,8 @@ const EXPECTED_TOOLS = [
   "flotta_spawn",
   // A session's own life (SessionTools.test.ts)
   "flotta_fork",
+  "flotta_hibernate",
+  "flotta_wake",
   "flotta_run",
   "flotta_list",
   "flotta_info",

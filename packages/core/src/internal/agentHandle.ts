@@ -3,11 +3,20 @@
  * outcomes, `status`/`info`/`transcript` show the agent, `interrupt` stops the turn in flight and `shutdown`
  * closes the agent.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
 import type { Agent, ForkPoint } from "../Agent.js"
 import type { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
-import { AgentClosed, CannotFork, InvalidSpec, NoResult, TurnInterrupted, TurnPending, TurnTimeout } from "../Errors.js"
-import type { TurnError } from "../Errors.js"
+import {
+  AgentClosed,
+  CannotFork,
+  CannotHibernate,
+  InvalidSpec,
+  NoResult,
+  TurnInterrupted,
+  TurnPending,
+  TurnTimeout
+} from "../Errors.js"
+import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
 import * as Permission from "../Permission.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
 import * as Supervisor from "./supervisor.js"
@@ -63,7 +72,9 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
         prune()
         ctx.queue.push(turn)
         ctx.saveTurn(turn)
-        Turns.pump(ctx, now)
+        // Asleep, it wakes for the turn (through admission, like any start); the turn waits for it in the queue.
+        if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.wake, Exit.succeed("a prompt"))
+        else Turns.pump(ctx, now)
         return Effect.succeed(id)
       })
     )
@@ -233,6 +244,60 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
           : cannot(turnId, "its stored outcome could not be read"))
     })
 
+  /** Since when it has been idle with a live process (null: it is not), as `maxLive` and `hibernateAfter` see it. */
+  const idleSince = () =>
+    (options.lifecycle ?? "session") === "session" && state.status === "idle" && state.process !== undefined &&
+      ctx.active === undefined && ctx.queue.length === 0 && state.waitingApprovals === 0 &&
+      ctx.parking.parkedUntil() === null
+      ? state.lastActiveAt
+      : null
+
+  /** Why it cannot hibernate now, when it cannot. */
+  const busyWith = (): string | null => {
+    if (options.lifecycle === "run") return "it is a run, which takes one turn"
+    if (state.closedReason !== null) return `it is closed (${state.closedReason})`
+    if (ctx.active !== undefined) return `it is working on ${ctx.active.turn.id}`
+    if (ctx.queue.length > 0) return `${ctx.queue.length} turn(s) wait in its queue`
+    if (ctx.parking.parkedUntil() !== null) return "it is parked at a usage limit"
+    if (state.process === undefined) return `it is ${state.status}, with no process to end`
+    return null
+  }
+
+  const hibernate: Agent["hibernate"] = (reason) =>
+    Effect.clockWith((clock) =>
+      Effect.suspend(() => {
+        if (ctx.sleep !== null) return Effect.succeed(false)
+        const busy = busyWith()
+        if (busy !== null) return new CannotHibernate({ name, reason: busy })
+        const running = state.process!
+        const sleep = {
+          down: Deferred.unsafeMake<void>(FiberId.none),
+          wake: Deferred.unsafeMake<string>(FiberId.none),
+          up: Deferred.unsafeMake<void, SpawnFailed | SandboxUnavailable | AgentClosed>(FiberId.none)
+        }
+        ctx.sleep = sleep
+        state.status = "hibernated"
+        state.process = undefined
+        ctx.saveAgent()
+        // The supervisor ends the process cleanly and waits for a wake.
+        Deferred.unsafeDone(running.ended, Exit.succeed({ _tag: "Hibernated", reason }))
+        const idleMs = clock.unsafeCurrentTimeMillis() - state.lastActiveAt
+        // Done once its process has ended and its slot is free.
+        return ctx.reports.post(name, "hibernated", { reason, idleMs, sessionId: state.sessionId }).pipe(
+          Effect.zipRight(Deferred.await(sleep.down)),
+          Effect.as(true)
+        )
+      })
+    )
+
+  const wake: Agent["wake"] = (reason = "woken by request") =>
+    Effect.suspend(() => {
+      const sleep = ctx.sleep
+      if (sleep === null) return Effect.succeed(false)
+      Deferred.unsafeDone(sleep.wake, Exit.succeed(reason))
+      return Effect.as(Deferred.await(sleep.up), true)
+    })
+
   const shutdown = Effect.fn("Agent.shutdown")(function*(reason: string) {
     if (state.closedReason === null) state.closedReason = reason
     state.status = "closed"
@@ -256,6 +321,9 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     transcript,
     interrupt,
     forkPoint,
+    hibernate,
+    wake,
+    idleSince,
     shutdown
   }
 }

@@ -16,7 +16,7 @@ import type {
 import type { ClaudeCli } from "../ClaudeCli.js"
 import type { ClaudeProcess, ExitInfo } from "../ClaudeProcess.js"
 import type * as Protocol from "../ClaudeProtocol.js"
-import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
+import type { AgentClosed, SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
 import type { FleetSettings } from "../FleetConfig.js"
 import type * as Parking from "../Parking.js"
 import type * as Permission from "../Permission.js"
@@ -25,6 +25,7 @@ import type { Confinement } from "../Sandbox.js"
 import type { StoreShape } from "../Store.js"
 import type { AgentOptions } from "./agentOptions.js"
 import type { Alarms } from "./alarms.js"
+import type { LiveSlots } from "./liveSlots.js"
 
 /** What every agent of a fleet is given by its registry. */
 export interface AgentDeps {
@@ -36,6 +37,8 @@ export interface AgentDeps {
   readonly settings: FleetSettings
   /** Admission: processes starting at once. */
   readonly startPermit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Live processes at most: a start takes a slot first, hibernating the longest idle session if it must. */
+  readonly liveSlots: LiveSlots
   readonly store: StoreShape
   /** The fleet's parking at usage limits. */
   readonly parking: Parking.Parking
@@ -71,10 +74,21 @@ export interface Turn {
   interruptReason: "user" | "timeout" | null
 }
 
-/** Why a process stopped serving turns. */
+/** Why a process stopped serving turns: it exited, it stalled, or the agent hibernated (its process ends cleanly). */
 export type ProcessEnd =
   | { readonly _tag: "Exited"; readonly exit: ExitInfo }
   | { readonly _tag: "Stalled"; readonly reason: string }
+  | { readonly _tag: "Hibernated"; readonly reason: string }
+
+/**
+ * While an agent hibernates: the news that its process has ended (its slot is free), how it is woken (with why),
+ * and the news that its process is up again.
+ */
+export interface Sleep {
+  readonly down: Deferred.Deferred<void>
+  readonly wake: Deferred.Deferred<string>
+  readonly up: Deferred.Deferred<void, SpawnFailed | SandboxUnavailable | AgentClosed>
+}
 
 /** A live process, the scope that stops it, and the news that its service ended (it exited, or stalled). */
 export interface Running {
@@ -137,6 +151,8 @@ export interface AgentState {
   restarts: number
   /** Tool calls waiting for a human's approval. */
   waitingApprovals: number
+  /** When a turn last started or ended, or its process came up (Clock millis): how long it has been idle. */
+  lastActiveAt: number
 }
 
 /** What the turn runner, the supervisor, the process start and the handle share. */
@@ -178,4 +194,8 @@ export interface AgentContext {
     turn: Turn,
     outcome?: { readonly result: TurnResult } | { readonly error: TurnError }
   ) => void
+  /** Set while it hibernates (see `Sleep`). */
+  sleep: Sleep | null
+  /** Told when it has nothing left to do (its last turn ended, its process came up): the fleet may hibernate it. */
+  onIdle: (now: number) => void
 }

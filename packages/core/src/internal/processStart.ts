@@ -63,14 +63,15 @@ export const startProcess = (
       else Deferred.unsafeDone(ended, Exit.succeed(end))
     }
     const { cwd, env } = ctx
-    const started = deps.startPermit(
+    // A live slot first (it may hibernate the longest idle session), held until this process ends; then a start slot.
+    const started = deps.liveSlots.acquire(processScope).pipe(Effect.zipRight(deps.startPermit(
       deps.cli.start({ name, args, cwd, env, onControlRequest, onFrame, onExit, sandboxed: ctx.sandbox !== null })
         .pipe(
           Effect.catchTag("StartError", (e) => new SpawnFailed({ name, reason: e.reason, exitCode: null, stderr: "" })),
           Effect.tap((process) => ready(ctx, process)),
           Scope.extend(processScope)
         )
-    )
+    )))
     const process = yield* started.pipe(Effect.onError(() => Scope.close(processScope, Exit.void)))
     self.running = { process, scope: processScope, ended }
     return self.running

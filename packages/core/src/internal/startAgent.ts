@@ -3,7 +3,7 @@
  * restart, its first process, its seat at usage limits and its supervisor. Returns the handle once the process
  * has answered `initialize`; closing the agent's scope stops the process.
  */
-import { Duration, Effect, Schema } from "effect"
+import { Deferred, Duration, Effect, Exit, Schema } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
@@ -11,7 +11,7 @@ import type { Agent } from "../Agent.js"
 import type { ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import { TurnErrorSchema } from "../Errors.js"
-import type { SandboxUnavailable, SpawnFailed } from "../Errors.js"
+import type { AgentClosed, SandboxUnavailable, SpawnFailed } from "../Errors.js"
 import * as Parking from "../Parking.js"
 import * as Permission from "../Permission.js"
 import * as Sandbox from "../Sandbox.js"
@@ -70,7 +70,8 @@ export const startAgent = (
       totalCost: 0,
       closedReason: null,
       restarts: restored?.row.restarts ?? 0,
-      waitingApprovals: 0
+      waitingApprovals: 0,
+      lastActiveAt: clock.unsafeCurrentTimeMillis()
     }
 
     // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
@@ -128,7 +129,9 @@ export const startAgent = (
       parking: Parking.unseated,
       saveAgent,
       expireApprovals: (reason) => deps.permission.expire(name, reason),
-      saveTurn
+      saveTurn,
+      sleep: null,
+      onIdle: () => undefined
     }
     const onControlRequest = controlHandler(ctx, deps)
 
@@ -138,18 +141,32 @@ export const startAgent = (
     else restoreTurns(ctx, history, restored.turns, clock.unsafeCurrentTimeMillis())
 
     // --- start ------------------------------------------------------------------------------------------------
-    const first = yield* ctx.startProcess
-    yield* reports.post(name, "spawned", {
-      pid: first.process.pid,
-      sessionId: state.sessionId,
-      cwd,
-      model: options.model ?? null,
-      permission: Permission.describe(state.policy),
-      role: options.role ?? "member",
-      lifecycle: options.lifecycle ?? "session",
-      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
-      ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
-    })
+    // One that hibernated before a restart of the host comes back asleep, with no process, until it is woken.
+    const asleep = restored?.row.status === "hibernated"
+    if (asleep) {
+      // Its process is long gone: `down` has happened already.
+      ctx.sleep = {
+        down: yield* Deferred.make<void>(),
+        wake: yield* Deferred.make<string>(),
+        up: yield* Deferred.make<void, SpawnFailed | SandboxUnavailable | AgentClosed>()
+      }
+      Deferred.unsafeDone(ctx.sleep.down, Exit.void)
+      state.status = "hibernated"
+    }
+    const first = asleep ? undefined : yield* ctx.startProcess
+    if (first !== undefined) {
+      yield* reports.post(name, "spawned", {
+        pid: first.process.pid,
+        sessionId: state.sessionId,
+        cwd,
+        model: options.model ?? null,
+        permission: Permission.describe(state.policy),
+        role: options.role ?? "member",
+        lifecycle: options.lifecycle ?? "session",
+        ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+        ...(restored === undefined ? {} : { restored: true, queued: ctx.queue.length })
+      })
+    }
     if (fork !== undefined && restored === undefined) {
       yield* reports.post(name, "forked", { from: fork.agent, at: fork.turnId, sessionId: fork.sessionId })
     }
@@ -162,12 +179,45 @@ export const startAgent = (
       resume: (now) => Turns.resume(ctx, now)
     })
     yield* Effect.addFinalizer(() => Effect.sync(() => ctx.parking.leave()))
-    state.process = first
-    state.status = "idle"
+    if (first !== undefined) {
+      state.process = first
+      state.status = "idle"
+    }
     saveAgent()
     const supervisor = yield* Supervisor.supervise(ctx, first).pipe(
       Effect.annotateLogs({ agent: name }),
       Effect.forkIn(scope)
     )
-    return Handle.make(ctx, deps, { history, supervisor, defaultTimeoutMs, startedAt })
+    const agent = Handle.make(ctx, deps, { history, supervisor, defaultTimeoutMs, startedAt })
+
+    // --- hibernation ------------------------------------------------------------------------------------------
+    // A candidate for `maxLive` whenever it is idle; with `hibernateAfter`, it sleeps once idle that long.
+    const sleepy = (reason: string) => agent.hibernate(reason).pipe(Effect.orElseSucceed(() => false))
+    const leave = deps.liveSlots.join(name, { idleSince: agent.idleSince, hibernate: sleepy })
+    yield* Effect.addFinalizer(() => Effect.sync(leave))
+    const after = settings.hibernateAfter === undefined ? undefined : Duration.toMillis(settings.hibernateAfter)
+    let cancelIdleAlarm = () => {}
+    ctx.onIdle = (now) => {
+      deps.liveSlots.kick()
+      if (after === undefined) return
+      cancelIdleAlarm()
+      cancelIdleAlarm = deps.alarms.set(
+        now + after,
+        // Still idle since then: nothing happened meanwhile.
+        // On its own fiber: the fleet's alarms wait for nobody's process to end.
+        Effect.suspend(() =>
+          agent.idleSince() === now
+            ? Effect.asVoid(
+              Effect.forkIn(sleepy(`idle for ${Duration.format(settings.hibernateAfter!)} (hibernateAfter)`), scope)
+            )
+            : Effect.void
+        )
+      )
+    }
+    yield* Effect.addFinalizer(() => Effect.sync(() => cancelIdleAlarm()))
+    // The supervisor may have found it idle before it could be told.
+    if (agent.idleSince() !== null) ctx.onIdle(state.lastActiveAt)
+    // Asleep with turns that waited through the restart: it wakes for them.
+    if (asleep && ctx.queue.length > 0) Deferred.unsafeDone(ctx.sleep!.wake, Exit.succeed("queued turns"))
+    return agent
   })

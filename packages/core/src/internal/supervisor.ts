@@ -6,6 +6,7 @@
  * turns never pass through it.
  */
 import {
+  Clock,
   Deferred,
   Duration,
   Effect,
@@ -19,7 +20,7 @@ import {
 } from "effect"
 import { AgentClosed } from "../Errors.js"
 import type { FleetSettings } from "../FleetConfig.js"
-import type { AgentContext, Running } from "./agentState.js"
+import type { AgentContext, Running, Sleep } from "./agentState.js"
 import * as Turn from "./turn.js"
 
 /**
@@ -69,8 +70,13 @@ const giveUp = (ctx: AgentContext, reason: string) =>
     yield* ctx.reports.post(ctx.name, "closed", { reason })
   })
 
-/** Waits for each process to end, then restarts it until the restart budget is spent. */
-export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void> =>
+/**
+ * Waits for each process to end, then restarts it until the restart budget is spent. A process that ended because
+ * the agent hibernated is not restarted: the agent sleeps until it is woken (a prompt, `wake`), then starts again
+ * with `--resume`, through the same admission as any start. `first` is undefined for an agent that starts asleep
+ * (a restart of the host brought it back hibernated).
+ */
+export const supervise = (ctx: AgentContext, first: Running | undefined): Effect.Effect<void> =>
   Effect.gen(function*() {
     const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
     // The span this fiber was started under (the spawn's), which each restart's span links to.
@@ -78,68 +84,117 @@ export const supervise = (ctx: AgentContext, first: Running): Effect.Effect<void
       onNone: () => [],
       onSome: (span) => [{ _tag: "SpanLink", span, attributes: {} } as const]
     })
+    const startSpan = (span: string, attributes: Record<string, unknown>) =>
+      Effect.withSpan(span, { root: true, links: spawnSpan, attributes: { "flotta.agent": ctx.name, ...attributes } })
+
+    /** Starts processes until one comes up (the new one) or the restart budget is spent (undefined: closed). */
+    const restart = (firstReason: string) =>
+      Effect.gen(function*() {
+        let reason = firstReason
+        while (true) {
+          const attempt = yield* Effect.either(restarts.next(undefined))
+          if (Either.isLeft(attempt)) {
+            yield* giveUp(
+              ctx,
+              `restarted ${ctx.settings.maxRestarts} times in ${Duration.format(ctx.settings.restartWindow)}; ` +
+                `last: ${reason}`
+            )
+            return undefined
+          }
+          // Its own trace, linked to the agent's spawn: a restart hours later is not part of the spawn's trace.
+          const next = yield* Effect.either(ctx.startProcess.pipe(
+            startSpan("flotta.restart", { "flotta.restart.attempt": attempt.right, "flotta.restart.reason": reason })
+          ))
+          ctx.state.restarts++
+          if (Either.isRight(next)) {
+            ctx.state.process = next.right
+            ctx.saveAgent()
+            yield* ctx.reports.post(ctx.name, "restarted", {
+              pid: next.right.process.pid,
+              sessionId: ctx.state.sessionId,
+              attempt: attempt.right
+            })
+            return next.right
+          }
+          reason = next.left.message
+          yield* ctx.reports.post(ctx.name, "crashed", {
+            reason,
+            exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
+            stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
+          })
+        }
+      })
+
+    /** Sleeps until woken, then starts again (a start that fails is a crash: restarts follow). */
+    const wakeUp = (sleep: Sleep) =>
+      Effect.gen(function*() {
+        const why = yield* Deferred.await(sleep.wake)
+        ctx.state.status = "starting"
+        const woke = yield* Effect.either(
+          ctx.startProcess.pipe(startSpan("flotta.wake", { "flotta.wake.reason": why }))
+        )
+        ctx.sleep = null
+        if (Either.isRight(woke)) {
+          Deferred.unsafeDone(sleep.up, Exit.void)
+          ctx.state.process = woke.right
+          ctx.saveAgent()
+          yield* ctx.reports.post(ctx.name, "woken", {
+            pid: woke.right.process.pid,
+            sessionId: ctx.state.sessionId,
+            reason: why
+          })
+          return woke.right
+        }
+        Deferred.unsafeDone(sleep.up, Exit.fail(woke.left))
+        const reason = woke.left.message
+        yield* ctx.reports.post(ctx.name, "crashed", {
+          reason,
+          exitCode: woke.left._tag === "SpawnFailed" ? woke.left.exitCode : null,
+          stderr: woke.left._tag === "SpawnFailed" ? woke.left.stderr : ""
+        })
+        return yield* restart(reason)
+      })
+
     let running = first
     while (true) {
+      if (running === undefined) {
+        running = yield* wakeUp(ctx.sleep!)
+        if (running === undefined) return
+      }
       ctx.state.process = running
       // A turn may be in flight already: a prompt can come before this fiber first runs.
       ctx.state.status = ctx.active === undefined ? "idle" : "working"
+      const now = yield* Clock.currentTimeMillis
+      ctx.state.lastActiveAt = now
       yield* Turn.pumpNow(ctx)
+      if (ctx.active === undefined) ctx.onIdle(now)
       const end = yield* Deferred.await(running.ended)
+      // The old process's cleanup waits, but one that hangs (a dead child's pipes) must not keep the agent down:
+      // past the kill escalation's own graces it goes on in the background.
+      const closeOld = Scope.close(running.scope, Exit.void).pipe(Effect.disconnect, Effect.timeoutOption(CLEANUP))
+      if (end._tag === "Hibernated") {
+        // Asleep: its process ends cleanly, and its slot comes back; it starts again once woken.
+        ctx.state.process = undefined
+        yield* closeOld
+        ctx.state.processCost = 0
+        if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.down, Exit.void)
+        running = undefined
+        continue
+      }
       ctx.state.process = undefined
       ctx.state.status = "restarting"
       const stderr = end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
       const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
       // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
       yield* ctx.expireApprovals("crashed")
-      // The restart waits for the old process's cleanup, but a cleanup that hangs (a dead child's pipes) must not
-      // keep the agent down: past the kill escalation's own graces it goes on in the background.
-      const closed = yield* Scope.close(running.scope, Exit.void).pipe(Effect.disconnect, Effect.timeoutOption(CLEANUP))
+      const closed = yield* closeOld
       if (Option.isNone(closed)) {
         yield* Effect.logWarning(`the old claude process's cleanup took over ${Duration.format(CLEANUP)}; restarting`)
       }
       ctx.state.processCost = 0
-      let reason = Turn.crashReason(end)
+      const reason = Turn.crashReason(end)
       yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
-      // Restart until a process comes up or the budget is spent.
-      while (true) {
-        const attempt = yield* Effect.either(restarts.next(undefined))
-        if (Either.isLeft(attempt)) {
-          return yield* giveUp(
-            ctx,
-            `restarted ${ctx.settings.maxRestarts} times in ${Duration.format(ctx.settings.restartWindow)}; ` +
-              `last: ${reason}`
-          )
-        }
-        // Its own trace, linked to the agent's spawn: a restart hours later is not part of the spawn's trace.
-        const next = yield* Effect.either(ctx.startProcess.pipe(
-          Effect.withSpan("flotta.restart", {
-            root: true,
-            links: spawnSpan,
-            attributes: {
-              "flotta.agent": ctx.name,
-              "flotta.restart.attempt": attempt.right,
-              "flotta.restart.reason": reason
-            }
-          })
-        ))
-        ctx.state.restarts++
-        if (Either.isRight(next)) {
-          running = next.right
-          ctx.state.process = running
-          ctx.saveAgent()
-          yield* ctx.reports.post(ctx.name, "restarted", {
-            pid: running.process.pid,
-            sessionId: ctx.state.sessionId,
-            attempt: attempt.right
-          })
-          break
-        }
-        reason = next.left.message
-        yield* ctx.reports.post(ctx.name, "crashed", {
-          reason,
-          exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
-          stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
-        })
-      }
+      running = yield* restart(reason)
+      if (running === undefined) return
     }
   })

@@ -23,6 +23,8 @@ import { isDone, iso, preview } from "./turnRecord.js"
 export const crashReason = (end: ProcessEnd) =>
   end._tag === "Stalled"
     ? `stalled: ${end.reason}`
+    : end._tag === "Hibernated"
+    ? `hibernated: ${end.reason}`
     : `the claude process exited unexpectedly (exit code ${end.exit.exitCode ?? "none: killed by a signal"})`
 
 /**
@@ -158,7 +160,9 @@ const end = (ctx: AgentContext, active: Active, now: number, error?: TurnError) 
   active.span.attribute("flotta.outcome", error?._tag ?? "ok")
   active.span.end(nanos(now), error === undefined ? Exit.void : Exit.fail(error))
   if (ctx.state.status === "working") ctx.state.status = "idle"
+  ctx.state.lastActiveAt = now
   pump(ctx, now)
+  if (ctx.active === undefined) ctx.onIdle(now)
 }
 
 /** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
@@ -281,6 +285,7 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
   turn.record.status = "running"
   turn.record.startedAt = iso(now)
   ctx.state.status = "working"
+  ctx.state.lastActiveAt = now
   // Its parent is the caller's span (a prompt, an ask, an MCP tool call), however late the turn starts.
   const span = ctx.tracer.span("flotta.turn", turn.parentSpan, Context.empty(), [], nanos(now), "internal")
   span.attribute("flotta.agent", ctx.name)
