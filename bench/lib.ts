@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as readline from "node:readline"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
@@ -284,6 +285,41 @@ export const rss = (pid: number): number => {
   } catch {
     return 0
   }
+}
+
+// ------------------------------------------------------------------------------------------------ the fake API
+
+export interface FakeApi {
+  readonly url: string
+  /** Ends the server; resolves to the number of requests it answered. */
+  readonly stop: () => Promise<number>
+}
+
+/** The fake Messages API in its own process (bench/support/fake-api.ts). */
+export const startFakeApi = async (): Promise<FakeApi> => {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/support/fake-api.ts")], {
+    cwd: ROOT,
+    stdio: ["pipe", "pipe", "inherit"]
+  })
+  const lines = readline.createInterface({ input: child.stdout })
+  const iterator = lines[Symbol.asyncIterator]()
+  const first = await iterator.next()
+  if (first.done === true) throw new Error("the fake Messages API did not start")
+  const { url } = JSON.parse(String(first.value)) as { readonly url: string }
+  return {
+    url,
+    stop: async () => {
+      child.stdin.end()
+      const last = await iterator.next()
+      return last.done === true ? -1 : (JSON.parse(String(last.value)) as { readonly requests: number }).requests
+    }
+  }
+}
+
+/** Memory the kernel can still hand out (MemAvailable). */
+export const availableMemory = () => {
+  const match = /^MemAvailable:\s+(\d+) kB/m.exec(fs.readFileSync("/proc/meminfo", "utf8"))
+  return match === null ? os.freemem() : Number(match[1]) * 1024
 }
 
 // ------------------------------------------------------------------------------------------------ concurrency

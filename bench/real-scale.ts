@@ -4,16 +4,16 @@
  * measured first in the same run. Needs ~125 MiB of RAM per session and a few minutes.
  *   npx tsx bench/real-scale.ts        (BENCH_REAL_AGENTS=100)
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as readline from "node:readline"
 import { createFleet } from "../packages/core/src/Client.js"
 import type { Fleet } from "../packages/core/src/Client.js"
 import { offlineEnv } from "../test/support/FakeMessagesApi.js"
 import {
+  availableMemory,
   CLAUDE,
+  type FakeApi,
   fmtKiB,
   fmtMiB,
   fmtRatio,
@@ -27,6 +27,7 @@ import {
   ROOT,
   row,
   rss,
+  startFakeApi,
   sum,
   survivors,
   targetRow
@@ -36,39 +37,6 @@ const AGENTS = Number(process.env["BENCH_REAL_AGENTS"] ?? 100)
 const TEXT = "ECHO hi"
 const EXPECTED = "ECHO: hi"
 const PSS_BUDGET = 125 * 1024 * 1024
-
-interface FakeApi {
-  readonly url: string
-  /** Ends the server; resolves to the number of requests it answered. */
-  readonly stop: () => Promise<number>
-}
-
-/** The fake Messages API in its own process (bench/support/fake-api.ts). */
-const startFakeApi = async (): Promise<FakeApi> => {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/support/fake-api.ts")], {
-    cwd: ROOT,
-    stdio: ["pipe", "pipe", "inherit"]
-  })
-  const lines = readline.createInterface({ input: child.stdout })
-  const iterator = lines[Symbol.asyncIterator]()
-  const first = await iterator.next()
-  if (first.done === true) throw new Error("the fake Messages API did not start")
-  const { url } = JSON.parse(String(first.value)) as { readonly url: string }
-  return {
-    url,
-    stop: async () => {
-      child.stdin.end()
-      const last = await iterator.next()
-      return last.done === true ? -1 : (JSON.parse(String(last.value)) as { readonly requests: number }).requests
-    }
-  }
-}
-
-/** Memory the kernel can still hand out (MemAvailable). */
-const availableMemory = () => {
-  const match = /^MemAvailable:\s+(\d+) kB/m.exec(fs.readFileSync("/proc/meminfo", "utf8"))
-  return match === null ? os.freemem() : Number(match[1]) * 1024
-}
 
 const errorText = (error: unknown) => {
   const e = error as { readonly _tag?: string; readonly message?: string; readonly stderr?: string }

@@ -7,11 +7,11 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import { CLAUDE, useOfflineApi } from "./support/realCli.js"
+import { CLAUDE, hostOf, useOfflineApi } from "./support/realCli.js"
 import { waitFor } from "./support/waiting.js"
 
 const offline = useOfflineApi("flotta-fork")
@@ -75,15 +75,8 @@ describe("fork with the real claude CLI", () => {
   )
 })
 
-/** One host's life over a store file: the engine is built, `body` runs, the host stops (its children with it). */
-const host = (file: string) => <A, E>(body: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(realFleet({ store: { sqlite: file } }), scope).pipe(Effect.orDie)
-    const exit = yield* Effect.exit(body(Context.get(context, Flotta.Flotta)))
-    yield* Scope.close(scope, Exit.void)
-    return yield* exit
-  })
+/** One host's life over a store file. */
+const host = (file: string) => hostOf(realFleet({ store: { sqlite: file } }))
 
 describe("fork across a restart of the host, with the real claude CLI", () => {
   it.live(

@@ -6,11 +6,11 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import { CLAUDE, useOfflineApi } from "./support/realCli.js"
+import { CLAUDE, hostOf, useOfflineApi } from "./support/realCli.js"
 
 const offline = useOfflineApi("flotta-sleep")
 
@@ -73,14 +73,7 @@ describe("hibernation with the real claude CLI", () => {
 })
 
 /** One host's life over a store file. */
-const host = (file: string) => <A, E>(body: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(realFleet({ store: { sqlite: file } }), scope).pipe(Effect.orDie)
-    const exit = yield* Effect.exit(body(Context.get(context, Flotta.Flotta)))
-    yield* Scope.close(scope, Exit.void)
-    return yield* exit
-  })
+const host = (file: string) => hostOf(realFleet({ store: { sqlite: file } }))
 
 describe("hibernation across a restart of the host, with the real claude CLI", () => {
   it.live(

@@ -3,9 +3,11 @@
  * tests, the offline environment under a temp root, and a fresh working directory per agent.
  */
 import { afterAll, beforeAll } from "@effect/vitest"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Flotta } from "../../packages/core/src/Flotta.js"
 import { type FakeMessagesApi, offlineEnv, startFakeMessagesApi } from "./FakeMessagesApi.js"
 
 export { isAlive, waitGone } from "../../packages/core/test/support.js"
@@ -63,3 +65,13 @@ export const useOfflineApi = (
 export { freePort } from "./ports.js"
 
 export { waitUntil } from "./waiting.js"
+
+/** One host's life: the engine `layer` is built, `body` runs on its Flotta, then it stops (and its children). */
+export const hostOf = <LE>(layer: Layer.Layer<Flotta, LE>) => <A, E>(body: (fleet: Flotta) => Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(layer, scope).pipe(Effect.orDie)
+    const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
+    yield* Scope.close(scope, Exit.void)
+    return yield* exit
+  })

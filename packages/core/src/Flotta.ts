@@ -142,7 +142,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
      * broadcast or `wake` starts it again with `--resume`. False when it was asleep already.
      */
     const hibernate = Effect.fn("Flotta.hibernate")(function*(name: string) {
-      return yield* (yield* registry.get(name)).hibernate("by request")
+      return yield* registry.hibernate(name)
     })
     /** Wakes a hibernated session and waits until its process is up; false when it was not asleep. */
     const wake = Effect.fn("Flotta.wake")(function*(name: string) {

@@ -3,17 +3,18 @@
  * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
  * scope closes every agent: children never outlive the fleet.
  */
-import { Effect, Either, ExecutionStrategy, Exit, Metric, Scope } from "effect"
+import { Deferred, Effect, Either, ExecutionStrategy, Exit, FiberId, Metric, Option, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { NAME_PATTERN, NAME_RULE } from "./AgentView.js"
 import type { ForkOrigin } from "./AgentView.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName, InvalidSpec } from "./Errors.js"
-import type { SandboxUnavailable, SpawnFailed } from "./Errors.js"
+import type { CannotHibernate, SandboxUnavailable, SpawnFailed } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import type { AgentDeps, Restored } from "./internal/agentState.js"
 import * as Alarms from "./internal/alarms.js"
+import * as Dormant from "./internal/dormant.js"
 import * as LiveSlots from "./internal/liveSlots.js"
 import { startAgent } from "./internal/startAgent.js"
 import { Parking } from "./Parking.js"
@@ -37,9 +38,25 @@ export const validateName = (name: unknown): Effect.Effect<string, InvalidName> 
   return Effect.succeed(name)
 }
 
+/**
+ * A name's entry: an agent starting, one live (its own scope, maybe asleep with no process), one kept as its record
+ * while it hibernates (`Dormant`), or one being brought back from that record.
+ */
 type Entry =
   | { readonly _tag: "Starting" }
-  | { readonly _tag: "Live"; readonly agent: Agent.Agent; readonly scope: Scope.CloseableScope }
+  | {
+    readonly _tag: "Live"
+    readonly agent: Agent.Agent
+    readonly scope: Scope.CloseableScope
+    /** Its record, once it sleeps (see `agentHandle.Made`). */
+    readonly dormancy: () => Option.Option<Dormant.Dormant>
+  }
+  | { readonly _tag: "Dormant"; readonly dormant: Dormant.Dormant }
+  | {
+    readonly _tag: "Reviving"
+    readonly dormant: Dormant.Dormant
+    readonly done: Deferred.Deferred<Agent.Agent, AgentClosed>
+  }
 
 export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry", {
   scoped: Effect.gen(function*() {
@@ -58,10 +75,11 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
 
     const updateGauge = Effect.suspend(() => Metric.set(Telemetry.agentsLive, entries.size))
 
-    const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag === "Live").map(([n]) => n).sort()
+    const liveNames = () => [...entries.entries()].filter(([, e]) => e._tag !== "Starting").map(([n]) => n).sort()
 
     const journal = { on: true }
     const liveSlots = yield* LiveSlots.make(settings.maxLive)
+    const store = yield* Store
     const deps: AgentDeps = {
       cli,
       alarms: yield* Alarms.make,
@@ -70,7 +88,9 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       settings,
       startPermit: admit,
       liveSlots,
-      store: yield* Store,
+      sleep: (name, reason) => sleep(name, reason),
+      revive: (name) => revive(name),
+      store,
       parking: yield* Parking,
       journal
     }
@@ -88,9 +108,16 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       const options = yield* Either.mapLeft(Sandbox.withOptions(given), (bad) => new InvalidSpec(bad))
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
+      // A sleeper brought back by a restart of the host stays a record until it is woken.
+      if (restored?.row.status === "hibernated" && restored.turns.every((t) => t.record.status !== "queued")) {
+        const dormant = { info: Dormant.infoOf(restored.row, restored.turns), options, row: restored.row }
+        entries.set(name, { _tag: "Dormant", dormant })
+        yield* updateGauge
+        return dormantFace(name, dormant)
+      }
       entries.set(name, { _tag: "Starting" })
       const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
-      const agent = yield* startAgent(name, options, deps, restored, fork).pipe(
+      const { agent, dormancy } = yield* startAgent(name, options, deps, restored, fork).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() =>
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
@@ -99,7 +126,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
           Effect.zipRight(Scope.close(scope, Exit.void), Effect.sync(() => entries.delete(name)))
         )
       )
-      const entry = { _tag: "Live", agent, scope } as const
+      const entry = { _tag: "Live", agent, scope, dormancy } as const
       entries.set(name, entry)
       if (shuttingDown) {
         yield* stop(name, entry, "the fleet shut down while it started")
@@ -112,10 +139,75 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed
     >
 
+    /** The face of a sleeper kept as its record (see `internal/dormant`). */
+    const dormantFace = (name: string, dormant: Dormant.Dormant) =>
+      Dormant.handle(dormant, { store, historyLimit: settings.historyLimit, revive: revive(name) })
+
     const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>
       Effect.suspend(() => {
         const entry = entries.get(name)
-        return entry?._tag === "Live" ? Effect.succeed(entry.agent) : new AgentNotFound({ name, live: liveNames() })
+        if (entry?._tag === "Live") return Effect.succeed(entry.agent)
+        if (entry?._tag === "Dormant" || entry?._tag === "Reviving") {
+          return Effect.succeed(dormantFace(name, entry.dormant))
+        }
+        return new AgentNotFound({ name, live: liveNames() })
+      })
+
+    /**
+     * A sleeper kept as its record comes back as a live agent, asleep with no process until it is woken (as a
+     * restart of the host would bring it back): its turns are read from the store. Callers at the same moment
+     * share one revival.
+     */
+    const revive = (name: string): Effect.Effect<Agent.Agent, AgentClosed> =>
+      Effect.suspend(() => {
+        const entry = entries.get(name)
+        if (entry?._tag === "Live") return Effect.succeed(entry.agent)
+        if (entry?._tag === "Reviving") return Deferred.await(entry.done)
+        if (entry?._tag !== "Dormant") return new AgentClosed({ name, reason: "it was closed while it slept" })
+        if (shuttingDown) return shutDownError(name)
+        const done = Deferred.unsafeMake<Agent.Agent, AgentClosed>(FiberId.none)
+        entries.set(name, { _tag: "Reviving", dormant: entry.dormant, done })
+        return Effect.gen(function*() {
+          const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
+          const turns = yield* store.turns(name)
+          const { agent, dormancy } = yield* startAgent(name, entry.dormant.options, deps, {
+            row: entry.dormant.row,
+            turns
+          }).pipe(
+            Scope.extend(scope),
+            // Asleep, it starts no process: nothing here can fail but a bug.
+            Effect.orDie
+          )
+          entries.set(name, { _tag: "Live", agent, scope, dormancy })
+          yield* Deferred.succeed(done, agent)
+          return agent
+        }).pipe(
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => {
+              entries.set(name, entry)
+              Deferred.unsafeDone(done, Exit.fail(new AgentClosed({ name, reason: "it could not be woken" })))
+            })
+          )
+        )
+      })
+
+    /**
+     * Puts a live session to sleep: its process ends cleanly (the call returns once it has), and the registry
+     * keeps nothing of it but its record; its scope closes behind. False when it was asleep already.
+     */
+    const sleep = (name: string, reason: string): Effect.Effect<boolean, CannotHibernate | AgentNotFound> =>
+      Effect.gen(function*() {
+        const entry = entries.get(name)
+        if (entry?._tag === "Dormant" || entry?._tag === "Reviving") return false
+        if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
+        const hibernated = yield* entry.agent.hibernate(reason)
+        // Still the same agent, asleep with nothing on its way: it becomes its record.
+        const dormant = entries.get(name) === entry ? entry.dormancy() : Option.none()
+        if (Option.isSome(dormant)) {
+          entries.set(name, { _tag: "Dormant", dormant: dormant.value })
+          yield* Effect.forkIn(Scope.close(entry.scope, Exit.void), agentsScope)
+        }
+        return hibernated
       })
 
     /**
@@ -143,18 +235,34 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       options: { readonly wait?: boolean } = {}
     ) {
       const entry = entries.get(name)
-      if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
-      yield* stop(name, entry, reason, options.wait ?? true)
+      if (entry?._tag === "Reviving") yield* Deferred.await(entry.done).pipe(Effect.ignore)
+      const now = entries.get(name)
+      if (now?._tag === "Dormant") {
+        // A sleeper has no process to stop: its record says closed, and its name is free.
+        entries.delete(name)
+        store.saveAgent({ ...now.dormant.row, status: "closed", closedReason: reason })
+        yield* reports.post(name, "closed", { reason })
+        return yield* updateGauge
+      }
+      if (now?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
+      yield* stop(name, now, reason, options.wait ?? true)
     })
 
     const list = Effect.suspend(() =>
       Effect.forEach(
-        [...entries.values()].flatMap((e) => (e._tag === "Live" ? [e.agent] : [])),
-        (agent) => agent.info
-      )
+        [...entries.values()],
+        (e) =>
+          e._tag === "Live"
+            ? Effect.map(e.agent.info, (info) => [info])
+            : Effect.succeed(e._tag === "Starting" ? [] : [e.dormant.info])
+      ).pipe(Effect.map((infos) => infos.flat()))
     )
 
-    const agents = Effect.sync(() => [...entries.values()].flatMap((e) => (e._tag === "Live" ? [e.agent] : [])))
+    const agents = Effect.sync(() =>
+      [...entries.entries()].flatMap(([name, e]) =>
+        e._tag === "Live" ? [e.agent] : e._tag === "Starting" ? [] : [dormantFace(name, e.dormant)]
+      )
+    )
 
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
@@ -172,6 +280,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     return {
       spawn,
       get,
+      /** Puts a session to sleep (see `sleep`): false when it was asleep already. */
+      hibernate: (name: string) => sleep(name, "by request"),
       close,
       list,
       agents,

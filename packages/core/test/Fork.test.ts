@@ -4,14 +4,10 @@
  * its failures, and forks across a restart of the host.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
+import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
-import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, memoryFleet } from "./support.js"
+import { eventually, failureOf, host, memoryFleet, shared } from "./support.js"
 
 /** Answers with the prompt and every earlier prompt of its conversation: what an agent remembers. */
 const memory: Testing.Model = ({ history, prompt }) =>
@@ -153,36 +149,18 @@ describe("fork", () => {
     }).pipe(Effect.provide(fleet())))
 })
 
-/** One host's life over a shared disk and store file: the fleet is built, `body` runs, the host stops. */
-const host =
-  (shared: { readonly disk: Testing.Disk; readonly file: string }) =>
-  <A, E>(body: (fleet: Flotta) => Effect.Effect<A, E>) =>
-    Effect.gen(function*() {
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        Testing.layer({ model: memory, disk: shared.disk, store: SqliteStore.layer(shared.file) }),
-        scope
-      ).pipe(Effect.orDie)
-      const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
-      yield* Scope.close(scope, Exit.void)
-      return yield* exit
-    })
-
 describe("fork across a restart of the host", () => {
   it.effect("a restored agent forks, and a fork that had no turn yet comes back still a fork", () =>
     Effect.gen(function*() {
-      const where = {
-        disk: Testing.disk(),
-        file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-fork-")), "state.db")
-      }
-      yield* host(where)((f) =>
+      const where = shared("flotta-fork")
+      yield* host(where, { model: memory })((f) =>
         Effect.gen(function*() {
           yield* f.spawn("scout")
           yield* f.ask("scout", "PELICAN")
           yield* f.fork("scout", "unborn")
         })
       )
-      yield* host(where)((f) =>
+      yield* host(where, { model: memory })((f) =>
         Effect.gen(function*() {
           assert.deepStrictEqual(f.restored.restored.map((r) => r.name).sort(), ["scout", "unborn"])
           assert.strictEqual((yield* f.info("unborn")).forkedFrom?.agent, "scout")
@@ -192,7 +170,7 @@ describe("fork across a restart of the host", () => {
           assert.strictEqual((yield* f.transcript("unborn"))[0]!.marks?.[0]?._tag, "Forked")
         })
       )
-      yield* host(where)((f) =>
+      yield* host(where, { model: memory })((f) =>
         Effect.gen(function*() {
           assert.strictEqual(yield* f.ask("unborn", "again"), "again | knows: PELICAN, what", "now it resumes")
           yield* f.ask("late", "then")

@@ -5,14 +5,10 @@
  * sleeping session, and a restart of the host that keeps sleepers asleep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
+import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
-import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf } from "./support.js"
+import { eventually, failureOf, host, shared } from "./support.js"
 
 /** Answers with what its conversation holds; `slow` takes a minute. */
 const memory: Testing.Model = ({ history, prompt }) =>
@@ -139,29 +135,11 @@ describe("hibernation", () => {
     }).pipe(Effect.provide(fleet())))
 })
 
-/** One host's life over a shared disk and store file. */
-const host =
-  (shared: { readonly disk: Testing.Disk; readonly file: string }) =>
-  <A, E>(body: (fleet: Flotta) => Effect.Effect<A, E>) =>
-    Effect.gen(function*() {
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        fleet({ disk: shared.disk, store: SqliteStore.layer(shared.file), maxLive: 2 }),
-        scope
-      ).pipe(Effect.orDie)
-      const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
-      yield* Scope.close(scope, Exit.void)
-      return yield* exit
-    })
-
 describe("hibernation across a restart of the host", () => {
   it.effect("a sleeper comes back asleep, with no process, and wakes with its memory", () =>
     Effect.gen(function*() {
-      const where = {
-        disk: Testing.disk(),
-        file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-sleep-")), "state.db")
-      }
-      yield* host(where)((f) =>
+      const where = shared("flotta-sleep")
+      yield* host(where, { model: memory, maxLive: 2 })((f) =>
         Effect.gen(function*() {
           for (const name of ["x", "y", "z"]) {
             yield* f.spawn(name)
@@ -170,7 +148,7 @@ describe("hibernation across a restart of the host", () => {
           assert.strictEqual((yield* statusOf(f))["x"], "hibernated")
         })
       )
-      yield* host(where)((f) =>
+      yield* host(where, { model: memory, maxLive: 2 })((f) =>
         Effect.gen(function*() {
           assert.deepStrictEqual(f.restored.restored.map((r) => r.name).sort(), ["x", "y", "z"])
           assert.deepStrictEqual(yield* statusOf(f), { x: "hibernated", y: "idle", z: "idle" })

@@ -3,13 +3,10 @@
  * two builds of the fleet (as the disk outlives a host): who comes back, with what, and what does not.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { Flotta } from "../src/Flotta.js"
-import * as SqliteStore from "../src/SqliteStore.js"
+import { Effect, Exit } from "effect"
 import * as Testing from "../src/Testing.js"
+import type { Shared } from "./support.js"
+import { host as hostOf, shared as newShared } from "./support.js"
 
 const failure = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined
@@ -17,27 +14,10 @@ const failure = <A, E>(exit: Exit.Exit<A, E>) =>
 const model: Testing.Model = ({ history, prompt }) =>
   prompt === "slow" ? Testing.delay("1 hour", "late") : `${prompt}|${history.join(",")}`
 
-/** One host's life: builds the fleet on the shared disk and store file, runs `body`, then stops gracefully. */
-const host = (
-  shared: { readonly disk: Testing.Disk; readonly file: string },
-  options: Testing.Options = {}
-) =>
-<A, E>(body: (fleet: Flotta) => Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(
-      Testing.layer({ model, ...options, disk: shared.disk, store: SqliteStore.layer(shared.file) }),
-      scope
-    ).pipe(Effect.orDie)
-    const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
-    yield* Scope.close(scope, Exit.void)
-    return yield* exit
-  })
+/** One host's life over the shared disk and store file, with this file's model. */
+const host = (where: Shared, options: Testing.Options = {}) => hostOf(where, { model, ...options })
 
-const shared = () => ({
-  disk: Testing.disk(),
-  file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-restore-")), "state.db")
-})
+const shared = () => newShared("flotta-restore")
 
 describe("a restart of the host over a durable store", () => {
   it.effect("every agent comes back under its name with its memory; the queued turn runs; the one in flight is HostRestarted", () =>

@@ -4,7 +4,7 @@
  * never the real machine), the in-memory CLI's model of it, and the store's round trip across a restart.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either, Exit, Layer, Option, Scope } from "effect"
+import { Effect, Either, Exit, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -12,8 +12,9 @@ import { buildArgs } from "../src/Agent.js"
 import { Flotta } from "../src/Flotta.js"
 import * as Sandbox from "../src/Sandbox.js"
 import * as Spec from "../src/Spec.js"
-import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
+import type { Shared } from "./support.js"
+import { host as hostOf } from "./support.js"
 
 const failure = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined
@@ -300,24 +301,8 @@ describe("Testing: the in-memory CLI models the sandbox", () => {
 })
 
 describe("the store keeps the sandbox", () => {
-  /** One host's life over the shared disk and store file. */
-  const host =
-    (shared: { readonly disk: Testing.Disk; readonly file: string }) =>
-    <A, E>(body: (fleet: Flotta) => Effect.Effect<A, E>) =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(
-          Testing.layer({
-            model: ({ sandbox }) => JSON.stringify(sandbox),
-            disk: shared.disk,
-            store: SqliteStore.layer(shared.file)
-          }),
-          scope
-        ).pipe(Effect.orDie)
-        const exit = yield* Effect.exit(body(Context.get(context, Flotta)))
-        yield* Scope.close(scope, Exit.void)
-        return yield* exit
-      })
+  /** One host's life over the shared disk and store file, its model answering with its sandbox. */
+  const host = (where: Shared) => hostOf(where, { model: ({ sandbox }) => JSON.stringify(sandbox) })
 
   it.effect("a sandboxed session comes back after a restart with its sandbox, its paths absolute", () =>
     Effect.gen(function*() {

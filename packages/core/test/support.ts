@@ -4,12 +4,13 @@
  * helpers below serve the ring against the fake CLI script (test/core-fake-cli.test.ts and friends).
  */
 import { NodeContext } from "@effect/platform-node"
-import { Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type * as Agent from "../src/Agent.js"
 import * as Flotta from "../src/Flotta.js"
+import * as SqliteStore from "../src/SqliteStore.js"
 import * as Testing from "../src/Testing.js"
 
 /**
@@ -54,6 +55,32 @@ export const withAgents = (names: string | ReadonlyArray<string>, options: Agent
     for (const name of typeof names === "string" ? [names] : names) yield* fleet.spawn(name, options)
     return fleet
   })
+
+/** What outlives one host, for a test of restarts: the session files (a disk) and the store's file. */
+export interface Shared {
+  readonly disk: Testing.Disk
+  readonly file: string
+}
+
+/** A new disk and store file for a test of restarts. */
+export const shared = (prefix = "flotta-host"): Shared => ({
+  disk: Testing.disk(),
+  file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`)), "state.db")
+})
+
+/** One host's life over `where`: the fleet built (with `options`), `body` run on it, then a graceful stop. */
+export const host =
+  (where: Shared, options: Testing.Options = {}) => <A, E>(body: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        Testing.layer({ model: scripted, ...options, disk: where.disk, store: SqliteStore.layer(where.file) }),
+        scope
+      ).pipe(Effect.orDie)
+      const exit = yield* Effect.exit(body(Context.get(context, Flotta.Flotta)))
+      yield* Scope.close(scope, Exit.void)
+      return yield* exit
+    })
 
 /** The typed failure of an exit, or its tag `success` / `defect`. */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {

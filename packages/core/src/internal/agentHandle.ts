@@ -4,11 +4,10 @@
  * closes the agent.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
-import type { Agent, ForkPoint } from "../Agent.js"
-import type { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
+import type { Agent } from "../Agent.js"
+import type { AgentInfo, AgentRow, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
 import {
   AgentClosed,
-  CannotFork,
   CannotHibernate,
   InvalidSpec,
   NoResult,
@@ -19,6 +18,8 @@ import {
 import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
 import * as Permission from "../Permission.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
+import type { Dormant } from "./dormant.js"
+import { forkOptions, forkPointOf } from "./forkPoint.js"
 import * as Supervisor from "./supervisor.js"
 import * as Turns from "./turn.js"
 import * as TurnRecords from "./turnRecord.js"
@@ -32,9 +33,21 @@ export interface HandleParts {
   readonly defaultTimeoutMs: number
   /** When the agent first started (ISO): a restored agent keeps its own. */
   readonly startedAt: string
+  /** Its row, as the store keeps it now. */
+  readonly rowOf: () => AgentRow
 }
 
-export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Agent => {
+/** A live agent's handle, and what its registry keeps of it once it sleeps (see `dormancy`). */
+export interface Made {
+  readonly agent: Agent
+  /**
+   * Its record for its registry to keep while it sleeps: none unless it sleeps with nothing on its way. Once it
+   * has given it, this handle is a stale one (its prompts and wakes go to the agent brought back).
+   */
+  readonly dormancy: () => Option.Option<Dormant>
+}
+
+export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Made => {
   const { name, options, settings, state } = ctx
   const { defaultTimeoutMs, history, startedAt, supervisor } = parts
 
@@ -46,6 +59,12 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
   }
 
   const prompt: Agent["prompt"] = (text, opts) =>
+    // Gone dormant since this handle was taken: the agent brought back takes the turn.
+    state.dormant
+      ? Effect.flatMap(deps.revive(name), (agent) => agent.prompt(text, opts))
+      : promptHere(text, opts)
+
+  const promptHere: Agent["prompt"] = (text, opts) =>
     Effect.clockWith((clock) =>
       Effect.withFiberRuntime((fiber) => {
         if (state.closedReason !== null) return new AgentClosed({ name, reason: state.closedReason })
@@ -73,7 +92,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
         ctx.queue.push(turn)
         ctx.saveTurn(turn)
         // Asleep, it wakes for the turn (through admission, like any start); the turn waits for it in the queue.
-        if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.wake, Exit.succeed("a prompt"))
+        if (ctx.sleep !== null) Supervisor.wakeUp(ctx.sleep, "a prompt")
         else Turns.pump(ctx, now)
         return Effect.succeed(id)
       })
@@ -141,7 +160,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
       return Deferred.await(turn.deferred)
     })
 
-  const status = Effect.sync((): AgentStatusView => {
+  const statusNow = (): AgentStatusView => {
     const queued = ctx.queue.length
     const current = state.status
     const turn = ctx.active?.turn
@@ -164,9 +183,15 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
       turns: state.finished + state.failed,
       parkedUntil: until === null ? null : TurnRecords.iso(until)
     }
-  })
+  }
 
-  const info = Effect.map(status, (view): AgentInfo => ({
+  const status = Effect.sync(statusNow)
+
+  const info = Effect.map(status, (view) => infoOf(view))
+
+  const infoNow = () => infoOf(statusNow())
+
+  const infoOf = (view: AgentStatusView): AgentInfo => ({
     name,
     lifecycle: options.lifecycle ?? "session",
     status: view.status,
@@ -186,7 +211,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     parkedUntil: view.parkedUntil,
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
     ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom })
-  }))
+  })
 
   const transcript = Effect.sync((): ReadonlyArray<TurnRecord> =>
     [...history.values()].map((turn) => structuredClone(turn.record))
@@ -198,51 +223,34 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
       : Effect.zipRight(deps.permission.expire(name, "interrupted"), interruptTurn(ctx.active.turn, "user"))
   )
 
+  /** The options a fork (or a wake from dormancy) takes: its own, with the permission in force. */
+  const keptOptions = () => ({
+    ...options,
+    permission: state.policy,
+    timeout: Duration.millis(defaultTimeoutMs)
+  })
+
   const forkPoint: Agent["forkPoint"] = (at) =>
-    Effect.suspend((): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> => {
-      const cannot = (turnId: string | null, reason: string) => new CannotFork({ source: name, turnId, reason })
-      if (options.lifecycle === "run") {
-        return cannot(at ?? null, "it is a run, which takes one turn: fork a session (or spawn with its session id)")
-      }
-      const turn = at === undefined
-        ? [...history.values()].reverse().find((t) => t.record.status === "succeeded")
-        : history.get(at)
-      if (at !== undefined && turn === undefined) return new NoResult({ name, turnId: at })
-      const { resume: _resume, lifecycle: _lifecycle, onActivity: _activity, ...kept } = options
-      const forkOptions = { ...kept, permission: state.policy, timeout: Duration.millis(defaultTimeoutMs) }
-      if (turn === undefined && state.forkedFrom !== undefined && !state.resumable) {
-        // A fork not yet told anything: its conversation is still its origin's, cut at the same place.
-        const { messageId, sessionId } = state.forkedFrom
-        return Effect.succeed({
-          origin: { agent: name, turnId: null, sessionId, ...(messageId === undefined ? {} : { messageId }) },
-          options: forkOptions
-        })
-      }
-      if (turn === undefined) {
-        // No turn of its own: a conversation it was given (`resume`) can still be taken whole, when nothing runs.
-        if (!state.resumable || ctx.active !== undefined || ctx.queue.length > 0) {
-          return cannot(null, "it has no turn that succeeded yet")
+    Effect.suspend(() =>
+      forkPointOf({
+        name,
+        lifecycle: options.lifecycle ?? "session",
+        options: forkOptions(keptOptions()),
+        resumable: state.resumable,
+        sessionId: state.sessionId,
+        forkedFrom: state.forkedFrom,
+        busy: ctx.active !== undefined || ctx.queue.length > 0,
+        turns: [...history.values()].map((turn) => turn.record),
+        sessionOf: (turnId) => {
+          const turn = history.get(turnId)
+          if (turn === undefined) return Effect.succeedNone
+          return Effect.map(
+            Effect.exit(Deferred.await(turn.deferred)),
+            (exit) => Exit.isSuccess(exit) ? Option.some(exit.value.sessionId) : Option.none()
+          )
         }
-        return Effect.succeed({
-          origin: { agent: name, turnId: null, sessionId: state.sessionId },
-          options: forkOptions
-        })
-      }
-      const { messageId, status, turnId } = turn.record
-      if (status === "queued" || status === "running") return new TurnPending({ name, turnId, status })
-      if (status === "failed") {
-        return cannot(turnId, `it failed (${turn.record.error?._tag ?? "error"}): fork at a turn that succeeded`)
-      }
-      if (messageId === undefined) return cannot(turnId, "the store does not say where that turn's conversation ends")
-      // Its own session, which a `clear` since may have left behind.
-      return Effect.flatMap(Effect.exit(Deferred.await(turn.deferred)), (exit) =>
-        Exit.isSuccess(exit)
-          ? Effect.succeed({
-            origin: { agent: name, turnId, sessionId: exit.value.sessionId, messageId },
-            options: forkOptions
-          })
-          : cannot(turnId, "its stored outcome could not be read"))
-    })
+      }, at)
+    )
 
   /** Since when it has been idle with a live process (null: it is not), as `maxLive` and `hibernateAfter` see it. */
   const idleSince = () =>
@@ -271,6 +279,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
         if (busy !== null) return new CannotHibernate({ name, reason: busy })
         const running = state.process!
         const sleep = {
+          woken: false,
           down: Deferred.unsafeMake<void>(FiberId.none),
           wake: Deferred.unsafeMake<string>(FiberId.none),
           up: Deferred.unsafeMake<void, SpawnFailed | SandboxUnavailable | AgentClosed>(FiberId.none)
@@ -292,11 +301,29 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
 
   const wake: Agent["wake"] = (reason = "woken by request") =>
     Effect.suspend(() => {
+      if (state.dormant) return Effect.flatMap(deps.revive(name), (agent) => agent.wake(reason))
       const sleep = ctx.sleep
       if (sleep === null) return Effect.succeed(false)
-      Deferred.unsafeDone(sleep.wake, Exit.succeed(reason))
+      Supervisor.wakeUp(sleep, reason)
       return Effect.as(Deferred.await(sleep.up), true)
     })
+
+  /**
+   * What its registry keeps of it once it sleeps: its info, its options and its row. None unless it sleeps with
+   * nothing on its way (no wake asked for, nothing queued).
+   */
+  const dormancy = (): Option.Option<Dormant> => {
+    const sleep = ctx.sleep
+    if (sleep === null || sleep.woken || ctx.queue.length > 0 || ctx.active !== undefined) return Option.none()
+    if (state.closedReason !== null || state.dormant) return Option.none()
+    // From now on this handle is a stale one: its prompts and wakes go to the agent its registry brings back.
+    state.dormant = true
+    return Option.some({
+      info: { ...infoNow(), status: "hibernated" },
+      options: keptOptions(),
+      row: { ...parts.rowOf(), status: "hibernated", process: null }
+    })
+  }
 
   const shutdown = Effect.fn("Agent.shutdown")(function*(reason: string) {
     if (state.closedReason === null) state.closedReason = reason
@@ -309,7 +336,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     yield* Supervisor.failWaiting(ctx, closed)
   })
 
-  return {
+  const agent: Agent = {
     name,
     lifecycle: options.lifecycle ?? "session",
     prompt,
@@ -326,4 +353,5 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ag
     idleSince,
     shutdown
   }
+  return { agent, dormancy }
 }

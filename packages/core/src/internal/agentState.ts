@@ -4,6 +4,7 @@
  * state imports it from here, never from the module that assembles the agent.
  */
 import type { Deferred, Effect, Option, Scope, Tracer } from "effect"
+import type { Agent } from "../Agent.js"
 import type {
   AgentRow,
   AgentStatus,
@@ -16,7 +17,14 @@ import type {
 import type { ClaudeCli } from "../ClaudeCli.js"
 import type { ClaudeProcess, ExitInfo } from "../ClaudeProcess.js"
 import type * as Protocol from "../ClaudeProtocol.js"
-import type { AgentClosed, SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
+import type {
+  AgentClosed,
+  AgentNotFound,
+  CannotHibernate,
+  SandboxUnavailable,
+  SpawnFailed,
+  TurnError
+} from "../Errors.js"
 import type { FleetSettings } from "../FleetConfig.js"
 import type * as Parking from "../Parking.js"
 import type * as Permission from "../Permission.js"
@@ -39,6 +47,10 @@ export interface AgentDeps {
   readonly startPermit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Live processes at most: a start takes a slot first, hibernating the longest idle session if it must. */
   readonly liveSlots: LiveSlots
+  /** Puts an agent to sleep through its registry, which then keeps nothing of it but its record. */
+  readonly sleep: (name: string, reason: string) => Effect.Effect<boolean, CannotHibernate | AgentNotFound>
+  /** The live agent of a name whose handle has gone dormant: its registry brings it back (asleep until woken). */
+  readonly revive: (name: string) => Effect.Effect<Agent, AgentClosed>
   readonly store: StoreShape
   /** The fleet's parking at usage limits. */
   readonly parking: Parking.Parking
@@ -85,6 +97,8 @@ export type ProcessEnd =
  * and the news that its process is up again.
  */
 export interface Sleep {
+  /** A wake was asked for (a prompt, `wake`): it is on its way up. */
+  woken: boolean
   readonly down: Deferred.Deferred<void>
   readonly wake: Deferred.Deferred<string>
   readonly up: Deferred.Deferred<void, SpawnFailed | SandboxUnavailable | AgentClosed>
@@ -153,6 +167,8 @@ export interface AgentState {
   waitingApprovals: number
   /** When a turn last started or ended, or its process came up (Clock millis): how long it has been idle. */
   lastActiveAt: number
+  /** Its registry keeps it as a record now: this handle's prompts and wakes go to the agent brought back. */
+  dormant: boolean
 }
 
 /** What the turn runner, the supervisor, the process start and the handle share. */

@@ -13,6 +13,12 @@ import * as TurnRecord from "./turnRecord.js"
 const decodeError = Schema.decodeUnknownOption(TurnErrorSchema)
 const decodeResult = Schema.decodeUnknownOption(TurnResult)
 
+/** A finished stored turn's outcome, decoded: its result or its typed error (none when it cannot be read). */
+export const outcomeOf = (row: TurnRow): Option.Option<Exit.Exit<TurnResult, TurnError>> =>
+  row.record.status === "succeeded"
+    ? Option.map(decodeResult(row.result), (result) => Exit.succeed(result))
+    : Option.map(decodeError(row.error), (error) => Exit.fail(error))
+
 /** Takes the stored turns back into the agent's history, its queue and its totals. */
 export const restoreTurns = (
   ctx: AgentContext,
@@ -43,9 +49,7 @@ export const restoreTurns = (
     } else {
       state.failed++
     }
-    const outcome: Option.Option<Exit.Exit<TurnResult, TurnError>> = row.record.status === "succeeded"
-      ? Option.map(decodeResult(row.result), (result) => Exit.succeed(result))
-      : Option.map(decodeError(row.error), (error) => Exit.fail(error))
+    const outcome = outcomeOf(row)
     Deferred.unsafeDone(
       turn.deferred,
       Option.getOrElse(outcome, () =>

@@ -7,8 +7,7 @@ import { Deferred, Duration, Effect, Exit, Schema } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
-import type { Agent } from "../Agent.js"
-import type { ForkOrigin } from "../AgentView.js"
+import type { AgentRow, ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import { TurnErrorSchema } from "../Errors.js"
 import type { AgentClosed, SandboxUnavailable, SpawnFailed } from "../Errors.js"
@@ -41,7 +40,7 @@ export const startAgent = (
   deps: AgentDeps,
   restored?: Restored,
   fork?: ForkOrigin
-): Effect.Effect<Agent, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
+): Effect.Effect<Handle.Made, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const { reports, settings } = deps
     const scope = yield* Effect.scope
@@ -71,15 +70,16 @@ export const startAgent = (
       closedReason: null,
       restarts: restored?.row.restarts ?? 0,
       waitingApprovals: 0,
-      lastActiveAt: clock.unsafeCurrentTimeMillis()
+      lastActiveAt: clock.unsafeCurrentTimeMillis(),
+      dormant: false
     }
 
     // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
-    const saveAgent = () => {
-      if (!deps.journal.on) return
+    /** The agent's row, as the store keeps it now. */
+    const rowOf = (): AgentRow => {
       const running = state.process?.process
       const { notRestorable, stored } = storedOptions(options, state.policy, cwd, defaultTimeoutMs)
-      deps.store.saveAgent({
+      return {
         name,
         lifecycle: options.lifecycle ?? "session",
         options: stored,
@@ -92,7 +92,10 @@ export const startAgent = (
         notRestorable,
         process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) },
         ...(forkedFrom === undefined ? {} : { forkedFrom })
-      })
+      }
+    }
+    const saveAgent = () => {
+      if (deps.journal.on) deps.store.saveAgent(rowOf())
     }
     const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
       if (!deps.journal.on) return
@@ -146,6 +149,7 @@ export const startAgent = (
     if (asleep) {
       // Its process is long gone: `down` has happened already.
       ctx.sleep = {
+        woken: false,
         down: yield* Deferred.make<void>(),
         wake: yield* Deferred.make<string>(),
         up: yield* Deferred.make<void, SpawnFailed | SandboxUnavailable | AgentClosed>()
@@ -188,11 +192,13 @@ export const startAgent = (
       Effect.annotateLogs({ agent: name }),
       Effect.forkIn(scope)
     )
-    const agent = Handle.make(ctx, deps, { history, supervisor, defaultTimeoutMs, startedAt })
+    const made = Handle.make(ctx, deps, { history, supervisor, defaultTimeoutMs, startedAt, rowOf })
+    const agent = made.agent
 
     // --- hibernation ------------------------------------------------------------------------------------------
     // A candidate for `maxLive` whenever it is idle; with `hibernateAfter`, it sleeps once idle that long.
-    const sleepy = (reason: string) => agent.hibernate(reason).pipe(Effect.orElseSucceed(() => false))
+    // Through the registry, which keeps a sleeper as nothing but its record.
+    const sleepy = (reason: string) => deps.sleep(name, reason).pipe(Effect.orElseSucceed(() => false))
     const leave = deps.liveSlots.join(name, { idleSince: agent.idleSince, hibernate: sleepy })
     yield* Effect.addFinalizer(() => Effect.sync(leave))
     const after = settings.hibernateAfter === undefined ? undefined : Duration.toMillis(settings.hibernateAfter)
@@ -218,6 +224,6 @@ export const startAgent = (
     // The supervisor may have found it idle before it could be told.
     if (agent.idleSince() !== null) ctx.onIdle(state.lastActiveAt)
     // Asleep with turns that waited through the restart: it wakes for them.
-    if (asleep && ctx.queue.length > 0) Deferred.unsafeDone(ctx.sleep!.wake, Exit.succeed("queued turns"))
-    return agent
+    if (asleep && ctx.queue.length > 0) Supervisor.wakeUp(ctx.sleep!, "queued turns")
+    return made
   })

@@ -51,6 +51,13 @@ export const restartPolicy = (settings: FleetSettings): Schedule.Schedule<number
 /** Longer than a process's own kill escalation (EOF, SIGTERM, SIGKILL: 2 + 5 + 2 s). */
 const CLEANUP = Duration.seconds(15)
 
+/** Wakes a sleeping agent (once): its supervisor starts its process again. */
+export const wakeUp = (sleep: Sleep, reason: string) => {
+  if (sleep.woken) return
+  sleep.woken = true
+  Deferred.unsafeDone(sleep.wake, Exit.succeed(reason))
+}
+
 /** Fails every turn that waits in the queue. */
 export const failWaiting = (ctx: AgentContext, error: AgentClosed) =>
   Effect.clockWith((clock) =>
