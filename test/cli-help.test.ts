@@ -39,6 +39,8 @@ describe("--help through a pipe", () => {
     "wait",
     "broadcast",
     "fork",
+    "compact",
+    "clear",
     "hibernate",
     "wake",
     "runs",

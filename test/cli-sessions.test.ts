@@ -84,6 +84,21 @@ describe("a session's life from the shell, against a running serve", () => {
       assert.match(refused.stderr, /^flotta: CannotHibernate: "late" cannot hibernate now: it is working on t2/)
       await flotta("interrupt", "late")
 
+      // compact and clear: each its next turn, waited for; what it did, in words.
+      const compacted = await flotta("compact", "scout", "keep the birds")
+      assert.strictEqual(compacted.code, 0, compacted.stderr)
+      assert.match(
+        compacted.stdout,
+        /^compacted scout \(manual\): [\d,]+ → [\d,]+ tokens; context now [\d,]+ tokens, [\d.]+% of 1,000,000\n$/
+      )
+      const [recalled2, statusText] = await runFlottaAll(project, [["ask", "scout", "RECALL"], ["status", "scout"]])
+      assert.strictEqual(recalled2!.stdout, "The fact is: OTTER\n", "the summary kept the fact")
+      assert.match(statusText!.stdout, /, context [\d,]+ tokens, [\d.]+% of 1,000,000\n/)
+      const cleared = await flotta("clear", "scout")
+      assert.match(cleared.stdout, /^scout starts a new conversation \(session [0-9a-f-]{36}\); context now 0 tokens/)
+      assert.strictEqual((await flotta("ask", "scout", "RECALL")).stdout, "I know no fact.\n")
+      assert.match((await flotta("transcript", "scout")).stdout, /\n~ cleared: a new conversation \(session /)
+
       const [unknown, taken, badTurn] = await runFlottaAll(project, [
         ["fork", "ghost", "twin"],
         ["fork", "scout", "early"],

@@ -117,9 +117,9 @@ describe("bad command-line input", () => {
       [["findings", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
       [
         ["lsit"],
-        "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, close, completion, deny, doctor, " +
-        "findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, runs, " +
-        "schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
+        "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, clear, close, compact, completion, deny, " +
+        "doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
+        "runs, schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
       ]
     ])
   })
@@ -154,6 +154,11 @@ describe("bad command-line input", () => {
         "--timeout: \"0\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
       ],
       [["fork", "scout"], "Missing argument <name>"],
+      [["compact"], "Missing argument <name>"],
+      [
+        ["spawn", "scout", "--auto-compact-at", "150"],
+        "--auto-compact-at: \"150\" is not a percentage above 0 and at most 100"
+      ],
       [["fork", "scout", "twin", "--at", "2"], "--at: \"2\" is not a turn id (t1, t2, ...)"],
       [["fork", "scout", "Twin"], `<name>: "Twin" is not a valid name (${NAME_RULE})`],
       [["broadcast"], "Missing argument <text>"],

@@ -38,6 +38,8 @@ const CLIENT = new Set([
   "close",
   "spawn",
   "fork",
+  "compact",
+  "clear",
   "hibernate",
   "wake",
   "info",

@@ -18,6 +18,8 @@ export interface FakeMessagesApi {
 export interface FakeMessagesApiOptions {
   readonly port?: number
   readonly usage?: Usage
+  /** Input tokens as the request's own size: they grow with the conversation and drop after a compaction. */
+  readonly measure?: boolean
 }
 
 // The simulator lives in its own runtime; close() disposes it, which stops the server and ends open streams.

@@ -28,14 +28,15 @@ export interface OfflineApi {
 /**
  * Starts the fake API before the file's tests and stops it after; read the fields inside tests. The CLI logs in
  * with an API key, or with `login: "subscription"` as a subscriber (the only login that sees usage limits).
+ * `measure`: the API counts each request's input tokens from its size (they drop after a compaction).
  */
 export const useOfflineApi = (
   prefix: string,
-  options: { readonly login?: "api-key" | "subscription" } = {}
+  options: { readonly login?: "api-key" | "subscription"; readonly measure?: boolean } = {}
 ): OfflineApi => {
   const state = {} as { api: FakeMessagesApi; root: string; env: Record<string, string> }
   beforeAll(async () => {
-    state.api = await startFakeMessagesApi()
+    state.api = await startFakeMessagesApi(options.measure === true ? { measure: true } : {})
     state.root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`)))
     state.env = offlineEnv(state.api, state.root, options.login)
   })

@@ -57,6 +57,14 @@ export const renderInfo = (info: AgentInfo & { readonly lifecycle?: string }): s
     field("role", info.role),
     field("turns", turns.join(", ")),
     field("cost", `$${info.totals.costUsd.toFixed(4)}`),
+    ...(info.context === undefined ? [] : [field("context", Views.describeContext(info.context))]),
+    ...(info.sessionWritesLost === undefined ? [] : [
+      field(
+        "lost",
+        `the CLI could not write its session file (${info.sessionWritesLost.errorCode}, ` +
+          `${info.sessionWritesLost.lost.join(", ")}): part of its memory cannot be resumed`
+      )
+    ]),
     field("restarts", String(info.restarts)),
     field("started", `${RunViews.describeInstant(info.startedAt)} UTC`),
     ...(info.host === undefined ? [] : [field("host", info.host)]),
@@ -152,6 +160,16 @@ export const spawnOptions = {
   host: Flags.nonEmpty("host", "host").pipe(
     Flags.optional("In a cluster, the host to run it on (default: the live host with the fewest agents).")
   ),
+  autoCompactAt: Flags.checked(
+    "auto-compact-at",
+    Schema.NumberFromString.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100)),
+    { pseudoName: "percent", reason: "is not a percentage above 0 and at most 100" }
+  ).pipe(
+    Flags.optional(
+      "When a turn leaves its context fuller than this share of the window (a percentage), compact it before the " +
+        "next prompt."
+    )
+  ),
   ...SandboxFlags.options
 }
 
@@ -179,6 +197,7 @@ export const spawnArgs = (name: string, flags: SpawnFlags) =>
       ...Shared.ifSome("role", flags.role),
       ...Shared.ifSome("resume", flags.resume),
       ...Shared.ifSome("host", flags.host),
+      ...Shared.ifSome("autoCompactAt", flags.autoCompactAt),
       ...SandboxFlags.sandboxOf(flags)
     }
   })

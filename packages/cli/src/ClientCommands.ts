@@ -48,6 +48,7 @@ const list = Command.make(
       return agents.map((a, i) =>
         `${a.name.padEnd(24)} ${statuses[i]!.padEnd(width)} ${String(a.model ?? "-").padEnd(12)} ` +
         `queued ${a.queued}  turns ${a.totals.turns}  $${a.totals.costUsd.toFixed(4)}` +
+        (a.context?.percent == null ? "" : `  context ${a.context.percent}%`) +
         (a.host === undefined ? "" : `  on ${a.host}`)
       ).join("\n")
     }, { storeHealth: true })
@@ -61,7 +62,7 @@ const status = Command.make("status", { ...connection, name }, (flags) =>
     Answers.Status,
     (v) =>
       `${v.name}: ${Views.describeStatus(v)}${v.current ? ` (turn ${v.current})` : ""}, ${v.queued} queued, ` +
-      `${v.turns} turns`,
+      `${v.turns} turns` + (v.context === undefined ? "" : `, context ${Views.describeContext(v.context)}`),
     { storeHealth: true }
   )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)."))
 

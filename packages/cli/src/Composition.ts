@@ -75,7 +75,8 @@ export const fleetOptions = (
   ...(config.fleet.maxConcurrentStarts === undefined ? {} : { maxConcurrentStarts: config.fleet.maxConcurrentStarts }),
   ...(config.fleet.approvalTimeout === undefined ? {} : { approvalTimeout: config.fleet.approvalTimeout }),
   ...(config.fleet.maxLive === undefined ? {} : { maxLive: config.fleet.maxLive }),
-  ...(config.fleet.hibernateAfter === undefined ? {} : { hibernateAfter: config.fleet.hibernateAfter })
+  ...(config.fleet.hibernateAfter === undefined ? {} : { hibernateAfter: config.fleet.hibernateAfter }),
+  ...(config.fleet.autoCompactAt === undefined ? {} : { autoCompactAt: config.fleet.autoCompactAt })
 })
 
 export interface Features {

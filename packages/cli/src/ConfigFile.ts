@@ -54,6 +54,7 @@ export interface FleetSection {
   readonly maxLive?: number
   /** Milliseconds idle before a session hibernates. */
   readonly hibernateAfter?: number
+  readonly autoCompactAt?: number
   readonly fleet: Spec.Fleet
 }
 
@@ -206,6 +207,7 @@ export const decode = (
       ...(config.approvalTimeout === undefined ? {} : { approvalTimeout: config.approvalTimeout }),
       ...(config.maxLive === undefined ? {} : { maxLive: config.maxLive }),
       ...(config.hibernateAfter === undefined ? {} : { hibernateAfter: config.hibernateAfter }),
+      ...(config.autoCompactAt === undefined ? {} : { autoCompactAt: config.autoCompactAt }),
       fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
     },
     store: store.right,

@@ -36,6 +36,8 @@ export interface FlottaConfig {
   readonly maxLive?: number
   /** A session idle this many milliseconds hibernates (default: only when maxLive needs the room). */
   readonly hibernateAfter?: number
+  /** Past this percentage of its context window after a turn, a session's next turn is a compaction. */
+  readonly autoCompactAt?: number
   /** Merged under every agent entry; the entry's own fields win. */
   readonly fleetDefaults?: Partial<Omit<Spec.SpecInput, "name">>
   /** `session` entries start with `serve` and `repl`; `run` entries are templates. */
@@ -112,6 +114,12 @@ export const FileSchema = Schema.Struct({
     Schema.Number.pipe(Schema.int(), Schema.positive()),
     "A session idle this many milliseconds hibernates (default: none; sessions sleep only when `maxLive` needs " +
       "the room)."
+  ),
+  autoCompactAt: field(
+    Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100)),
+    "A percentage of the context window: when a turn ends with a session's context fuller than that, a compaction " +
+      "(`/compact`) is queued before its next prompt; an agent's own `autoCompactAt` wins (default: none, only the " +
+      "CLI's own compaction near the window)."
   ),
   fleetDefaults: sectionField(
     "Agent fields (any but `name`) merged under every agent entry; the entry's own fields win.",

@@ -1,16 +1,19 @@
 /**
  * Commands for a session's own life in a running `flotta serve`, over its MCP endpoint (see Connection): `fork`
- * starts a new agent with a session's conversation up to one of its turns; `hibernate` ends a session's process and
- * keeps the rest, `wake` starts it again. Each prints a compact view for a person, or with `--json` the server's
+ * starts a new agent with a session's conversation up to one of its turns; `compact` and `clear` queue a compaction
+ * or a fresh conversation as its next turn, and wait for it; `hibernate` ends a session's process and keeps the rest,
+ * `wake` starts it again. Each prints a compact view for a person, or with `--json` the server's
  * structured answer.
  */
-import { Command } from "@effect/cli"
+import { Args, Command } from "@effect/cli"
 import type { AgentInfo } from "@flotta/core/AgentView"
 import { Effect, Option, Schema } from "effect"
 import * as AgentCommands from "./AgentCommands.js"
 import * as Answers from "./Answers.js"
-import { agentToolCommand, callAndPrint, connection } from "./Connection.js"
+import { agentToolCommand, call, callAndPrint, connection, withClient } from "./Connection.js"
+import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
+import * as Views from "./Views.js"
 
 const TurnId = Schema.String.pipe(Schema.pattern(/^t[1-9][0-9]*$/))
 
@@ -65,6 +68,69 @@ const fork = Command.make(
   )
 )
 
+/** A session's turn (`compact`, `clear`) to its end: the tool's bounded wait, then `wait`'s, until it is done. */
+const turnToEnd = (flags: Connection, tool: string, args: Record<string, unknown>) =>
+  withClient(
+    flags,
+    (client) =>
+      call(client, tool, args, Answers.WaitResult).pipe(
+        Effect.flatMap((first) =>
+          first.done
+            ? Effect.succeed(first)
+            : AgentCommands.waitFor(client, { name: first.name, turnId: first.turnId! })
+        )
+      ),
+    (answer) => renderSessionTurn(answer)
+  )
+
+/** What a compaction or a clear did, from the turn's result. */
+export const renderSessionTurn = (answer: AgentCommands.WaitAnswer): string => {
+  const result = answer.result
+  if (result === undefined || "kind" in result) return answer.message
+  const context = result.context === undefined ? "" : `; context now ${Views.describeContext(result.context)}`
+  const compaction = result.compaction
+  if (compaction !== undefined) {
+    const after = compaction.postTokens === null ? "?" : compaction.postTokens.toLocaleString("en-US")
+    return `compacted ${answer.name} (${compaction.trigger}): ${compaction.preTokens.toLocaleString("en-US")} → ` +
+      `${after} tokens${context}`
+  }
+  return `${answer.name} starts a new conversation (session ${result.sessionId})${context}`
+}
+
+const compact = Command.make(
+  "compact",
+  {
+    ...connection,
+    name: Flags.nameArgument("name", "The session to compact."),
+    instructions: Args.text({ name: "instructions" }).pipe(
+      Args.withDescription("What the summary must keep (\"keep the open questions\")."),
+      Args.optional
+    )
+  },
+  (flags) =>
+    turnToEnd(flags, "flotta_compact", {
+      name: flags.name,
+      timeoutSeconds: 45,
+      ...(Option.isSome(flags.instructions) ? { instructions: flags.instructions.value } : {})
+    })
+).pipe(
+  Command.withDescription(
+    "Compact a session's conversation (its next turn is /compact) and print the tokens before and after. Past " +
+      "`autoCompactAt` the fleet does it by itself."
+  )
+)
+
+const clear = Command.make(
+  "clear",
+  { ...connection, name: Flags.nameArgument("name", "The session to clear.") },
+  (flags) => turnToEnd(flags, "flotta_clear", { name: flags.name, timeoutSeconds: 45 })
+).pipe(
+  Command.withDescription(
+    "Give a session a fresh conversation (its next turn is /clear): the same name, a new session, no memory of " +
+      "what was said. Its transcript goes on."
+  )
+)
+
 /** What `hibernate` did. */
 export const renderHibernated = (v: typeof Answers.Hibernated.Type): string =>
   v.hibernated
@@ -99,4 +165,4 @@ const wake = agentToolCommand({
     "once it is up."
 })
 
-export const commands = [fork, hibernate, wake] as const
+export const commands = [fork, compact, clear, hibernate, wake] as const

@@ -49,6 +49,11 @@ export interface Options {
   readonly host?: string
   /** The usage every answer reports (EXPENSIVE excepted); the default is 100 input, 20 output tokens. */
   readonly usage?: Usage
+  /**
+   * Report input tokens as the request's own size (a token per four characters of its messages), as a real API's
+   * grow with the conversation and shrink when it is compacted; output stays `usage`'s.
+   */
+  readonly measure?: boolean
 }
 
 /** A running simulator. */
@@ -126,7 +131,10 @@ export const start = (options: Options = {}) =>
       }
       const n = yield* Ref.updateAndGet(counter, (n) => n + 1)
       const now = yield* Clock.currentTimeMillis
-      const { decision, prompt, rule } = decide(body, { usage, toolId: `${TOOL_ID_PREFIX}${n}`, now })
+      const asked = options.measure === true
+        ? { ...usage, input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4) }
+        : usage
+      const { decision, prompt, rule } = decide(body, { usage: asked, toolId: `${TOOL_ID_PREFIX}${n}`, now })
       yield* record(request, body, rule, prompt)
       if (decision._tag === "error") {
         return yield* errorResponse(
@@ -142,7 +150,7 @@ export const start = (options: Options = {}) =>
       const model = typeof body.model === "string" ? body.model : "claude-fake"
       const requestId = `req_fake_${n}`
       if (body.stream === true) {
-        return HttpServerResponse.stream(sseEvents(id, model, decision, usage), {
+        return HttpServerResponse.stream(sseEvents(id, model, decision, asked), {
           contentType: "text/event-stream",
           headers: { ...extraHeaders, "cache-control": "no-cache", connection: "keep-alive", "request-id": requestId }
         })

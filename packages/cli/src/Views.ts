@@ -4,6 +4,7 @@
  * the same whether it came from a running serve or straight from the store.
  */
 import type { TranscriptMark, TurnRecord } from "@flotta/core/Agent"
+import type { ContextUse } from "@flotta/core/AgentView"
 import type { RestoreReport } from "@flotta/core/Restore"
 import type { ReportEntry, StoreHealth, StoreInfo } from "@flotta/core/Store"
 
@@ -124,11 +125,29 @@ const heading = (record: TurnRecord) => {
   return `${record.turnId}  ${facts.join(" · ")}`
 }
 
+/** A token count as people read it: `4,427`. */
+const tokens = (n: number) => n.toLocaleString("en-US")
+
 /** What happened to the conversation, in words (see `TranscriptMark`). */
 export const describeMark = (mark: TranscriptMark): string => {
-  const { from } = mark
-  return `forked from ${from.agent}${from.turnId === null ? "" : ` at ${from.turnId}`} (session ${from.sessionId})`
+  switch (mark._tag) {
+    case "Forked": {
+      const { from } = mark
+      return `forked from ${from.agent}${from.turnId === null ? "" : ` at ${from.turnId}`} (session ${from.sessionId})`
+    }
+    case "Compacted": {
+      const { postTokens, preTokens, trigger } = mark.compaction
+      return `compacted (${trigger}): ${tokens(preTokens)} → ${postTokens === null ? "?" : tokens(postTokens)} tokens`
+    }
+    case "Cleared":
+      return `cleared: a new conversation (session ${mark.sessionId}; it was ${mark.previousSessionId})`
+  }
 }
+
+/** How full a context is, in words: `4,427 tokens, 0.4% of 1,000,000`. */
+export const describeContext = (context: ContextUse): string =>
+  `${tokens(context.tokens)} tokens` +
+  (context.window === null ? "" : `, ${context.percent ?? 0}% of ${tokens(context.window)}`)
 
 /**
  * One turn as a person reads it: what happened to the conversation before it, prompt, tool calls, permission

@@ -41,6 +41,7 @@ const none = {
   role: Option.none(),
   resume: Option.none(),
   host: Option.none(),
+  autoCompactAt: Option.none(),
   sandbox: false,
   sandboxAllowHost: [] as Array<string>,
   sandboxWritable: [] as Array<string>

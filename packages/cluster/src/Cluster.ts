@@ -299,7 +299,14 @@ const fleet = (settings: ClusterSettings) =>
       info: (name: string) => onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })),
       interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
       close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
-      hibernate: (name: string) => onAgent(name, local.hibernate(name), (c) => c.hibernate({ name })),
+      compact: (name: string, instructions?: string) =>
+        onAgent(name, local.compact(name, instructions), (c) =>
+          c.compact({ name, ...(instructions === undefined ? {} : { instructions }) })),
+      clear: (name: string) =>
+        onAgent(name, local.clear(name), (c) =>
+          c.clear({ name })),
+      hibernate: (name: string) =>
+        onAgent(name, local.hibernate(name), (c) => c.hibernate({ name })),
       wake: (name: string) => onAgent(name, local.wake(name), (c) => c.wake({ name })),
       unpark: (options: { readonly agent?: string } = {}) =>
         options.agent === undefined

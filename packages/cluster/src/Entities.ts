@@ -40,6 +40,8 @@ const agentEntity = Protocol.AgentEntity.toLayer(
       interrupt: ({ payload: p }) => whenReady(p.name, local.interrupt(p.name)),
       close: ({ payload: p }) => whenReady(p.name, h.closeHere(p.name)),
       unpark: ({ payload: p }) => whenReady(p.name, local.unpark({ agent: p.name })),
+      compact: ({ payload: p }) => whenReady(p.name, local.compact(p.name, p.instructions)),
+      clear: ({ payload: p }) => whenReady(p.name, local.clear(p.name)),
       hibernate: ({ payload: p }) => whenReady(p.name, local.hibernate(p.name)),
       wake: ({ payload: p }) => whenReady(p.name, local.wake(p.name))
     })

@@ -97,6 +97,12 @@ export const Info = Rpc.make("info", { payload: Name, success: AgentView.AgentIn
 export const Interrupt = Rpc.make("interrupt", { payload: Name, success: Schema.Boolean, error: FleetError })
 export const Close = Rpc.make("close", { payload: Name, success: Schema.Void, error: FleetError })
 export const Unpark = Rpc.make("unpark", { payload: Name, success: Unparked, error: FleetError })
+export const Compact = Rpc.make("compact", {
+  payload: { ...Name, instructions: Schema.optional(Schema.String) },
+  success: Schema.String,
+  error: FleetError
+})
+export const Clear = Rpc.make("clear", { payload: Name, success: Schema.String, error: FleetError })
 export const Hibernate = Rpc.make("hibernate", { payload: Name, success: Schema.Boolean, error: FleetError })
 export const Wake = Rpc.make("wake", { payload: Name, success: Schema.Boolean, error: FleetError })
 
@@ -120,6 +126,8 @@ export const AgentEntity = Entity.make("Agent", [
   Interrupt,
   Close,
   Unpark,
+  Compact,
+  Clear,
   Hibernate,
   Wake
 ]).annotate(ClusterSchema.ShardGroup, hostOf)

@@ -59,6 +59,13 @@ export interface Agent {
     string,
     AgentClosed | InvalidSpec
   >
+  /**
+   * Queues a compaction of its conversation as its next turn (`/compact`, with `instructions` for what to keep);
+   * the turn's result carries the compaction, and the report log says `compacted`.
+   */
+  readonly compact: (instructions?: string) => Effect.Effect<string, AgentClosed | InvalidSpec>
+  /** Queues a fresh conversation as its next turn (`/clear`): a new session under the same name. */
+  readonly clear: Effect.Effect<string, AgentClosed | InvalidSpec>
   /** Waits for a turn; interrupting the wait cancels the turn (dequeued, or interrupted if running). */
   readonly await: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult>
   /** Waits for a turn like `await`, but interrupting the wait only stops the waiting: the turn goes on. */

@@ -71,7 +71,9 @@ export const StoredOptions = Schema.Struct({
   extraArgs: exact(Schema.Array(Schema.String)),
   expectStructuredOutput: exact(Schema.Boolean),
   /** Its sandbox (paths absolute), when it has one. */
-  sandbox: exact(SandboxData)
+  sandbox: exact(SandboxData),
+  /** A compaction is queued once a turn leaves its context fuller than this percentage. */
+  autoCompactAt: exact(Schema.Number)
 })
 export type StoredOptions = typeof StoredOptions.Type
 
@@ -89,6 +91,37 @@ export const ForkOrigin = Schema.Struct({
 })
 export type ForkOrigin = typeof ForkOrigin.Type
 
+/**
+ * How full an agent's context window is, after its last turn: the tokens its conversation takes, the model's
+ * window (when the CLI said it), and the share of it used, in percent.
+ */
+export const ContextUse = Schema.Struct({
+  tokens: Schema.Number,
+  window: Schema.NullOr(Schema.Number),
+  percent: Schema.NullOr(Schema.Number)
+})
+export type ContextUse = typeof ContextUse.Type
+
+/** A compaction of the conversation: `manual` (`compact`, `/compact`) or `auto` (the CLI's own), and its tokens. */
+export const Compaction = Schema.Struct({
+  trigger: Schema.String,
+  preTokens: Schema.Number,
+  postTokens: Schema.NullOr(Schema.Number)
+})
+export type Compaction = typeof Compaction.Type
+
+/**
+ * The CLI could not write its session file (a full disk, a quota): what it lost cannot be resumed. `errorCode` is
+ * `ENOSPC` or `EDQUOT`; `lost` names what went unwritten (`transcript`, `global_config`).
+ */
+export const WritesLost = Schema.Struct({
+  errorCode: Schema.String,
+  lost: Schema.Array(Schema.String),
+  sessionIds: Schema.Array(Schema.String),
+  at: Schema.String
+})
+export type WritesLost = typeof WritesLost.Type
+
 export const AgentStatusView = Schema.Struct({
   status: AgentStatus,
   /** The turn in flight, if any. */
@@ -99,7 +132,9 @@ export const AgentStatusView = Schema.Struct({
   /** Finished turns. */
   turns: Schema.Number,
   /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
-  parkedUntil: NullableString
+  parkedUntil: NullableString,
+  /** How full its context is, once a turn has said. */
+  context: exact(ContextUse)
 })
 export type AgentStatusView = typeof AgentStatusView.Type
 
@@ -127,7 +162,11 @@ export const AgentInfo = Schema.Struct({
   /** Its sandbox, when it has one (writable paths absolute). */
   sandbox: exact(SandboxData),
   /** Where it was forked from, when it is a fork. */
-  forkedFrom: exact(ForkOrigin)
+  forkedFrom: exact(ForkOrigin),
+  /** How full its context is, once a turn has said. */
+  context: exact(ContextUse),
+  /** The CLI could not write its session file: part of its memory cannot be resumed. */
+  sessionWritesLost: exact(WritesLost)
 })
 export type AgentInfo = typeof AgentInfo.Type
 
@@ -149,10 +188,13 @@ export type PermissionRecord = typeof PermissionRecord.Type
 
 /**
  * What happened to the conversation between or during turns, marked on the turn it opens or happens in: the
- * agent was forked from another (its first turn opens with it).
+ * agent was forked from another (its first turn opens with it), its conversation was compacted (by a `compact`
+ * turn, or by the CLI itself during a turn), or cleared (a `clear` turn: a new session under the same name).
  */
 export const TranscriptMark = Schema.Union(
-  Schema.TaggedStruct("Forked", { from: ForkOrigin })
+  Schema.TaggedStruct("Forked", { from: ForkOrigin }),
+  Schema.TaggedStruct("Compacted", { compaction: Compaction }),
+  Schema.TaggedStruct("Cleared", { previousSessionId: Schema.String, sessionId: Schema.String })
 )
 export type TranscriptMark = typeof TranscriptMark.Type
 
@@ -186,7 +228,9 @@ export const TurnRecord = Schema.Struct({
   /** The turn's last assistant message in the CLI's session file: where a fork at this turn cuts. */
   messageId: exact(Schema.String),
   /** What happened to the conversation before this turn, or during it (see `TranscriptMark`). */
-  marks: exact(Schema.Array(TranscriptMark))
+  marks: exact(Schema.Array(TranscriptMark)),
+  /** How full the context was when the turn ended. */
+  context: exact(ContextUse)
 })
 export type TurnRecord = typeof TurnRecord.Type
 
@@ -204,7 +248,11 @@ export const TurnResult = Schema.Struct({
   permissionDenials: Schema.Array(Protocol.PermissionDenial),
   /** The CLI's result subtype (`success`, `error_during_execution`, ...; an API error is `api_error`). */
   subtype: Schema.String,
-  structuredOutput: exact(Schema.Unknown)
+  structuredOutput: exact(Schema.Unknown),
+  /** How full the context was when the turn ended. */
+  context: exact(ContextUse),
+  /** The conversation was compacted during this turn (a `compact` turn, or the CLI's own). */
+  compaction: exact(Compaction)
 })
 export type TurnResult = typeof TurnResult.Type
 
@@ -223,6 +271,9 @@ export type ReportKind =
   | "forked"
   | "hibernated"
   | "woken"
+  | "compacted"
+  | "cleared"
+  | "session_writes_lost"
   | (string & {})
 // Any string is a kind: the union above only names the engine's own for editors.
 export const ReportKind: Schema.Schema<ReportKind> = Schema.String
@@ -287,7 +338,9 @@ export const AgentRow = Schema.Struct({
   notRestorable: NullableString,
   process: Schema.NullOr(StoredProcess),
   /** Where it was forked from: until its first turn, a restart forks it again from there. */
-  forkedFrom: exact(ForkOrigin)
+  forkedFrom: exact(ForkOrigin),
+  /** The CLI could not write its session file (see `WritesLost`). */
+  sessionWritesLost: exact(WritesLost)
 })
 export type AgentRow = typeof AgentRow.Type
 

@@ -149,6 +149,10 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     list: () => run((f) => f.list),
     interrupt: (name: string) => run((f) => f.interrupt(name)),
     close: (name: string) => run((f) => f.close(name)),
+    /** Queues a compaction as a session's next turn (`instructions`: what to keep); its turn id, to `wait` for. */
+    compact: (name: string, instructions?: string) => run((f) => f.compact(name, instructions)),
+    /** Queues a fresh conversation as a session's next turn: a new session under the same name; its turn id. */
+    clear: (name: string) => run((f) => f.clear(name)),
     /** Ends a session's process, keeping the rest; a prompt or `wake` brings it back (see `Flotta.hibernate`). */
     hibernate: (name: string) => run((f) => f.hibernate(name)),
     /** Wakes a hibernated session; resolves once its process is up. */

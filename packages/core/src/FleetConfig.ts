@@ -46,6 +46,11 @@ export interface FleetSettings {
   readonly maxLive: number
   /** A session idle this long hibernates (undefined: only when `maxLive` needs the room). */
   readonly hibernateAfter: Duration.Duration | undefined
+  /**
+   * A percentage of a session's context window: when a turn ends with its context fuller than that, a compaction is
+   * queued before its next prompt (an agent's own `autoCompactAt` wins; undefined: the CLI's own compaction only).
+   */
+  readonly autoCompactAt: number | undefined
 }
 
 export type FleetSettingsInput = {
@@ -81,7 +86,8 @@ export const defaults: FleetSettings = {
   parkStagger: Duration.seconds(2),
   approvalTimeout: Duration.minutes(15),
   maxLive: defaultMaxLive(),
-  hibernateAfter: undefined
+  hibernateAfter: undefined,
+  autoCompactAt: undefined
 }
 
 const durationOr = (input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -106,7 +112,11 @@ export const make = (input: FleetSettingsInput = {}): FleetSettings => ({
   parkStagger: durationOr(input.parkStagger, defaults.parkStagger),
   approvalTimeout: durationOr(input.approvalTimeout, defaults.approvalTimeout),
   maxLive: Math.max(1, Math.floor(input.maxLive ?? defaults.maxLive)),
-  hibernateAfter: input.hibernateAfter === undefined ? undefined : Duration.decode(input.hibernateAfter)
+  hibernateAfter: input.hibernateAfter === undefined ? undefined : Duration.decode(input.hibernateAfter),
+  // A percentage: anything outside (0, 100] is no threshold.
+  autoCompactAt: input.autoCompactAt !== undefined && input.autoCompactAt > 0 && input.autoCompactAt <= 100
+    ? input.autoCompactAt
+    : undefined
 })
 
 export class FleetConfig extends Context.Tag("@flotta/core/FleetConfig")<FleetConfig, FleetSettings>() {

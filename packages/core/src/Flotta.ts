@@ -138,6 +138,17 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       return yield* (yield* registry.get(name)).interrupt
     })
     /**
+     * Queues a compaction of a session's conversation as its next turn (`/compact`, with what to keep), and returns
+     * its turn id: its result carries the compaction (`compaction`: trigger, tokens before and after).
+     */
+    const compact = Effect.fn("Flotta.compact")(function*(name: string, instructions?: string) {
+      return yield* (yield* registry.get(name)).compact(instructions)
+    })
+    /** Queues a fresh conversation as a session's next turn: a new session under the same name; the turn id. */
+    const clear = Effect.fn("Flotta.clear")(function*(name: string) {
+      return yield* (yield* registry.get(name)).clear
+    })
+    /**
      * Ends a session's process cleanly and keeps everything else: its status is `hibernated` until a prompt, a
      * broadcast or `wake` starts it again with `--resume`. False when it was asleep already.
      */
@@ -248,6 +259,8 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       info,
       list,
       interrupt,
+      compact,
+      clear,
       hibernate,
       wake,
       /** Live claude processes now, and the most there may be (`maxLive`). */

@@ -106,6 +106,13 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       yield* validateName(name)
       // Its sandbox checked, and its paths made absolute: what the agent keeps and stores.
       const options = yield* Either.mapLeft(Sandbox.withOptions(given), (bad) => new InvalidSpec(bad))
+      const threshold = options.autoCompactAt
+      if (threshold !== undefined && !(typeof threshold === "number" && threshold > 0 && threshold <= 100)) {
+        return yield* new InvalidSpec({
+          path: "autoCompactAt",
+          reason: "a percentage of the context window: above 0, at most 100"
+        })
+      }
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       // A sleeper brought back by a restart of the host stays a record until it is woken.

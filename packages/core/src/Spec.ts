@@ -56,6 +56,10 @@ export const Spec = Schema.Struct({
       "same paths and hosts. `false` turns a `fleetDefaults` sandbox off. A sandboxed agent never starts " +
       "unsandboxed (`SandboxUnavailable`); it only narrows what `permission` allows."
   }),
+  autoCompactAt: Schema.optional(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100))).annotations({
+    description: "A percentage of the context window: when a turn ends with the session's context fuller than " +
+      "that, a compaction (`/compact`) is queued before its next prompt (the top-level `autoCompactAt` otherwise)."
+  }),
   // Fields a `run` template uses; a session ignores them.
   prompt: Schema.optional(Schema.String).annotations({
     description: "A `run` template's task (a run's own prompt wins)."
@@ -217,7 +221,7 @@ export const agentOptions = (spec: Spec) => ({
   model: spec.model,
   permission: spec.permission,
   timeout: spec.timeout,
-  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox"])
+  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox", "autoCompactAt"])
 })
 
 /** A `run` template's fields, as `run` takes them (`Run.RunOptions`; the run's own options win over them). */

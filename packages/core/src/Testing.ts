@@ -67,8 +67,10 @@ export interface Options extends CliOptions, FleetSettingsInput {
  */
 export const layer = (options: Options = {}) => {
   const {
+    contextWindow: _window,
     costPerCall: _cost,
     disk: _disk,
+    diskFull: _diskFull,
     failStart: _fail,
     git,
     model: _model,

@@ -1,7 +1,7 @@
 /**
  * What the dashboard's buttons do: every state change is a POST to one of these routes, and each runs the same
- * operation the other surfaces run (queue a turn, interrupt, close, fork, hibernate, wake, decide an approval, steer
- * the scheduler).
+ * operation the other surfaces run (queue a turn, interrupt, close, fork, compact, clear, hibernate, wake, decide an
+ * approval, steer the scheduler).
  * The body (a form, or a JSON object) is read under 64 KiB and decoded with Schema into its fields. An action
  * answers with JSON, or fails with a typed error that the server turns into a status and a message.
  */
@@ -101,6 +101,12 @@ export const table = (fires: FiberSet.FiberSet): ReadonlyArray<readonly [HttpRou
     ({ name }) => fleet((f) => Effect.map(f.interrupt(name!), (interrupted) => ({ interrupted })))
   ],
   ["/agents/:name/close", ({ name }) => fleet((f) => f.close(name!))],
+  [
+    "/agents/:name/compact",
+    ({ name }, fields) =>
+      Effect.map(fleet((f) => f.compact(name!, field(fields, "instructions"))), (turnId) => ({ turnId }))
+  ],
+  ["/agents/:name/clear", ({ name }) => Effect.map(fleet((f) => f.clear(name!)), (turnId) => ({ turnId }))],
   [
     "/agents/:name/hibernate",
     ({ name }) => fleet((f) => Effect.map(f.hibernate(name!), (hibernated) => ({ hibernated })))

@@ -32,13 +32,33 @@ const decisionOf = (d: TurnRecord["permissions"][number]) =>
     d.by === undefined ? "" : ` by ${d.by}`
   }${d.message === undefined ? "" : `: ${d.message}`}</span>`
 
+const tokens = (n: number) => n.toLocaleString("en-US")
+
 /** What happened to the conversation before or during a turn (see `TranscriptMark`). */
 const markView = (mark: TranscriptMark) => {
-  const { from } = mark
-  return html`<p class="mark" aria-label="${mark._tag}">Forked from <a href="/agents/${
-    encodeURIComponent(from.agent)
-  }">${from.agent}</a>${from.turnId === null ? "" : ` at ${from.turnId}`}</p>`
+  switch (mark._tag) {
+    case "Forked": {
+      const { from } = mark
+      return html`<p class="mark" aria-label="${mark._tag}">Forked from <a href="/agents/${
+        encodeURIComponent(from.agent)
+      }">${from.agent}</a>${from.turnId === null ? "" : ` at ${from.turnId}`}</p>`
+    }
+    case "Compacted": {
+      const { postTokens, preTokens, trigger } = mark.compaction
+      return html`<p class="mark" aria-label="Compacted">Compacted (${trigger}): ${tokens(preTokens)} → ${
+        postTokens === null ? "?" : tokens(postTokens)
+      } tokens</p>`
+    }
+    case "Cleared":
+      return html`<p class="mark" aria-label="Cleared">Cleared: a new conversation (session ${mark.sessionId})</p>`
+  }
 }
+
+/** How full its context is: tokens, and the share of the window. */
+const contextView = (context: NonNullable<AgentInfo["context"]>) =>
+  `${tokens(context.tokens)} tokens${
+    context.window === null ? "" : ` (${context.percent ?? 0}% of ${tokens(context.window)})`
+  }`
 
 const turnView = (turn: TurnRecord, index: number) =>
   html`${(turn.marks ?? []).map(markView)}<article class="turn turn-${turn.status}" aria-label="Turn ${index + 1}">
@@ -68,6 +88,12 @@ const facts = (info: AgentInfo, worktree: string | null) =>
 <div><dt>Queued</dt><dd>${info.queued}</dd></div>
 <div><dt>Cost</dt><dd>${dollars(info.totals.costUsd)}</dd></div>
 <div><dt>Restarts</dt><dd>${info.restarts}</dd></div>${
+    info.context === undefined ? "" : html`
+<div><dt>Context</dt><dd>${contextView(info.context)}</dd></div>`
+  }${
+    info.sessionWritesLost === undefined ? "" : html`
+<div><dt>Session file</dt><dd class="error">not written (${info.sessionWritesLost.errorCode}): part of its memory cannot be resumed</dd></div>`
+  }${
     info.host === undefined ? "" : html`
 <div><dt>Host</dt><dd>${info.host}</dd></div>`
   }${
@@ -97,12 +123,16 @@ const controls = (name: string, lifecycle: AgentInfo["lifecycle"], status: Agent
 <button type="submit" form="interrupt">Interrupt</button>
 ${
     lifecycle === "session" &&
-    html`<button type="submit" form="sleep">${asleep ? "Wake" : "Hibernate"}</button>`
+    html`<button type="submit" form="compact">Compact</button>
+<button type="submit" form="clear">Clear</button>
+<button type="submit" form="sleep">${asleep ? "Wake" : "Hibernate"}</button>`
   }
 <button type="submit" form="close" class="danger">Close</button>
 </div>
 </form>
 <form id="interrupt" method="post" action="${base}/interrupt" data-action="interrupt"></form>
+<form id="compact" method="post" action="${base}/compact" data-action="compact"></form>
+<form id="clear" method="post" action="${base}/clear" data-action="clear"></form>
 <form id="sleep" method="post" action="${base}/${asleep ? "wake" : "hibernate"}" data-action="${
     asleep ? "wake" : "hibernate"
   }"></form>

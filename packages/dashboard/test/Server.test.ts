@@ -170,6 +170,22 @@ describe("the dashboard's server", () => {
       }
     }))
 
+  it.scoped("compacts and clears a session from its buttons: each a turn queued next", () =>
+    Effect.gen(function*() {
+      const { base, fleet } = yield* serve()
+      yield* fleet.spawn("scout")
+      yield* fleet.ask("scout", "remember this")
+      const before = (yield* fleet.info("scout")).sessionId
+      const compacted = yield* post(base, "/agents/scout/compact", { instructions: "keep it" })
+      const { turnId } = JSON.parse(compacted.body).result as { turnId: string }
+      assert.isDefined((yield* fleet.wait("scout", turnId)).compaction)
+      assert.strictEqual((yield* fleet.transcript("scout")).at(-1)?.prompt, "/compact keep it")
+      const cleared = yield* post(base, "/agents/scout/clear")
+      const done = yield* fleet.wait("scout", (JSON.parse(cleared.body).result as { turnId: string }).turnId)
+      assert.notStrictEqual(done.sessionId, before)
+      assert.strictEqual((yield* fleet.transcript("scout")).at(-1)?.marks?.[0]?._tag, "Cleared")
+    }))
+
   it.scoped("hibernates and wakes a session from its buttons", () =>
     Effect.gen(function*() {
       const { base, fleet } = yield* serve()

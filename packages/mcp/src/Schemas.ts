@@ -57,6 +57,10 @@ const REPO_DESCRIPTION = "A directory inside the git repository (default: the se
 
 export const NameArgs = Schema.Struct({ name: req(Text, NAME_DESCRIPTION) })
 
+const Percent = Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100))
+const AUTO_COMPACT_DESCRIPTION = "A percentage of its context window: when a turn ends with its context fuller " +
+  "than that, a compaction is queued before its next prompt (default: the fleet's autoCompactAt, if any)"
+
 /** The options an agent starts with (a fork takes the ones it is not given from its source). */
 const AgentOptionFields = {
   cwd: opt(Text, CWD_DESCRIPTION),
@@ -67,8 +71,20 @@ const AgentOptionFields = {
   turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION),
   env: opt(Env, "Added to the agent's environment"),
   role: opt(Schema.Literal("member", "manager")),
-  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
+  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION)
 }
+
+export const CompactArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  instructions: opt(Text, "What the summary must keep (\"keep the open questions\")"),
+  timeoutSeconds: opt(WaitSeconds, WAIT_DESCRIPTION)
+})
+
+export const ClearArgs = Schema.Struct({
+  name: req(Text, NAME_DESCRIPTION),
+  timeoutSeconds: opt(WaitSeconds, WAIT_DESCRIPTION)
+})
 
 export const ForkArgs = Schema.Struct({
   source: req(Text, "The session agent to fork"),
@@ -94,7 +110,8 @@ export const SpawnArgs = Schema.Struct({
   role: opt(Schema.Literal("member", "manager")),
   resume: opt(Text, "A session id to continue (from a run's result or an agent's info)"),
   host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)"),
-  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION)
+  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
+  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION)
 })
 
 export const RunArgs = Schema.Struct({
@@ -228,6 +245,9 @@ const NullableNumber = Schema.NullOr(Schema.Number)
 export const ErrorView = View.ErrorView
 
 const PARKED_UNTIL_DESCRIPTION = "While parked at a usage limit: when it resumes (ISO 8601); null when it is not parked"
+export const CONTEXT_DESCRIPTION = "How full its context window is after its last turn: tokens, the window " +
+  "(null when the CLI did not say) and the percentage used"
+
 const STATUS_DESCRIPTION =
   "starting, idle, working, waiting_approval, parked, restarting, hibernated (no process; a prompt wakes it) or closed"
 
@@ -239,7 +259,13 @@ export const AgentInfo = Schema.Struct({
   current: describe(NullableString, "The turn in flight"),
   parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
   host: opt(Schema.String, "In a cluster: the host that runs it"),
-  sandbox: opt(SandboxData, "Its sandbox, when it has one (paths absolute)")
+  sandbox: opt(SandboxData, "Its sandbox, when it has one (paths absolute)"),
+  context: opt(View.ContextUse, CONTEXT_DESCRIPTION),
+  sessionWritesLost: opt(
+    View.WritesLost,
+    "The claude CLI could not write its session file (a full disk: ENOSPC, a quota: EDQUOT): part of its memory " +
+      "cannot be resumed"
+  )
 })
 
 export const StatusView = Schema.Struct({
@@ -249,7 +275,8 @@ export const StatusView = Schema.Struct({
   currentStartedAt: describe(NullableString, "When the turn in flight started (ISO 8601)"),
   queued: describe(Schema.Number, "Turns waiting behind it"),
   turns: describe(Schema.Number, "Finished turns"),
-  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION)
+  parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
+  context: opt(View.ContextUse, CONTEXT_DESCRIPTION)
 })
 
 export const TurnResult = Schema.Struct({

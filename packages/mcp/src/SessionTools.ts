@@ -1,10 +1,12 @@
 /**
  * A session's own life over MCP, beyond its turns: `flotta_fork` starts a new agent with a session's conversation
  * (up to one of its turns), leaving the source as it is; `flotta_hibernate` ends a session's process and keeps the
- * rest, `flotta_wake` starts it again (a prompt does too).
+ * rest, `flotta_wake` starts it again (a prompt does too); `flotta_compact` and `flotta_clear` queue a compaction or a
+ * fresh conversation as its next turn, and wait for it within a bound.
  */
 import { Flotta } from "@flotta/core/Flotta"
 import { Effect, Schema } from "effect"
+import * as ToolWait from "./internal/toolWait.js"
 import { seconds } from "./internal/wait.js"
 import * as S from "./Schemas.js"
 import * as Tool from "./Tool.js"
@@ -32,6 +34,39 @@ export const tools: ReadonlyArray<Tool.Tool> = [
           ...options,
           ...(turnTimeoutSeconds === undefined ? {} : { timeout: seconds(turnTimeoutSeconds) })
         }))
+  }),
+  Tool.make({
+    name: "flotta_compact",
+    title: "Compact a session",
+    description: "Queue a compaction of a session's conversation as its next turn (/compact, keeping what " +
+      "`instructions` says), and wait for it, at most timeoutSeconds: the result's `compaction` has its trigger " +
+      "and the tokens before and after, and `context` how full the context is now. The report log says compacted. " +
+      "The fleet queues one by itself once a turn leaves the context past autoCompactAt.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: S.CompactArgs,
+    output: S.WaitResult,
+    run: ({ instructions, name, timeoutSeconds }, ctx) =>
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const turnId = yield* fleet.compact(name, instructions)
+        return yield* ToolWait.waitTurn(fleet, name, turnId, timeoutSeconds, ctx)
+      })
+  }),
+  Tool.make({
+    name: "flotta_clear",
+    title: "Clear a session's conversation",
+    description: "Queue a fresh conversation as a session's next turn (/clear): the same name, a new session id, " +
+      "no memory of what was said. The transcript goes on, its clear turn marked Cleared; a fork at an earlier turn " +
+      "still has the conversation from before.",
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    input: S.ClearArgs,
+    output: S.WaitResult,
+    run: ({ name, timeoutSeconds }, ctx) =>
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const turnId = yield* fleet.clear(name)
+        return yield* ToolWait.waitTurn(fleet, name, turnId, timeoutSeconds, ctx)
+      })
   }),
   Tool.make({
     name: "flotta_hibernate",

@@ -68,7 +68,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name, turnTimeoutSeconds, ...options }) =>
       Effect.flatMap(Flotta, (fleet) => fleet.spawn(name, { ...options, ...turnTimeout(turnTimeoutSeconds) }))
   }),
-  // A session's own life beyond its turns: fork, hibernate, wake.
+  // A session's own life beyond its turns: fork, compact, clear, hibernate, wake.
   ...SessionTools.tools,
   Tool.make({
     name: "flotta_run",

@@ -77,6 +77,33 @@ for (const era of ERAS) {
         assert.strictEqual(errorOf(yield* call(client, "flotta_wake", { name: "ghost" }))._tag, "AgentNotFound")
       }).pipe(Effect.provide(fleet({ model: memory }))))
 
+    it.scoped("flotta_compact and flotta_clear: the turn's compaction and context; a new conversation", () =>
+      Effect.gen(function*() {
+        const client = yield* session(era)
+        yield* call(client, "flotta_spawn", { name: "long", autoCompactAt: 90 })
+        for (const fact of ["PELICAN", "OTTER", "HERON"]) yield* ask(client, "long", `${fact} ${"words ".repeat(40)}`)
+        const before = structured<AgentInfo>(yield* call(client, "flotta_info", { name: "long" })).context!
+        const compacted = structured<{
+          done: boolean
+          result: {
+            compaction: { trigger: string; preTokens: number; postTokens: number }
+            context: { tokens: number }
+          }
+        }>(yield* call(client, "flotta_compact", { name: "long", instructions: "keep the birds" }))
+        assert.isTrue(compacted.done)
+        assert.deepInclude(compacted.result.compaction, { trigger: "manual", preTokens: before.tokens - 5 })
+        assert.isBelow(compacted.result.context.tokens, before.tokens)
+        const status = structured<{ context: { tokens: number } }>(
+          yield* call(client, "flotta_status", { name: "long" })
+        )
+        assert.strictEqual(status.context.tokens, compacted.result.context.tokens)
+        const cleared = structured<{ done: boolean }>(yield* call(client, "flotta_clear", { name: "long" }))
+        assert.isTrue(cleared.done)
+        assert.strictEqual(yield* ask(client, "long", "what"), "what | knows: ")
+        const bad = yield* call(client, "flotta_spawn", { name: "bad", autoCompactAt: 120 })
+        assert.isTrue(bad.isError)
+      }).pipe(Effect.provide(fleet({ model: memory }))))
+
     it.scoped("flotta_fork's failures: unknown source or turn, a taken name, a bad argument", () =>
       Effect.gen(function*() {
         const client = yield* session(era)

@@ -40,6 +40,8 @@ const EXPECTED_TOOLS = [
   "flotta_spawn",
   // A session's own life (SessionTools.test.ts)
   "flotta_fork",
+  "flotta_compact",
+  "flotta_clear",
   "flotta_hibernate",
   "flotta_wake",
   "flotta_run",

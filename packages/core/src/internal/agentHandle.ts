@@ -58,15 +58,36 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
     }
   }
 
-  const prompt: Agent["prompt"] = (text, opts) =>
-    // Gone dormant since this handle was taken: the agent brought back takes the turn.
-    state.dormant
-      ? Effect.flatMap(deps.revive(name), (agent) => agent.prompt(text, opts))
-      : promptHere(text, opts)
+  /**
+   * Queues a turn: at the back of the queue (a prompt), or next (`front`: a compaction or a clear). Asleep, the
+   * agent wakes for it (through admission, like any start); the turn waits for it in the queue.
+   */
+  const queueTurn = (
+    fields: Omit<Parameters<typeof TurnRecords.make>[0], "id">,
+    now: number,
+    front: boolean
+  ): string => {
+    const id = `t${++state.turnCounter}`
+    const turn = TurnRecords.make({ ...fields, id }, now)
+    // Whatever happened to the conversation since the last turn (a fork, say) opens this one.
+    if (state.marks.length > 0) turn.record.marks = state.marks.splice(0)
+    history.set(id, turn)
+    prune()
+    if (front) ctx.queue.unshift(turn)
+    else ctx.queue.push(turn)
+    ctx.saveTurn(turn)
+    if (ctx.sleep !== null) Supervisor.wakeUp(ctx.sleep, front ? `a ${turn.kind}` : "a prompt")
+    else Turns.pump(ctx, now)
+    return id
+  }
 
-  const promptHere: Agent["prompt"] = (text, opts) =>
+  const enqueue = (
+    text: string,
+    opts: { readonly timeout?: Duration.DurationInput } | undefined,
+    front: boolean
+  ): Effect.Effect<string, AgentClosed | InvalidSpec> =>
     Effect.clockWith((clock) =>
-      Effect.withFiberRuntime((fiber) => {
+      Effect.withFiberRuntime<string, AgentClosed | InvalidSpec>((fiber) => {
         if (state.closedReason !== null) return new AgentClosed({ name, reason: state.closedReason })
         if (typeof text !== "string" || text.trim().length === 0) {
           return new InvalidSpec({ path: "text", reason: "a prompt must be a non-empty string" })
@@ -76,27 +97,50 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
           return new InvalidSpec({ path: "timeout", reason: "a timeout must be a positive duration" })
         }
         const now = clock.unsafeCurrentTimeMillis()
-        const id = `t${++state.turnCounter}`
-        const turn = TurnRecords.make({
-          id,
-          text,
-          timeoutMs,
-          deadlineAt: opts?.timeout === undefined ? null : now + timeoutMs,
-          deferred: Deferred.unsafeMake(fiber.id()),
-          parentSpan: Option.fromNullable(fiber.currentSpan)
-        }, now)
-        // Whatever happened to the conversation since the last turn (a fork, say) opens this one.
-        if (state.marks.length > 0) turn.record.marks = state.marks.splice(0)
-        history.set(id, turn)
-        prune()
-        ctx.queue.push(turn)
-        ctx.saveTurn(turn)
-        // Asleep, it wakes for the turn (through admission, like any start); the turn waits for it in the queue.
-        if (ctx.sleep !== null) Supervisor.wakeUp(ctx.sleep, "a prompt")
-        else Turns.pump(ctx, now)
-        return Effect.succeed(id)
+        return Effect.succeed(queueTurn(
+          {
+            text,
+            timeoutMs,
+            deadlineAt: opts?.timeout === undefined ? null : now + timeoutMs,
+            deferred: Deferred.unsafeMake(fiber.id()),
+            parentSpan: Option.fromNullable(fiber.currentSpan)
+          },
+          now,
+          front
+        ))
       })
     )
+
+  // A handle gone dormant since it was taken: the agent brought back takes the turn.
+  const prompt: Agent["prompt"] = (text, opts) =>
+    state.dormant
+      ? Effect.flatMap(deps.revive(name), (agent) => agent.prompt(text, opts))
+      : enqueue(text, opts, false)
+
+  const compact: Agent["compact"] = (instructions) =>
+    state.dormant
+      ? Effect.flatMap(deps.revive(name), (agent) => agent.compact(instructions))
+      : enqueue(instructions === undefined ? "/compact" : `/compact ${instructions}`, undefined, true)
+
+  const clear: Agent["clear"] = Effect.suspend(() =>
+    state.dormant ? Effect.flatMap(deps.revive(name), (agent) => agent.clear) : enqueue("/clear", undefined, true)
+  )
+
+  // Fuller than `autoCompactAt` after a turn: a compaction goes next (asked for with no instructions of its own).
+  ctx.compactNext = (reason, now) => {
+    queueTurn(
+      {
+        text: "/compact",
+        timeoutMs: defaultTimeoutMs,
+        deadlineAt: null,
+        deferred: Deferred.unsafeMake(FiberId.none),
+        parentSpan: Option.none()
+      },
+      now,
+      true
+    )
+    ctx.reports.unsafePost(name, "compaction_queued", { reason }, undefined, now)
+  }
 
   const interruptTurn = (turn: Turn, reason: "user" | "timeout") =>
     Effect.clockWith((clock) => {
@@ -181,7 +225,8 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
       currentStartedAt: turn?.record.startedAt ?? null,
       queued,
       turns: state.finished + state.failed,
-      parkedUntil: until === null ? null : TurnRecords.iso(until)
+      parkedUntil: until === null ? null : TurnRecords.iso(until),
+      ...(state.context === undefined ? {} : { context: state.context })
     }
   }
 
@@ -210,7 +255,9 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
     closedReason: state.closedReason,
     parkedUntil: view.parkedUntil,
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
-    ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom })
+    ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom }),
+    ...(view.context === undefined ? {} : { context: view.context }),
+    ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost })
   })
 
   const transcript = Effect.sync((): ReadonlyArray<TurnRecord> =>
@@ -340,6 +387,8 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
     name,
     lifecycle: options.lifecycle ?? "session",
     prompt,
+    compact,
+    clear,
     await: awaitTurn,
     watch,
     result,

@@ -38,6 +38,11 @@ export interface AgentOptions {
    * starts unsandboxed (`SandboxUnavailable`).
    */
   readonly sandbox?: Sandbox.SandboxData
+  /**
+   * A percentage of its context window: when a turn ends with its context fuller than that, a compaction is
+   * queued before its next prompt (the fleet's `autoCompactAt` otherwise; none when neither says).
+   */
+  readonly autoCompactAt?: number
 }
 
 /** The options that are plain data, stored and restored as they are. */
@@ -49,7 +54,8 @@ const PLAIN_OPTIONS = [
   "role",
   "extraArgs",
   "expectStructuredOutput",
-  "sandbox"
+  "sandbox",
+  "autoCompactAt"
 ] as const
 type PlainOptions = Pick<AgentOptions, typeof PLAIN_OPTIONS[number]>
 

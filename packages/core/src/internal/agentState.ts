@@ -8,11 +8,14 @@ import type { Agent } from "../Agent.js"
 import type {
   AgentRow,
   AgentStatus,
+  Compaction,
+  ContextUse,
   ForkOrigin,
   TranscriptMark,
   TurnRecord,
   TurnResult,
-  TurnRow
+  TurnRow,
+  WritesLost
 } from "../AgentView.js"
 import type { ClaudeCli } from "../ClaudeCli.js"
 import type { ClaudeProcess, ExitInfo } from "../ClaudeProcess.js"
@@ -70,11 +73,15 @@ export type MutableRecord = {
   -readonly [K in keyof TurnRecord]: TurnRecord[K] extends ReadonlyArray<infer T> ? Array<T> : TurnRecord[K]
 }
 
+/** What a turn does: answer a prompt, or compact or clear the conversation (`/compact`, `/clear`). */
+export type TurnKind = "prompt" | "compact" | "clear"
+
 /** One turn: its prompt, its record as it runs, and the outcome its callers wait for. */
 export interface Turn {
   readonly _tag: "Turn"
   readonly id: string
   readonly text: string
+  readonly kind: TurnKind
   readonly timeoutMs: number
   /** A caller's own timeout is a deadline from the call, covering the wait in the queue too. */
   readonly deadlineAt: number | null
@@ -131,6 +138,12 @@ export interface Active {
   rateLimit: Protocol.RateLimitInfo | null
   /** While the turn is parked at a usage limit: the release of its hold (see `park`). */
   parked: ((now: number) => void) | null
+  /** The session it started in (a `clear` turn ends in another). */
+  readonly sessionAtStart: string
+  /** What its newest model call was sent with (input and cache tokens): how full the context is. */
+  lastInput: number | null
+  /** The conversation was compacted during it. */
+  compaction: Compaction | null
 }
 
 /** The agent's turn metrics (see `turnRecord.metricsFor`). */
@@ -169,6 +182,12 @@ export interface AgentState {
   lastActiveAt: number
   /** Its registry keeps it as a record now: this handle's prompts and wakes go to the agent brought back. */
   dormant: boolean
+  /** How full its context was after its last turn. */
+  context: ContextUse | undefined
+  /** Its model's context window, as the CLI last said. */
+  contextWindow: number | null
+  /** The CLI could not write its session file. */
+  writesLost: WritesLost | undefined
 }
 
 /** What the turn runner, the supervisor, the process start and the handle share. */
@@ -214,4 +233,6 @@ export interface AgentContext {
   sleep: Sleep | null
   /** Told when it has nothing left to do (its last turn ended, its process came up): the fleet may hibernate it. */
   onIdle: (now: number) => void
+  /** Queues a compaction as its next turn (`autoCompactAt`): set by its handle, which keeps the turns. */
+  compactNext: (reason: string, now: number) => void
 }

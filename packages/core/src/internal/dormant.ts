@@ -28,6 +28,7 @@ export interface Dormant {
 export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo => {
   const finished = turns.filter((t) => t.record.status === "succeeded")
   const failed = turns.filter((t) => t.record.status === "failed").length
+  const context = [...turns].reverse().find((t) => t.record.context !== undefined)?.record.context
   const o = row.options
   return {
     name: row.name,
@@ -52,7 +53,9 @@ export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo 
     closedReason: null,
     parkedUntil: null,
     ...(o.sandbox === undefined ? {} : { sandbox: o.sandbox }),
-    ...(row.forkedFrom === undefined ? {} : { forkedFrom: row.forkedFrom })
+    ...(row.forkedFrom === undefined ? {} : { forkedFrom: row.forkedFrom }),
+    ...(context === undefined ? {} : { context }),
+    ...(row.sessionWritesLost === undefined ? {} : { sessionWritesLost: row.sessionWritesLost })
   }
 }
 
@@ -94,12 +97,15 @@ export const handle = (
     currentStartedAt: null,
     queued: 0,
     turns: info.totals.turns,
-    parkedUntil: null
+    parkedUntil: null,
+    ...(info.context === undefined ? {} : { context: info.context })
   }
   return {
     name,
     lifecycle: row.lifecycle,
     prompt: (text, options) => Effect.flatMap(deps.revive, (agent) => agent.prompt(text, options)),
+    compact: (instructions) => Effect.flatMap(deps.revive, (agent) => agent.compact(instructions)),
+    clear: Effect.flatMap(deps.revive, (agent) => agent.clear),
     await: awaitTurn,
     watch: awaitTurn,
     result: (turnId) =>

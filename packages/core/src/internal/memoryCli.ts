@@ -12,6 +12,7 @@ import { ControlRequestFailed } from "../ClaudeProcess.js"
 import type { SandboxUnavailable } from "../Errors.js"
 import * as Sandbox from "../Sandbox.js"
 import { parseFlags } from "./memoryFlags.js"
+import { DEFAULT_CONTEXT_WINDOW } from "./memorySession.js"
 import type { Sessions, TurnContext } from "./memoryTurn.js"
 import { promptsUpTo, runTurn } from "./memoryTurn.js"
 import type { Model } from "./scriptedModel.js"
@@ -32,6 +33,13 @@ export interface CliOptions {
    * two builds the same disk, and the same `store`, to show a restart of the host: `Testing.disk()`.
    */
   readonly disk?: Disk
+  /** The model's context window, in tokens (default 200,000): how full an agent's context is, against it. */
+  readonly contextWindow?: number
+  /**
+   * A full disk for these agents: as their process exits, the CLI says its session file could not be written
+   * (`session_writes_lost`, `ENOSPC`).
+   */
+  readonly diskFull?: (process: { readonly agent: string }) => boolean
   /**
    * Whether the CLI's sandbox can run on this (pretend) machine (default `"available"`). `"unavailable"`: as on a
    * Linux host without bubblewrap and socat, a sandboxed agent or run fails with `SandboxUnavailable`.
@@ -153,8 +161,38 @@ const startProcess = (
       return process
     }
     // Like the CLI's session file, the conversation exists from its first message on.
-    const prompts = source !== undefined ? source.slice(0, kept) : conversation ?? []
-    const context: TurnContext = { start, flags, model, costPerCall, sessions, prompts, state, emit, exit }
+    const session = {
+      id: flags.sessionId,
+      prompts: source !== undefined ? source.slice(0, kept) : conversation ?? []
+    }
+    const context: TurnContext = {
+      start,
+      flags,
+      model,
+      costPerCall,
+      sessions,
+      session,
+      contextWindow: options.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+      state,
+      emit,
+      exit
+    }
+
+    // A full disk (`diskFull`): as the CLI exits, it says that its session file could not be written.
+    const lostWrites = Effect.suspend(() =>
+      options.diskFull?.({ agent: start.name }) === true
+        ? emit({
+          _tag: "WritesLost",
+          frame: {
+            type: "system",
+            subtype: "session_writes_lost",
+            error_code: "ENOSPC",
+            lost: ["transcript"],
+            transcript_session_ids: [session.id]
+          }
+        })
+        : Effect.void
+    )
 
     const aborted = Effect.suspend(() =>
       emit({
@@ -165,7 +203,7 @@ const startProcess = (
           is_error: true,
           errors: ["[Request interrupted by user]"],
           num_turns: 0,
-          session_id: flags.sessionId,
+          session_id: session.id,
           duration_ms: 0,
           total_cost_usd: state.cost,
           permission_denials: [],
@@ -178,12 +216,12 @@ const startProcess = (
     yield* Effect.gen(function*() {
       while (true) {
         const text = yield* Queue.take(input)
-        if (text === null) return yield* exit(0, "")
+        if (text === null) return yield* Effect.zipRight(lostWrites, exit(0, ""))
         if (interruptNext) {
           // Interrupted before it started: the CLI keeps the prompt and ends the turn at once.
           interruptNext = false
-          prompts.push(text)
-          sessions.set(flags.sessionId, prompts)
+          session.prompts.push(text)
+          sessions.set(session.id, session.prompts)
           yield* aborted
           continue
         }
@@ -200,9 +238,10 @@ const startProcess = (
       }
     }).pipe(Effect.forkScoped)
 
-    // Closing the scope stops the process, as a kill would.
+    // Closing the scope stops the process, as a kill would (after EOF, as the fleet closes it).
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => (turn === undefined ? Effect.void : Fiber.interrupt(turn))).pipe(
+        Effect.zipRight(dead ? Effect.void : lostWrites),
         Effect.zipRight(exit(null, stderr, true))
       )
     )

@@ -8,8 +8,11 @@ import type * as Protocol from "../ClaudeProtocol.js"
 import { CONTINUATION } from "../Parking.js"
 import { READ_ONLY_TOOLS } from "../Permission.js"
 import type { Flags } from "./memoryFlags.js"
+import type { Session } from "./memorySession.js"
+import { AUTO_COMPACT_SHARE, clear, compact, tokensOf } from "./memorySession.js"
 import type { Model, Reply, ToolDecision } from "./scriptedModel.js"
 import { crash } from "./scriptedModel.js"
+import { kindOf } from "./turnRecord.js"
 
 /** Conversations by session id: what the CLI keeps in its session files, so `--resume` finds them. */
 export type Sessions = Map<string, Array<string>>
@@ -21,8 +24,10 @@ export interface TurnContext {
   readonly model: Model
   readonly costPerCall: number
   readonly sessions: Sessions
-  /** This conversation's prompts, oldest first. */
-  readonly prompts: Array<string>
+  /** This process's conversation: its session's id (a `/clear` changes it) and prompts. */
+  readonly session: Session
+  /** The model's context window. */
+  readonly contextWindow: number
   /** The process's running cost, as the CLI reports it; the prompt a rate limit refused, which the CLI keeps. */
   readonly state: { cost: number; kept: string | undefined }
   readonly emit: (frame: TurnFrame) => Effect.Effect<void>
@@ -45,16 +50,44 @@ let toolCounter = 0
 
 /** One turn: the model's replies until a result, a crash or a hang. */
 export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => {
-  const { costPerCall, emit, exit, flags, model, prompts, sessions, start, state } = ctx
+  const { contextWindow, costPerCall, emit, exit, flags, model, session, sessions, start, state } = ctx
   return Effect.gen(function*() {
     const startedAt = yield* Clock.currentTimeMillis
+    const command = kindOf(text)
+    if (command !== "prompt") {
+      // `/compact` and `/clear` answer at once, with no model call, as the CLI's own commands.
+      if (command === "compact") yield* compact(session, "manual", emit)
+      else clear(session, sessions)
+      yield* emit({ _tag: "Init", frame: { type: "system", subtype: "init", session_id: session.id } })
+      return yield* emit({
+        _tag: "Result",
+        frame: {
+          type: "result",
+          subtype: "success",
+          is_error: false,
+          result: "",
+          num_turns: 0,
+          session_id: session.id,
+          duration_ms: 0,
+          total_cost_usd: state.cost,
+          permission_denials: [],
+          usage: { input_tokens: 0, output_tokens: 0 },
+          modelUsage: { [flags.model ?? "memory"]: { costUSD: state.cost, contextWindow } }
+        }
+      })
+    }
+    // Near its window, the CLI compacts the conversation on its own before it asks the model.
+    if (tokensOf([...session.prompts, text]) >= contextWindow * AUTO_COMPACT_SHARE) {
+      yield* compact(session, "auto", emit)
+    }
+    const prompts = session.prompts
     // The prompt a usage limit left behind is merged into this message: the continuation resumes it.
     const resumed = state.kept !== undefined && text === CONTINUATION
     const prompt = resumed ? state.kept! : text
     state.kept = undefined
     const history = resumed ? prompts.slice(0, -1) : [...prompts]
     if (!resumed) prompts.push(text)
-    sessions.set(flags.sessionId, prompts)
+    sessions.set(session.id, prompts)
     const costAtStart = state.cost
     let calls = 0
     const denials: Array<Protocol.PermissionDenial> = []
@@ -66,18 +99,23 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
             type: "result",
             is_error: false,
             num_turns: calls,
-            session_id: flags.sessionId,
+            session_id: session.id,
             duration_ms: now - startedAt,
             total_cost_usd: state.cost,
             permission_denials: denials,
             usage: { input_tokens: 10 * calls, output_tokens: 5 * calls },
+            modelUsage: { [flags.model ?? "memory"]: { costUSD: state.cost, contextWindow } },
             ...fields
           }
         }))
     // The turn's number in its conversation names its messages (a resumed prompt is still the last one).
-    const uuid = messageId(flags.sessionId, prompts.length)
+    const uuid = messageId(session.id, prompts.length)
+    // Each message is sent with the whole conversation so far: how full the context is.
     const assistant = (content: Protocol.AssistantFrame["message"]["content"]) =>
-      emit({ _tag: "Assistant", frame: { type: "assistant", message: { content }, uuid } })
+      emit({
+        _tag: "Assistant",
+        frame: { type: "assistant", message: { content, usage: { input_tokens: tokensOf(prompts) } }, uuid }
+      })
     /**
      * A 429, as the CLI reports it: its own message (a usage limit's with `info`), then an API-error result. The
      * process keeps the prompt, to merge into the next user message.
@@ -118,7 +156,7 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
 
     yield* emit({
       _tag: "Init",
-      frame: { type: "system", subtype: "init", session_id: flags.sessionId, model: flags.model ?? "memory" }
+      frame: { type: "system", subtype: "init", session_id: session.id, model: flags.model ?? "memory" }
     })
     let reply: Reply = yield* Effect.try(() =>
       model({
@@ -126,7 +164,7 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
         prompt,
         history,
         turn: prompts.length,
-        sessionId: flags.sessionId,
+        sessionId: session.id,
         model: flags.model,
         cwd: start.cwd,
         resumed,

@@ -38,6 +38,11 @@ export const restoreTurns = (
     }, now)
     Object.assign(turn.record, TurnRecord.mutable(row.record))
     state.turnCounter = Math.max(state.turnCounter, row.n)
+    // How full its context was after its last turn that said.
+    if (row.record.context !== undefined) {
+      state.context = row.record.context
+      state.contextWindow = row.record.context.window
+    }
     history.set(turn.id, turn)
     if (row.record.status === "queued") {
       ctx.queue.push(turn)

@@ -71,7 +71,10 @@ export const startAgent = (
       restarts: restored?.row.restarts ?? 0,
       waitingApprovals: 0,
       lastActiveAt: clock.unsafeCurrentTimeMillis(),
-      dormant: false
+      dormant: false,
+      context: undefined,
+      contextWindow: null,
+      writesLost: restored?.row.sessionWritesLost
     }
 
     // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
@@ -91,7 +94,8 @@ export const startAgent = (
         closedReason: state.closedReason,
         notRestorable,
         process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) },
-        ...(forkedFrom === undefined ? {} : { forkedFrom })
+        ...(forkedFrom === undefined ? {} : { forkedFrom }),
+        ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost })
       }
     }
     const saveAgent = () => {
@@ -134,7 +138,8 @@ export const startAgent = (
       expireApprovals: (reason) => deps.permission.expire(name, reason),
       saveTurn,
       sleep: null,
-      onIdle: () => undefined
+      onIdle: () => undefined,
+      compactNext: () => undefined
     }
     const onControlRequest = controlHandler(ctx, deps)
 

@@ -4,16 +4,31 @@
  */
 import { DateTime, MetricLabel } from "effect"
 import type { Deferred, Option, Tracer } from "effect"
-import type { TurnRecord, TurnResult } from "../AgentView.js"
+import type { ContextUse, TurnRecord, TurnResult } from "../AgentView.js"
 import type { TurnError } from "../Errors.js"
 import type * as Telemetry from "../Telemetry.js"
-import type { MutableRecord, Turn, TurnMetrics } from "./agentState.js"
+import type { MutableRecord, Turn, TurnKind, TurnMetrics } from "./agentState.js"
 
 export const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
 export const preview = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
 
 export const isDone = (turn: Turn) => turn.record.status === "succeeded" || turn.record.status === "failed"
+
+/** What a prompt does, as the CLI reads it: `/compact [instructions]` compacts, `/clear` clears; the rest asks. */
+export const kindOf = (text: string): TurnKind => {
+  const command = text.trimStart()
+  if (command === "/clear" || command.startsWith("/clear ")) return "clear"
+  if (command === "/compact" || command.startsWith("/compact ")) return "compact"
+  return "prompt"
+}
+
+/** How full a context is, in the shape views show: its share of the window, in percent to one decimal. */
+export const contextUse = (tokens: number, window: number | null): ContextUse => ({
+  tokens,
+  window,
+  percent: window === null || window <= 0 ? null : Math.round((tokens / window) * 1000) / 10
+})
 
 /** A new queued turn. */
 export const make = (
@@ -29,6 +44,7 @@ export const make = (
 ): Turn => ({
   _tag: "Turn",
   ...fields,
+  kind: kindOf(fields.text),
   record: {
     turnId: fields.id,
     prompt: fields.text,
