@@ -44,7 +44,8 @@ export const WireOptions = Schema.Struct({
   resume: exact(Schema.String),
   extraArgs: exact(Schema.Array(Schema.String)),
   /** The sandbox as data (paths absolute): it goes with the agent to every host that runs it. */
-  sandbox: exact(SandboxData)
+  sandbox: exact(SandboxData),
+  autoCompactAt: exact(Schema.Number)
 })
 export type WireOptions = typeof WireOptions.Type
 
