@@ -87,13 +87,22 @@ export const run = () =>
       const solo = createFleet({ claudePath: CLAUDE })
       fleets.push(solo)
       await solo.list()
+      // ... and wakes of sessions alone: taught, put to sleep, woken with --resume while nothing else runs.
       const soloSpawns: Array<number> = []
+      const soloWakes: Array<number> = []
       for (let i = 0; i < 5; i++) {
-        soloSpawns.push((await timed(() => solo.spawn(`solo-${i}`, agentSetup(root, api, `solo-${i}`)))).ms)
-        await solo.close(`solo-${i}`)
+        const name = `solo-${i}`
+        soloSpawns.push((await timed(() => solo.spawn(name, agentSetup(root, api, name)))).ms)
+        await solo.ask(name, `REMEMBER the code of ${name}`, { timeout: "5 minutes" })
+        await solo.hibernate(name)
+        soloWakes.push((await timed(() => solo.wake(name))).ms)
+        const recalled = await solo.ask(name, "RECALL", { timeout: "5 minutes" })
+        if (recalled !== `The fact is: the code of ${name}`) notes.push(`  wrong: ${name} alone: ${recalled}`)
+        await solo.close(name)
       }
       await solo.shutdown()
       const coldAlone = median(soloSpawns)
+      const wakeAlone = median(soloWakes)
 
       // --- phase 1: spawn and teach every session ---------------------------------------------------------------
       // A durable store, as a fleet of thousands living for weeks would have: its record is on disk, not in the heap.
@@ -168,11 +177,22 @@ export const run = () =>
           `${PARALLEL} at a time, and teaches each its own fact (\`REMEMBER\`); then wakes each (\`wake\`, timed ` +
           `until its process is up) and asks it to \`RECALL\`, ${PARALLEL} at a time. Claude processes (children of ` +
           `this process whose program is the claude binary) are counted from /proc every 100 ms throughout. ` +
-          `Baselines: a cold spawn of one session alone (median of 5), and the spawns of phase 1, which ran under ` +
-          `the same load as the wakes. The store is an SQLite file. Heap = \`heapUsed\` after forced GCs with every ` +
+          `Baselines: a cold spawn of one session alone (median of 5; beside it, the wake of one session alone, ` +
+          `taught, put to sleep and woken while nothing else runs), and the spawns of phase 1, which ran under ` +
+          `the same load as the wakes: ${PARALLEL} starts in flight on ${os.availableParallelism()} cores, each ` +
+          `claude start about 0.6 s of CPU, so a start under that load waits its turn for the CPU (and for one of ` +
+          `the fleet's start slots). The store is an SQLite file. Heap = \`heapUsed\` after forced GCs with every ` +
           `session asleep and the store's writes committed, minus the empty fleet's, ÷ sleepers.`,
         rows: [
           row("cold spawn, one session alone (baseline)", fmtS(coldAlone), "", "1.00×"),
+          targetRow(
+            "wake of one session alone (median of 5)",
+            fmtS(wakeAlone),
+            `${fmtS(coldAlone)} cold spawn alone`,
+            fmtRatio(wakeAlone, coldAlone),
+            "≤ 1.5× a cold spawn",
+            wakeAlone <= 1.5 * coldAlone
+          ),
           row("cold spawn in phase 1, p50 (baseline under load)", fmtS(spawnP50), `${fmtS(coldAlone)} alone`, ""),
           targetRow(
             "wake p50 (process up again, --resume)",

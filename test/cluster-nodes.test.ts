@@ -200,6 +200,53 @@ describe("a cluster of two nodes", () => {
     90_000
   )
 
+  it.scopedLive(
+    "a session's life from the other host: hibernate, wake, compact, clear, and autoCompactAt over the wire",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const { a, b } = yield* twoNodes(dir)
+        // Driven from a, living on b.
+        yield* a.fleet.spawn("sleeper", { host: "node-b" })
+        yield* a.fleet.ask("sleeper", "remember the pelican")
+        assert.isTrue(yield* a.fleet.hibernate("sleeper"))
+        assert.deepInclude(yield* a.fleet.info("sleeper"), { status: "hibernated", host: "node-b", pid: null })
+        assert.deepInclude(yield* b.fleet.info("sleeper"), { status: "hibernated" })
+        assert.isTrue(yield* a.fleet.wake("sleeper"))
+        assert.strictEqual((yield* a.fleet.info("sleeper")).status, "idle")
+        const kinds = yield* until(
+          a.fleet.reports({ agent: "sleeper", kinds: ["hibernated", "woken"] }),
+          (page) => page.entries.length === 2,
+          "the sleep and the wake are in the cluster's log"
+        )
+        assert.deepStrictEqual(kinds.entries.map((e) => [e.kind, e.host]), [["hibernated", "node-b"], [
+          "woken",
+          "node-b"
+        ]])
+
+        const compacted = yield* a.fleet.wait("sleeper", yield* a.fleet.compact("sleeper", "keep the bird"))
+        assert.strictEqual(compacted.compaction?.trigger, "manual")
+        assert.strictEqual((yield* a.fleet.info("sleeper")).context?.tokens, compacted.compaction?.postTokens)
+        const before = (yield* a.fleet.info("sleeper")).sessionId
+        yield* a.fleet.wait("sleeper", yield* a.fleet.clear("sleeper"))
+        assert.notStrictEqual((yield* a.fleet.info("sleeper")).sessionId, before, "a new conversation")
+
+        // autoCompactAt crosses with the spawn: 0.1% of the window is passed by the first long turn.
+        yield* a.fleet.spawn("filler", { host: "node-b", autoCompactAt: 0.1 })
+        yield* a.fleet.ask("filler", "x".repeat(2000))
+        yield* a.fleet.ask("filler", "next")
+        const queued = yield* until(
+          a.fleet.reports({ agent: "filler", kinds: ["compaction_queued", "compacted"] }),
+          (page) => page.entries.length === 2,
+          "the queued compaction ran on node-b"
+        )
+        assert.deepStrictEqual(queued.entries.map((e) => e.kind), ["compaction_queued", "compacted"])
+        yield* Scope.close(a.scope, Exit.void)
+        yield* Scope.close(b.scope, Exit.void)
+      }),
+    90_000
+  )
+
   it.scopedLive("refuses a node whose shards per group differ from the cluster's", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

@@ -311,6 +311,10 @@ describe("the docs' programs", () => {
       for (const [, asked] of step.code.matchAll(/console\.log\(await fleet\.ask\("[^"]+", "([^"]+)"\)\)/g)) {
         assert.include(output.stdout, `ECHO: ${asked}`)
       }
+      // A line that says what it prints (`console.log(...)   // "hibernated": ...`) prints it.
+      for (const [, said] of step.code.matchAll(/^console\.log\(.*\)\s*\/\/ "([^"]+)"/gm)) {
+        assert.match(output.stdout, new RegExp(`^${said}$`, "m"), `the line that says it prints "${said}"`)
+      }
       if (step.code.includes(`fleet.prompt("scout", "Summarize the README.")`)) {
         assert.include(output.stdout, "ECHO: Summarize the README.")
       }

@@ -78,6 +78,16 @@ describe("agent views", () => {
     assert.match(closed, /^scout: closed \(a run\)\n {2}process: {4}none\n/)
     assert.include(closed, "\n  model:      the CLI's default\n")
     assert.match(closed, /\n {2}host: {7}node-a\n {2}closed: {5}the run ended$/)
+    const full = AgentCommands.renderInfo({
+      ...info,
+      context: { tokens: 4427, window: 200_000, percent: 2.2 },
+      sessionWritesLost: { errorCode: "ENOSPC", lost: ["transcript"], sessionIds: ["s-1"], at: "2026-12-03T09:00:00Z" }
+    })
+    assert.include(full, "\n  context:    4,427 tokens, 2.2% of 200,000\n")
+    assert.match(
+      full,
+      /\n {2}\S+: +the CLI could not write its session file \(ENOSPC, transcript\): part of its memory/
+    )
   })
 
   it("a spawned agent on one line; a permission in words", () => {

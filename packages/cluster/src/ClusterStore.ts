@@ -12,7 +12,7 @@ import { StoreUnavailable } from "@flotta/core/Errors"
 import type { ReportEntry, ReportPage, ReportQuery } from "@flotta/core/ReportLog"
 import { DEFAULT_LIMIT, MAX_LIMIT, reportWhere } from "@flotta/core/ReportLog"
 import * as Sqlite from "@flotta/core/Sqlite"
-import { Context, Effect, Exit, Layer, Option, Redacted, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Redacted, Schedule, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { ClusterStoreConfig } from "./ClusterConfig.js"
@@ -140,23 +140,33 @@ const make = (config: ClusterStoreConfig) =>
       : sql.literal("cast((julianday('now') - 2440587.5) * 86400000 as integer)")
     const serial = pg ? sql.literal("bigserial primary key") : sql.literal("integer primary key autoincrement")
 
-    yield* Effect.all([
-      sql`create table if not exists flotta_cluster_meta (key text primary key, value text not null)`,
-      sql`create table if not exists flotta_cluster_hosts (
+    /** Postgres: waits for `key`'s transaction-scoped advisory lock. SQLite: one writer holds the file already. */
+    const exclusive = (key: string) =>
+      pg ? Effect.asVoid(sql`select pg_advisory_xact_lock(hashtext(${key}))`) : Effect.void
+
+    // Nodes that start together create the tables one at a time: Postgres's `create table if not exists` is not
+    // safe against a concurrent create of the same name (the loser trips pg_class's unique index).
+    yield* Effect.zipRight(
+      exclusive("flotta-cluster-schema"),
+      Effect.all([
+        sql`create table if not exists flotta_cluster_meta (key text primary key, value text not null)`,
+        sql`create table if not exists flotta_cluster_hosts (
         host text primary key, address text not null, incarnation text not null, renewed_at bigint not null)`,
-      sql`create table if not exists flotta_cluster_agents (
+        sql`create table if not exists flotta_cluster_agents (
         name text primary key, host text not null, incarnation text, epoch bigint not null,
         session_id text, cwd text not null, options text not null, moved_from text)`,
-      sql`create table if not exists flotta_cluster_sessions (
+        sql`create table if not exists flotta_cluster_sessions (
         name text not null, session_id text not null, byte_offset bigint not null, chunk text not null,
         primary key (name, session_id, byte_offset))`,
-      sql`create table if not exists flotta_cluster_reports (
+        sql`create table if not exists flotta_cluster_reports (
         seq ${serial}, host text not null, at text not null, agent text not null, kind text not null,
         turn_id text, data text not null)`,
-      sql`create index if not exists flotta_cluster_reports_agent on flotta_cluster_reports (agent, seq)`
-    ], { discard: true }).pipe(
-      // Two nodes creating the same table at once: the loser's statement fails, and the table is there.
-      Effect.retry({ times: 3 }),
+        sql`create index if not exists flotta_cluster_reports_agent on flotta_cluster_reports (agent, seq)`
+      ], { discard: true })
+    ).pipe(
+      sql.withTransaction,
+      // A SQLite writer that outlasts the busy timeout: the next try makes the tables, or finds them made.
+      Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 5, while: () => !pg }),
       Effect.mapError(unavailable)
     )
 
@@ -262,13 +272,10 @@ const make = (config: ClusterStoreConfig) =>
     // --- the fleet-wide report log ---
 
     // Commits in seq order, so a reader's cursor never passes an entry that is still being written.
-    const serialized = pg
-      ? Effect.asVoid(sql`select pg_advisory_xact_lock(hashtext('flotta-cluster-reports'))`)
-      : Effect.void
     const appendReports = (host: string, entries: ReadonlyArray<ReportEntry>) =>
       entries.length === 0 ? Effect.void : fail(
         Effect.zipRight(
-          serialized,
+          exclusive("flotta-cluster-reports"),
           sql`insert into flotta_cluster_reports ${
             sql.insert(entries.map((e) => ({
               host,

@@ -271,6 +271,7 @@ export type ReportKind =
   | "forked"
   | "hibernated"
   | "woken"
+  | "compaction_queued"
   | "compacted"
   | "cleared"
   | "session_writes_lost"

@@ -340,7 +340,9 @@ export type AttemptFailure = typeof AttemptFailure.Type
 /** Every attempt of a best-of-N run (or of a verified run) failed its checks or its turn. */
 export class NoAttemptPassed extends Schema.TaggedError<NoAttemptPassed>()("NoAttemptPassed", {
   name: Schema.String,
-  attempts: Schema.Array(AttemptFailure)
+  attempts: Schema.Array(AttemptFailure),
+  /** What every attempt spent, together. */
+  costUsd: Schema.Number
 }) {
   override get message() {
     const why = this.attempts.map((a) => {

@@ -53,7 +53,9 @@ export const run = (
   Effect.gen(function*() {
     const n = options.attempts ?? 1
     const pick = options.pick ?? "first"
-    const { attempts: _n, keepAll, pick: _pick, verify, ...base } = options
+    const { attempts: _n, keepAll, maxBudgetUsd, pick: _pick, verify, ...base } = options
+    // The run's budget bounds the whole run: the attempts run at once, so each gets an even share.
+    const share = maxBudgetUsd === undefined ? {} : { maxBudgetUsd: maxBudgetUsd / n }
     const repo = yield* deps.git.repoRoot(path.resolve(options.cwd ?? "."))
     yield* deps.reports.post(name, "spawned", { kind: "attempts", attempts: n, pick, checks: verify?.checks ?? [] })
     const numbers = Array.from({ length: n }, (_, i) => i + 1)
@@ -69,6 +71,7 @@ export const run = (
         const env = { ...base.env, FLOTTA_ATTEMPT: String(i) }
         const attempt: RunOptions = {
           ...base,
+          ...share,
           name: own,
           prompt: render(base.prompt ?? "", i),
           worktree: typeof base.worktree === "string" ? attemptName(base.worktree, i) : true,
@@ -183,7 +186,7 @@ export const run = (
     const totalCostUsd = tidied.reduce((sum, r) => sum + r.costUsd, 0)
 
     if (chosen === undefined) {
-      const error = new NoAttemptPassed({ name, attempts: tidied.map(failureOf) })
+      const error = new NoAttemptPassed({ name, attempts: tidied.map(failureOf), costUsd: totalCostUsd })
       yield* deps.reports.post(name, "error", { error: errorView(error), totalCostUsd })
       return yield* error
     }

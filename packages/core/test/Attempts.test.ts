@@ -115,6 +115,8 @@ describe("best of N", () => {
         [2, "npm test", "worktree-hopeless-a2"]
       ])
       assert.include(error.message, "attempt 1: `npm test` exited 1")
+      assert.isAbove(error.costUsd, 0, "what every attempt spent, for whoever keeps the tally")
+      assert.closeTo(error.costUsd, error.attempts.reduce((sum, a) => sum + a.costUsd, 0), 1e-9)
       const logged = (yield* f.reports({ agent: "hopeless", kinds: ["error"] })).entries
       assert.strictEqual((logged[0]?.data as { error: { _tag: string } }).error._tag, "NoAttemptPassed")
     }).pipe(Effect.provide(Testing.layer({
@@ -134,6 +136,22 @@ describe("best of N", () => {
       assert.deepStrictEqual(stored.kind === "run" ? statuses(stored) : [], [[1, "passed"], [2, "interrupted"]])
       const [view] = yield* f.runs({ limit: 1 })
       assert.deepInclude(view, { name: "race", state: "succeeded" })
+    }).pipe(Effect.provide(fleet([]))))
+
+  it.effect("maxBudgetUsd bounds the whole run: each attempt gets an even share", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      // 0.001 a model call; attempt i makes i calls; a share of 0.0025 stops the third.
+      const result = yield* f.run({
+        name: "thrifty",
+        prompt: "work 0 {{attempt}}",
+        attempts: 3,
+        pick: "cheapest",
+        maxBudgetUsd: 0.0075
+      })
+      assert.deepStrictEqual(statuses(result), [[1, "passed"], [2, "passed"], [3, "failed"]])
+      assert.strictEqual(result.attempts![2]!.error?._tag, "BudgetExceeded")
+      assert.isAtMost(result.totalCostUsd!, 0.0075 + 0.001, "no more than the budget and one call past a share")
     }).pipe(Effect.provide(fleet([]))))
 
   it.effect("a run template (and so a routine that fires it) carries attempts, pick and checks", () =>

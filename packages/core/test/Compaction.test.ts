@@ -65,6 +65,22 @@ describe("context and compaction", () => {
       assert.strictEqual(compacted!.turnId, "t4")
     }).pipe(Effect.provide(fleet({ contextWindow: 250 }))))
 
+  it.effect("a fleet-wide autoCompactAt applies to every session; an agent's own wins", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.spawn("follows")
+      yield* f.spawn("own", { autoCompactAt: 90 })
+      for (const name of ["follows", "own"]) {
+        yield* f.ask(name, LONG)
+        yield* f.ask(name, "after")
+      }
+      const queued = (yield* f.reports({ kinds: ["compaction_queued"] })).entries
+      assert.deepStrictEqual(queued.map((e) => e.agent), ["follows"])
+      assert.match((queued[0]!.data as { reason: string }).reason, /\(autoCompactAt 40%\)$/)
+      const compacted = (yield* f.reports({ kinds: ["compacted"] })).entries
+      assert.deepStrictEqual(compacted.map((e) => e.agent), ["follows"])
+    }).pipe(Effect.provide(fleet({ contextWindow: 250, autoCompactAt: 40 }))))
+
   it.effect("the CLI's own compaction near its window is recorded too, on the turn it happened in", () =>
     Effect.gen(function*() {
       const f = yield* Flotta

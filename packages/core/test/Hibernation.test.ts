@@ -122,6 +122,33 @@ describe("hibernation", () => {
       assert.deepStrictEqual(yield* statusOf(f), { one: "idle", two: "idle" })
     }).pipe(Effect.provide(fleet({ hibernateAfter: "10 minutes" }))))
 
+  it.effect("a broadcast past maxLive wakes every sleeper through admission, in order, and never passes maxLive", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      const names = ["b1", "b2", "b3", "b4", "b5", "b6"]
+      for (const name of names) {
+        yield* f.spawn(name)
+        yield* f.ask(name, `fact of ${name}`)
+      }
+      assert.strictEqual(Object.values(yield* statusOf(f)).filter((s) => s === "hibernated").length, 4)
+      const before = (yield* f.reports({ kinds: ["woken"] })).entries.length
+      let most = 0
+      const sampler = yield* Effect.fork(Effect.forever(Effect.zipRight(
+        Effect.map(f.processes, (p) => (most = Math.max(most, p.live))),
+        Effect.yieldNow()
+      )))
+      const answers = yield* f.broadcast("roll call")
+      yield* Fiber.interrupt(sampler)
+      assert.deepStrictEqual(
+        answers.map((a) => a.ok ? a.text : a.error._tag),
+        names.map((name) => `roll call | knows: fact of ${name}`),
+        "every sleeper answers with its memory"
+      )
+      assert.strictEqual(most, 2, "never more than maxLive")
+      const woken = (yield* f.reports({ kinds: ["woken"] })).entries.slice(before).map((e) => e.agent)
+      assert.deepStrictEqual(woken, ["b1", "b2", "b3", "b4"], "woken in the order the broadcast admitted them")
+    }).pipe(Effect.provide(fleet({ maxLive: 2 }))))
+
   it.effect("a sleeping session forks, and the fork has its memory", () =>
     Effect.gen(function*() {
       const f = yield* Flotta

@@ -128,6 +128,24 @@ describe("pages", () => {
       )
     }).pipe(Effect.provide(fleet)))
 
+  it.effect("agent: a compaction is marked in the transcript, and a session file not written is shown", () =>
+    Effect.gen(function*() {
+      const fleet = yield* withAgents("alpha")
+      yield* fleet.ask("alpha", "one")
+      const compacted = yield* fleet.wait("alpha", yield* fleet.compact("alpha"))
+      yield* fleet.hibernate("alpha")
+      const { html } = yield* page("agent", { name: "alpha", fragment: true })
+      const { postTokens, preTokens } = compacted.compaction!
+      assert.include(
+        html,
+        `<p class="mark" aria-label="Compacted">Compacted (manual): ${preTokens} → ${postTokens} tokens`
+      )
+      assert.include(
+        html,
+        `<div><dt>Session file</dt><dd class="error">not written (ENOSPC): part of its memory cannot be resumed</dd></div>`
+      )
+    }).pipe(Effect.provide(Testing.layer({ model, diskFull: () => true }))))
+
   it.effect("agent: a finished best-of-N run shows its attempts, the winner and each failing check", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta

@@ -163,9 +163,12 @@ export const make = (deps: {
         const left = remaining()
         return left === undefined ? {} : { maxBudgetUsd: Math.max(left, 0.0001) }
       }
-      const spend = <A extends { readonly costUsd: number }>(effect: Effect.Effect<A, Failure>) =>
+      // A best-of-N run answers with its winner's cost and what all its attempts spent (`totalCostUsd`).
+      const spend = <A extends { readonly costUsd: number; readonly totalCostUsd?: number }>(
+        effect: Effect.Effect<A, Failure>
+      ) =>
         effect.pipe(
-          Effect.tap((a) => Effect.sync(() => (tally.costUsd += a.costUsd))),
+          Effect.tap((a) => Effect.sync(() => (tally.costUsd += a.totalCostUsd ?? a.costUsd))),
           Effect.tapError((e) => Effect.sync(() => (tally.costUsd += costOf(e))))
         )
 

@@ -4,13 +4,17 @@
  * TestClock, over a real report log and a test double of the fleet's operations.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { NoAttemptPassed } from "@flotta/core/Errors"
 import { Deferred, Effect, TestClock, Tracer } from "effect"
 import {
   entries,
   failureOf,
+  fakeFleet,
+  fireResults,
   gatedFleet,
   HOUR,
   LogLive,
+  runResult,
   setTime,
   settle,
   start,
@@ -100,6 +104,29 @@ describe("cost rails", () => {
       const tuesday = (yield* steering.status).routines[0]!
       assert.strictEqual(tuesday.state, "idle")
       assert.closeTo(tuesday.spentTodayUsd, 0.2, 1e-9)
+    }).pipe(Effect.provide(LogLive)))
+})
+
+describe("cost rails and best-of-N runs", () => {
+  it.scoped("a fire counts what every attempt spent, when one wins and when none passes", () =>
+    Effect.gen(function*() {
+      // The first fire's three attempts spent 0.06 (the winner 0.01 of it); the second's, none passing, 0.07.
+      let fires = 0
+      const fleet = fakeFleet({
+        run: (options) =>
+          ++fires === 1
+            ? Effect.succeed({ ...runResult(options.name!, "won", { costUsd: 0.01 }), totalCostUsd: 0.06 })
+            : Effect.fail(new NoAttemptPassed({ name: options.name!, attempts: [], costUsd: 0.07 }))
+      })
+      const { steering } = yield* startAt("2025-03-03T09:00:00Z", {
+        schedule: UTC,
+        routines: [{ name: "best", action: "run", every: { intervalMs: HOUR }, prompt: "work", dailyBudgetUsd: 1 }]
+      }, fleet)
+      yield* TestClock.adjust("2 hours")
+      yield* settle(steering)
+      const outcomes = yield* fireResults
+      assert.deepStrictEqual(outcomes.map((o) => [o.ok, Number(o.costUsd.toFixed(4))]), [[true, 0.06], [false, 0.07]])
+      assert.closeTo((yield* steering.status).routines[0]!.spentTodayUsd, 0.13, 1e-9)
     }).pipe(Effect.provide(LogLive)))
 })
 
