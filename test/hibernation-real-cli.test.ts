@@ -59,8 +59,10 @@ describe("hibernation with the real claude CLI", () => {
             assert.strictEqual(yield* fleet.ask(name, "RECALL"), `The fact is: the code of ${name}`)
           }
           // A sleeper forks: the fork starts from its session file, and the sleeper sleeps on.
+          assert.strictEqual((yield* fleet.info("s1")).status, "hibernated", "s1 is asleep when it forks")
           yield* fleet.fork("s1", "s1-fork")
           assert.strictEqual(yield* fleet.ask("s1-fork", "RECALL"), "The fact is: the code of s1")
+          assert.deepInclude(yield* fleet.info("s1"), { status: "hibernated", pid: null })
         }))
         assert.isAtMost(most, 2, "claude processes at once")
         assert.isAtLeast(most, 1)
