@@ -1,7 +1,8 @@
 /**
  * ARCHITECTURE.md is the map: every src module (`packages/<package>/src/**\/*.ts`) has exactly one row, and every
  * row names a module that exists. A row is a line of a table headed `| package | module | what it owns |`:
- * `| core | \`internal/sqlStore\` | what it owns |` names packages/core/src/internal/sqlStore.ts.
+ * `| core | \`internal/sqlStore\` | what it owns |` names packages/core/src/internal/sqlStore.ts. And no module is
+ * over 400 lines: one concept each.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -77,5 +78,13 @@ describe("ARCHITECTURE.md", () => {
       return first === undefined ? [] : [`${row.file} on lines ${first} and ${row.line}`]
     })
     expect(twice, "modules with two rows").toEqual([])
+  })
+
+  it("maps modules of one concept each: none over 400 lines (a longer one is two concepts, split by concept)", () => {
+    const long = modules().flatMap((file) => {
+      const lines = fs.readFileSync(path.join(ROOT, file), "utf8").split("\n").length - 1
+      return lines > 400 ? [`${file}: ${lines} lines`] : []
+    })
+    expect(long, "src modules over 400 lines").toEqual([])
   })
 })

@@ -5,7 +5,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
 import type { Agent } from "../Agent.js"
-import type { AgentInfo, AgentRow, AgentStatusView, TurnRecord, TurnResult } from "../AgentView.js"
+import type { AgentRow, TurnRecord, TurnResult } from "../AgentView.js"
 import {
   AgentClosed,
   CannotHibernate,
@@ -16,8 +16,8 @@ import {
   TurnTimeout
 } from "../Errors.js"
 import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
-import * as Permission from "../Permission.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
+import * as AgentStatus from "./agentStatus.js"
 import type { Dormant } from "./dormant.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
 import * as Supervisor from "./supervisor.js"
@@ -204,61 +204,13 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
       return Deferred.await(turn.deferred)
     })
 
-  const statusNow = (): AgentStatusView => {
-    const queued = ctx.queue.length
-    const current = state.status
-    const turn = ctx.active?.turn
-    const until = ctx.parking.parkedUntil()
-    // Parked: its turn waits out a usage limit, or it has none and sends nothing until the limit resets.
-    const parked = until !== null && (current === "idle" || current === "working") &&
-      (ctx.active === undefined || ctx.active.parked !== null)
-    return {
-      // A queued turn on an idle agent is about to start: report the work, not the gap between turns.
-      status: parked
-        ? "parked"
-        : current === "working" && state.waitingApprovals > 0
-        ? "waiting_approval"
-        : current === "idle" && queued > 0
-        ? "working"
-        : current,
-      current: turn?.id ?? null,
-      currentStartedAt: turn?.record.startedAt ?? null,
-      queued,
-      turns: state.finished + state.failed,
-      parkedUntil: until === null ? null : TurnRecords.iso(until),
-      ...(state.context === undefined ? {} : { context: state.context })
-    }
-  }
+  const statusNow = () => AgentStatus.statusOf(ctx)
 
   const status = Effect.sync(statusNow)
 
-  const info = Effect.map(status, (view) => infoOf(view))
+  const info = Effect.map(status, (view) => AgentStatus.infoOf(ctx, startedAt, view))
 
-  const infoNow = () => infoOf(statusNow())
-
-  const infoOf = (view: AgentStatusView): AgentInfo => ({
-    name,
-    lifecycle: options.lifecycle ?? "session",
-    status: view.status,
-    pid: state.process?.process.pid ?? null,
-    sessionId: state.sessionId,
-    alive: state.process !== undefined,
-    cwd: ctx.cwd,
-    model: options.model ?? null,
-    permission: Permission.describe(state.policy),
-    role: options.role ?? "member",
-    current: view.current,
-    queued: view.queued,
-    totals: { turns: state.finished + state.failed, failed: state.failed, costUsd: state.totalCost },
-    restarts: state.restarts,
-    startedAt,
-    closedReason: state.closedReason,
-    parkedUntil: view.parkedUntil,
-    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
-    ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom }),
-    ...(view.context === undefined ? {} : { context: view.context }),
-    ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost })
-  })
+  const infoNow = () => AgentStatus.infoOf(ctx, startedAt, statusNow())
 
   const transcript = Effect.sync((): ReadonlyArray<TurnRecord> =>
     [...history.values()].map((turn) => structuredClone(turn.record))

@@ -5,6 +5,7 @@
  * of its life.
  */
 import { Effect, Option, Predicate } from "effect"
+import type { PermissionRecord } from "../AgentView.js"
 import type { ControlHandler } from "../ClaudeProcess.js"
 import * as Protocol from "../ClaudeProtocol.js"
 import * as Permission from "../Permission.js"
@@ -75,7 +76,7 @@ export const controlHandler = (ctx: AgentContext, deps: AgentDeps): ControlHandl
           : Effect.void
       ),
       Effect.tap((decision) =>
-        Turn.recordPermission(ctx, {
+        recordPermission(ctx, {
           tool,
           input,
           ...(decision.behavior === "allow"
@@ -98,3 +99,14 @@ export const controlHandler = (ctx: AgentContext, deps: AgentDeps): ControlHandl
     )
   }
 }
+
+/** Records a permission decision in the turn in flight (the transcript) and the report log. */
+export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
+  Effect.clockWith((clock) =>
+    Effect.sync(() => {
+      const turn = ctx.active?.turn
+      turn?.record.permissions.push(record)
+      if (turn !== undefined) ctx.saveTurn(turn)
+      ctx.reports.unsafePost(ctx.name, "permission", record, turn?.id, clock.unsafeCurrentTimeMillis())
+    })
+  )

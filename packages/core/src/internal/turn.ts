@@ -10,7 +10,7 @@
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit } from "effect"
 import { errorView } from "../AgentView.js"
-import type { ContextUse, PermissionRecord, TurnResult } from "../AgentView.js"
+import type { TurnResult } from "../AgentView.js"
 import type { TurnFrame } from "../ClaudeProcess.js"
 import type * as Protocol from "../ClaudeProtocol.js"
 import { AgentCrashed, TurnTimeout } from "../Errors.js"
@@ -18,7 +18,8 @@ import type { TurnError } from "../Errors.js"
 import { CONTINUATION } from "../Parking.js"
 import * as TurnOutcome from "../TurnOutcome.js"
 import type { Active, AgentContext, ProcessEnd, Running, Turn } from "./agentState.js"
-import { contextUse, isDone, iso, preview } from "./turnRecord.js"
+import * as Conversation from "./conversation.js"
+import { isDone, iso, preview } from "./turnRecord.js"
 
 export const crashReason = (end: ProcessEnd) =>
   end._tag === "Stalled"
@@ -94,7 +95,7 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
     timeoutMs: turn.timeoutMs,
     expectStructuredOutput: ctx.options.expectStructuredOutput === true
   }
-  const context = contextAfter(ctx, active, frame)
+  const context = Conversation.contextAfter(ctx, active, frame)
   const result: TurnResult = {
     ...TurnOutcome.resultOf(frame, facts),
     context,
@@ -117,7 +118,7 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   record.reply = result.text
   record.context = context
   state.context = context
-  if (turn.kind === "clear") cleared(ctx, active, result.sessionId, now)
+  if (turn.kind === "clear") Conversation.cleared(ctx, active, result.sessionId, now)
   record.costUsd = result.costUsd
   record.durationMs = result.durationMs
   record.modelCalls = result.modelCalls
@@ -149,73 +150,8 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
     now
   )
   ctx.metrics.count("ok")
-  // Fuller than `autoCompactAt`: a compaction goes before the next prompt.
-  const threshold = ctx.options.autoCompactAt ?? ctx.settings.autoCompactAt
-  if (turn.kind === "prompt" && threshold !== undefined && context.percent !== null && context.percent > threshold) {
-    ctx.compactNext(`its context is ${context.percent}% full (autoCompactAt ${threshold}%)`, now)
-  }
+  Conversation.compactIfFull(ctx, turn, context, now)
   end(ctx, active, now)
-}
-
-/**
- * How full the context is once a turn ends: what its newest model call was sent with, plus what the turn wrote;
- * after a compaction with no call since, what the compaction left; after a clear, nothing. The window is the
- * model's, as the result frame says it (else the last one said).
- */
-const contextAfter = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame): ContextUse => {
-  const { state } = ctx
-  const windows = Object.values(frame.modelUsage ?? {}).flatMap((
-    m
-  ) => (m.contextWindow === undefined ? [] : [m.contextWindow]))
-  if (windows.length > 0) state.contextWindow = Math.max(...windows)
-  const output = typeof frame.usage?.["output_tokens"] === "number" ? frame.usage["output_tokens"] : 0
-  const tokens = active.turn.kind === "clear"
-    ? 0
-    : active.lastInput !== null
-    ? active.lastInput + output
-    : active.compaction !== null
-    ? active.compaction.postTokens ?? 0
-    : state.context?.tokens ?? 0
-  return contextUse(tokens, state.contextWindow)
-}
-
-/** A `clear` turn ended: the conversation is a new session's, and the transcript says so. */
-const cleared = (ctx: AgentContext, active: Active, sessionId: string, now: number) => {
-  const mark = { _tag: "Cleared", previousSessionId: active.sessionAtStart, sessionId } as const
-  active.turn.record.marks = [...(active.turn.record.marks ?? []), mark]
-  ctx.reports.unsafePost(
-    ctx.name,
-    "cleared",
-    { previousSessionId: active.sessionAtStart, sessionId },
-    active.turn.id,
-    now
-  )
-}
-
-/** The conversation was compacted during the turn in flight: marked on its record, and reported. */
-const compacted = (ctx: AgentContext, frame: Protocol.CompactBoundaryFrame, now: number) => {
-  const meta = frame.compact_metadata
-  const compaction = { trigger: meta.trigger, preTokens: meta.pre_tokens, postTokens: meta.post_tokens ?? null }
-  const active = ctx.active
-  if (active !== undefined) {
-    active.compaction = compaction
-    active.turn.record.marks = [...(active.turn.record.marks ?? []), { _tag: "Compacted", compaction }]
-    ctx.saveTurn(active.turn)
-  }
-  ctx.reports.unsafePost(ctx.name, "compacted", compaction, active?.turn.id, now)
-}
-
-/** The CLI could not write its session file: the agent shows it, and the report log says what was lost. */
-const writesLost = (ctx: AgentContext, frame: Protocol.SessionWritesLostFrame, now: number) => {
-  const lost = {
-    errorCode: frame.error_code,
-    lost: frame.lost,
-    sessionIds: frame.transcript_session_ids ?? [ctx.state.sessionId],
-    at: iso(now)
-  }
-  ctx.state.writesLost = lost
-  ctx.saveAgent()
-  ctx.reports.unsafePost(ctx.name, "session_writes_lost", lost, ctx.active?.turn.id, now)
 }
 
 /** The result frame's token counts (those it carries) and the turn span's attributes for them. */
@@ -263,7 +199,7 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
   const active = ctx.active
   if (frame._tag === "RateLimit") ctx.parking.observe(frame.frame.rate_limit_info, now)
   // Written as the process exits, whatever it was doing.
-  if (frame._tag === "WritesLost") return writesLost(ctx, frame.frame, now)
+  if (frame._tag === "WritesLost") return Conversation.writesLost(ctx, frame.frame, now)
   if (active === undefined || active.running !== running) return
   switch (frame._tag) {
     case "Init":
@@ -278,15 +214,11 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
       if (frame.frame.api_error_params?.rate_limit_info !== undefined) {
         active.rateLimit = frame.frame.api_error_params.rate_limit_info
       }
-      const usage = frame.frame.message.usage
-      if (usage?.input_tokens !== undefined) {
-        active.lastInput = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
-          (usage.cache_read_input_tokens ?? 0)
-      }
+      Conversation.sent(active, frame.frame)
       return observe(ctx, active.turn, frame.frame)
     }
     case "Compacted":
-      return compacted(ctx, frame.frame, now)
+      return Conversation.compacted(ctx, frame.frame, now)
     case "RateLimit":
       active.rateLimit = frame.frame.rate_limit_info
       return
@@ -294,17 +226,6 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
       return finish(ctx, active, frame.frame, now)
   }
 }
-
-/** Records a permission decision in the turn in flight (the transcript) and the report log. */
-export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
-  Effect.clockWith((clock) =>
-    Effect.sync(() => {
-      const turn = ctx.active?.turn
-      turn?.record.permissions.push(record)
-      if (turn !== undefined) ctx.saveTurn(turn)
-      ctx.reports.unsafePost(ctx.name, "permission", record, turn?.id, clock.unsafeCurrentTimeMillis())
-    })
-  )
 
 /** Asks the process to interrupt its turn, without waiting for the answer (the result frame says the rest). */
 export const sendInterrupt = (ctx: AgentContext, running: Running) =>
