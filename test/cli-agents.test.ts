@@ -166,7 +166,7 @@ describe("the agent, run and worktree commands against a running serve", () => {
           `^ECHO: errand done\n— \\$\\d+\\.\\d{4} · [\\d.]+s · 1 model call · session ${SESSION} · worktree ${errandTree}\n$`
         )
       )
-      await start("flotta_run", { prompt: "SLOW 60000 going", name: "going", worktree: true, cwd: project })
+      await start("flotta_run", { prompt: "SLOW 600000 going", name: "going", worktree: true, cwd: project })
       await eventually(
         () => status("going").catch(() => ({ current: null })),
         (s) => s.current !== null,
@@ -244,6 +244,28 @@ describe("the agent, run and worktree commands against a running serve", () => {
           "releases it\n"
       )
       assert.isTrue(fs.existsSync(goingTree), "the running run's worktree is still there")
+
+      // A run's diff outlives its worktree (gc removed errand's); a run without one is NoDiff.
+      const [diffed, diffedJson, noTree, noRun] = await runFlottaAll(project, [
+        ["diff", "errand"],
+        ["diff", "errand", "--json"],
+        ["diff", "doomed"],
+        ["diff", "nothing"]
+      ])
+      assert.match(diffed!.stdout, /^errand: worktree-errand against [0-9a-f]{12}\n {2}no changes\n0 files changed/)
+      assert.deepInclude(
+        json<{ name: string; worktree: string; files: Array<unknown>; running: boolean }>(diffedJson!.stdout),
+        {
+          name: "errand",
+          worktree: errandTree,
+          files: [],
+          running: false
+        }
+      )
+      assert.strictEqual(noTree!.code, 12)
+      assert.match(noTree!.stderr, /^flotta: NoDiff: run "doomed" had no worktree/)
+      assert.strictEqual(noRun!.code, 12)
+      assert.match(noRun!.stderr, /^flotta: RunNotFound: no run named "nothing"/)
 
       // A run is an agent: interrupt reaches it, its worktree is unlocked, and gc collects it.
       assert.match((await flotta("interrupt", "going")).stdout, /^interrupted turn t1 of going /)

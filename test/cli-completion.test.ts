@@ -17,7 +17,20 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const COMMANDS = ["spawn", "info", "interrupt", "wait", "broadcast", "runs", "worktrees", "gc", "verify", "completion"]
+const COMMANDS = [
+  "spawn",
+  "info",
+  "interrupt",
+  "wait",
+  "broadcast",
+  "runs",
+  "diff",
+  "costs",
+  "worktrees",
+  "gc",
+  "verify",
+  "completion"
+]
 
 describe("flotta completion", () => {
   it("prints each shell's script, naming every command; bash accepts its own", { timeout: 120_000 }, async () => {

@@ -41,6 +41,11 @@ const expectedTag = (frame: Json): Protocol.Frame["_tag"] => {
       return frame.subtype === "init" ? "Init" : "Other"
     case "assistant":
       return "Assistant"
+    case "user":
+      return Array.isArray((frame.message as Json | undefined)?.content) &&
+          ((frame.message as Json).content as ReadonlyArray<Json>).some((b) => b.type === "tool_result")
+        ? "ToolResults"
+        : "Other"
     case "result":
       return "Result"
     case "control_request":
@@ -143,6 +148,11 @@ describe(`the real CLI's frames (${TESTED_VERSION})`, () => {
     assert.strictEqual(toolResults.length, 1, "one user frame carries the tool_result")
     assert.strictEqual(toolResults[0]!.tool_use_id, toolUse!.id)
     assert.notStrictEqual(toolResults[0]!.is_error, true)
+    // The fleet reads it as the call's result: what the model was told.
+    const [decoded] = decodedOf(frames, "ToolResults")
+    const block = decoded!.frame.message.content[0]!
+    assert.strictEqual(block.tool_use_id, toolUse!.id)
+    assert.strictEqual(Protocol.toolResultText(block), toolResults[0]!.content)
 
     const result = onlyResult(frames)
     assert.strictEqual(result.subtype, "success")

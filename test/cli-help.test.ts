@@ -44,6 +44,8 @@ describe("--help through a pipe", () => {
     "hibernate",
     "wake",
     "runs",
+    "diff",
+    "costs",
     "worktrees",
     "gc",
     "verify",

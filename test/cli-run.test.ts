@@ -51,7 +51,7 @@ describe("flotta run", () => {
     }
   })
 
-  it("--worktree isolates the run and the footer says where", async () => {
+  it("--worktree isolates the run; the footer says where, and what it changed", async () => {
     const repo = path.join(dir, "repo")
     newRepo(repo)
     const worktree = path.join(repo, ".claude", "worktrees", "cli-run")
@@ -68,6 +68,10 @@ describe("flotta run", () => {
     assert.strictEqual(ran.code, 0, ran.stderr)
     assert.strictEqual(ran.stdout, `WROTE ${worktree}/a.txt\n`)
     assert.include(ran.stderr, `worktree ${worktree}`)
+    assert.match(
+      ran.stderr,
+      /\ncli-run: worktree-cli-run against [0-9a-f]{12}\n {2}\+1 +-0 +a\.txt\n1 file changed, 1 line added/
+    )
     assert.isTrue(fs.existsSync(path.join(worktree, "a.txt")))
     assert.isFalse(fs.existsSync(path.join(repo, "a.txt")))
   })

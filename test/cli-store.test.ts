@@ -1,7 +1,8 @@
 /**
  * The fleet's state on disk, as a user meets it: `flotta serve` with no `store` in its config keeps state in
  * `.flotta/state.db`; one serve per store (a second is refused at once, naming the holder's pid); `doctor` shows
- * the store; after a stop, `flotta transcript` and `flotta reports` read it straight from the file; a restart
+ * the store; after a stop, `flotta transcript`, `flotta reports` and `flotta diff` read it straight from the file
+ * (a tool call's outcome, a worktree run's recorded diff); a restart
  * brings the agents back; a corrupt file is refused at start, untouched. The compiled binary as a child
  * process, the real claude CLI against the built-in simulator.
  */
@@ -11,6 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
+import { newRepo } from "./support/git.js"
 import { freePort, waitUntil } from "./support/realCli.js"
 
 let dir: string
@@ -38,7 +40,7 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
     { timeout: 420_000 },
     async () => {
       const project = path.join(dir, "durable")
-      fs.mkdirSync(project)
+      newRepo(project) // a repository, for a run in a worktree
       const port = await freePort()
       const url = `http://127.0.0.1:${port}/mcp`
       fs.writeFileSync(
@@ -73,6 +75,19 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
         try {
           const spawned = await client.callTool({ name: "flotta_spawn", arguments: { name: "scribe" } })
           assert.notStrictEqual(spawned.isError, true, JSON.stringify(spawned.content))
+          const tree = path.join(project, ".claude", "worktrees", "noted")
+          const ran = await client.callTool({
+            name: "flotta_run",
+            arguments: {
+              prompt: `WRITE ${tree}/notes.md one line`,
+              name: "noted",
+              worktree: true,
+              cwd: project,
+              permission: { allow: ["Write"] },
+              timeoutSeconds: 50
+            }
+          })
+          assert.notStrictEqual(ran.isError, true, JSON.stringify(ran.content))
         } finally {
           await client.close()
         }
@@ -104,6 +119,7 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
         )
         assert.include(transcript.stdout, "  prompt:     READ flotta.config.json\n")
         assert.include(transcript.stdout, "  tool:       Read {\"file_path\":\"flotta.config.json\"}\n")
+        assert.match(transcript.stdout, /\n {14}→ ok · [\d.]+ (B|KiB) · [\d.]+s\n/, "the Read call's outcome")
         assert.include(transcript.stdout, "  reply:      TOOL_RESULT Read:")
         const records = await runFlotta(project, ["transcript", "scribe", "--store", db, "--json"])
         assert.strictEqual(records.code, 0, records.stderr)
@@ -121,13 +137,31 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
 
         const reports = await runFlotta(project, ["reports", "--store", ".flotta/state.db", "--agent", "scribe"])
         assert.strictEqual(reports.code, 0, reports.stderr)
-        assert.deepStrictEqual(kinds(reports.stdout).slice(0, 3), ["spawned", "turn_started", "result"])
+        assert.deepStrictEqual(kinds(reports.stdout).slice(0, 5), [
+          "spawned",
+          "turn_started",
+          "tool_call",
+          "tool_result",
+          "result"
+        ])
 
         // No serve answers: the config's store is read, and stderr says so.
         const fallback = await runFlotta(project, ["transcript", "scout"])
         assert.strictEqual(fallback.code, 0, fallback.stderr)
         assert.include(fallback.stderr, `no serve answered at ${url}; reading the store ${db}`)
         assert.include(fallback.stdout, "  prompt:     REMEMBER the tide turns at noon\n")
+        // The run's diff, recorded in the store when it ended: by --store, and by the fallback.
+        const diffed = await runFlotta(project, ["diff", "noted", "--store", db])
+        assert.strictEqual(diffed.code, 0, diffed.stderr)
+        assert.match(diffed.stdout, /^noted: worktree-noted against [0-9a-f]{12}\n {2}\+1 +-0 +notes\.md\n/)
+        assert.include(diffed.stdout, "+++ b/notes.md\n")
+        const stat = await runFlotta(project, ["diff", "noted", "--stat"])
+        assert.strictEqual(stat.code, 0, stat.stderr)
+        assert.include(stat.stderr, `reading the store ${db}`)
+        assert.notInclude(stat.stdout, "+++ b/notes.md")
+        const noRun = await runFlotta(project, ["diff", "ghost", "--store", db])
+        assert.strictEqual(noRun.code, 12)
+        assert.match(noRun.stderr, /^flotta: RunNotFound: no run named "ghost"/)
         const unknown = await runFlotta(project, ["transcript", "ghost", "--store", db])
         assert.strictEqual(unknown.code, 12)
         assert.include(unknown.stderr, `no agent named "ghost" in the store ${db} (it holds: `)

@@ -118,7 +118,7 @@ describe("bad command-line input", () => {
       [
         ["lsit"],
         "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, clear, close, compact, completion, deny, " +
-        "doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
+        "diff, doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
         "runs, schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
       ]
     ])

@@ -7,6 +7,8 @@
  *
  * - an agent spawned over MCP appears in "Agents", live;
  * - "Send" on an agent page queues a turn whose reply shows in the transcript;
+ * - a streaming agent's words show in its running turn as the model writes them, and a tool call's result shows
+ *   beside the call, collapsed until opened;
  * - "Fork" on an agent page asks for the fork's name and opens the fork's page, which says where it came from;
  * - an approval appears on /approvals live; "Approve" lets the Write happen, "Deny" does not (the model sees it);
  * - "Pause" on /schedule pauses the scheduler, "Resume" resumes it;
@@ -14,6 +16,9 @@
  *   written and restoring it replays exactly what was missed, from the last seen cursor;
  * - a working agent's elapsed time ticks on "/", and "Interrupt" on its page ends the turn;
  * - /reports filters by agent and kind, and its live rows follow the filter;
+ * - a run in a worktree links to its page /runs/<name>: the files it changed and the patch, escaped;
+ * - the Costs page (from the nav) shows the totals, the spend-by-day chart and the top spenders flotta_costs gives,
+ *   and its CSV link downloads what `Costs.toCsv` makes of the same window;
  * - a foreign Origin is refused (from Node and from a page on another origin), and with `mcp.token` set a missing
  *   token is refused, `/?token=` and the login form set an HttpOnly, SameSite=Strict cookie.
  *
@@ -21,6 +26,7 @@
  * README's picture (docs/dashboard.png is a compressed copy of one).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { type CostReport, toCsv as csvOf } from "@flotta/core/Costs"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import * as fs from "node:fs"
@@ -30,6 +36,7 @@ import * as path from "node:path"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { launchBrowser, screenshot } from "./support/browser.js"
 import { startFlotta, stopFlotta } from "./support/cli.js"
+import { newRepo } from "./support/git.js"
 import { freePort } from "./support/ports.js"
 import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.js"
 import { eventually, waitUntil } from "./support/waiting.js"
@@ -134,6 +141,9 @@ const entriesAfter = async (served: Served, cursor: number) =>
   (await served.call<{ entries: Array<ReportEntry>; next: number }>("flotta_reports", { cursor, limit: 10_000 }))
     .entries
 
+/** Money as the dashboard shows it. */
+const usd4 = (usd: number) => `$${usd.toFixed(4)}`
+
 /** Marks the window: a reload or a navigation would lose the mark. */
 const mark = (page: Page) => page.evaluate(() => (globalThis as { flottaMark?: number }).flottaMark = 1)
 const assertNotReloaded = async (page: Page) =>
@@ -223,6 +233,54 @@ describe("the dashboard in Chromium, against flotta serve --simulate", () => {
     await page.close()
   }, 180_000)
 
+  it(
+    "a turn as it happens: a streaming agent's words while it runs, then each tool call's result, collapsed",
+    async () => {
+      const cwd = path.join(served.project, "streamer")
+      fs.mkdirSync(cwd)
+      await served.call("flotta_spawn", { name: "streamer", cwd, permission: "full", stream: true })
+      const page = await context.newPage()
+      await page.goto("/agents/streamer")
+      await mark(page)
+      const transcript = page.getByRole("region", { name: "Transcript" })
+      // The model streams its answer over 6 s: its first words show in the running turn before the turn ends.
+      const { turnId } = await served.call<{ turnId: string }>("flotta_prompt", {
+        name: "streamer",
+        text: "SLOW 6000 one two three four five six seven eight"
+      })
+      const writing = transcript.getByLabel("Writing")
+      await writing.getByText(/SLOW DONE one/).waitFor({ timeout: SLOW })
+      const status = await served.call<{ status: string; current: string | null }>("flotta_status", {
+        name: "streamer"
+      })
+      assert.deepInclude(status, { status: "working", current: turnId }, "the words came while the turn ran")
+      const reply = transcript.locator(".reply .text").filter({
+        hasText: "SLOW DONE one two three four five six seven"
+      })
+      await reply.waitFor({ timeout: SLOW })
+      await writing.waitFor({ state: "detached", timeout: SLOW }) // the streamed text gives way to the reply
+
+      // A Bash call: its outcome beside it, its output collapsed until opened.
+      await served.call("flotta_prompt", { name: "streamer", text: "BASH echo printed-by-bash" })
+      const outcome = transcript.locator(".outcome-ok")
+      await outcome.waitFor({ timeout: SLOW })
+      assert.match((await outcome.textContent()) ?? "", /^ok · /)
+      const result = transcript.locator("details.result").last()
+      assert.isNull(await result.getAttribute("open"), "collapsed by default")
+      assert.isFalse(await result.getByText("printed-by-bash").isVisible())
+      await result.locator("summary").click()
+      await result.getByText("printed-by-bash").waitFor({ state: "visible", timeout: SLOW })
+      // The page is drawn again as the next turn comes: what was opened stays open.
+      await served.call("flotta_prompt", { name: "streamer", text: "ECHO after the call" })
+      await transcript.getByText("ECHO: after the call").waitFor({ timeout: SLOW })
+      assert.isNotNull(await result.getAttribute("open"), "still open")
+      await assertNotReloaded(page)
+      await screenshot(page, "dashboard-tool-results")
+      await page.close()
+    },
+    180_000
+  )
+
   it("Fork on an agent page asks for the fork's name and opens its page, which says where it came from", async () => {
     const page = await context.newPage()
     await page.goto("/agents/scout")
@@ -281,6 +339,108 @@ describe("the dashboard in Chromium, against flotta serve --simulate", () => {
     assert.sameMembers(decided.approvals.map((a) => a.status), ["allowed", "denied"])
     await page.close()
   }, 240_000)
+
+  it("a worktree run's page shows the files it changed and its patch, escaped, linked from the run", async () => {
+    const repo = newRepo(path.join(served.project, "repo"))
+    const file = path.join(repo, ".claude", "worktrees", "differ", "notes.html")
+    await served.call("flotta_run", {
+      name: "differ",
+      cwd: repo,
+      worktree: true,
+      permission: "full",
+      prompt: `WRITE ${file} <script>window.flottaPwned = 1</script> & more`
+    })
+    await eventually(
+      () => served.call<{ done: boolean }>("flotta_wait", { name: "differ", run: true, timeoutSeconds: 30 }),
+      (v) => v.done,
+      120_000,
+      "the run"
+    )
+    const page = await context.newPage()
+    await page.goto("/agents/differ")
+    await page.getByRole("link", { name: "Its diff" }).click()
+    await page.waitForURL(/\/runs\/differ$/, { timeout: SLOW })
+    const files = page.getByRole("table", { name: "Files" })
+    await files.getByText("notes.html").waitFor({ timeout: SLOW })
+    await files.getByText("+1", { exact: true }).first().waitFor()
+    const patch = page.getByRole("region", { name: "Patch" })
+    await patch.getByText("+<script>window.flottaPwned = 1</script> & more").waitFor({ timeout: SLOW })
+    await patch.getByText("+++ b/notes.html").waitFor()
+    assert.isUndefined(await page.evaluate(() => (globalThis as { flottaPwned?: number }).flottaPwned))
+    await screenshot(page, "dashboard-run-diff")
+    await page.close()
+  }, 240_000)
+
+  it("the Costs page shows flotta_costs' totals, spend by day and top spenders, and downloads its CSV", async () => {
+    // A turn now, so that today has spend, and the fleet at rest, so that the sums hold still.
+    const turn = await served.call<{ turnId: string }>("flotta_prompt", {
+      name: "scout",
+      text: "ECHO what did it cost"
+    })
+    await replyOf(served, "scout", turn.turnId)
+    const costs = (by: string, since = "30d") => served.call<CostReport>("flotta_costs", { by, since })
+    const page = await context.newPage()
+    await page.goto("/")
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Costs" }).click()
+    await page.waitForURL(/\/costs$/, { timeout: SLOW })
+    const agents = page.getByRole("table", { name: "Top agents" })
+    await agents.getByRole("link", { name: "scout", exact: true }).waitFor({ timeout: SLOW })
+
+    // The totals: what flotta_costs says for the same windows (the page follows the log, so wait for it to settle).
+    const totalsOf = () =>
+      Promise.all(
+        ["Today", "Last 7 days", "This window"].map((name) =>
+          page.getByRole("group", { name }).locator("strong").textContent()
+        )
+      )
+    const expected = async () => {
+      const today = new Date().toISOString().slice(0, 10)
+      return [await costs("day", today), await costs("day", "7d"), await costs("day")].map((r) => usd4(r.totalUsd))
+    }
+    const want = await expected()
+    await eventually(totalsOf, (got) => JSON.stringify(got) === JSON.stringify(want), SLOW, `the totals ${want}`)
+    assert.notStrictEqual(want[0], "$0.0000", "today's turns cost something")
+
+    // The top spenders, by agent and by model.
+    for (const [by, name] of [["agent", "Top agents"], ["model", "Top models"]] as const) {
+      const report = await costs(by)
+      const rows = await page.getByRole("table", { name }).locator("tbody tr").evaluateAll((trs) =>
+        trs.map((tr) =>
+          Array.from(
+            (tr as unknown as { cells: ArrayLike<{ textContent: string | null }> }).cells,
+            (c) => (c.textContent ?? "").trim()
+          )
+        )
+      )
+      assert.deepStrictEqual(
+        rows.map((r) => [r[0], r[1], r[3]]),
+        report.groups.slice(0, 10).map((g) => [g.key ?? `(no ${by})`, usd4(g.costUsd), String(g.turns)]),
+        name
+      )
+    }
+
+    // The chart: uPlot draws spend by day on a canvas.
+    const figure = page.locator("figure[data-chart=costPerDay]")
+    await figure.locator("canvas").first().waitFor({ timeout: SLOW })
+    assert.notInclude((await figure.getAttribute("class")) ?? "", "no-data")
+    await screenshot(page, "dashboard-costs")
+
+    // The CSV: a download of every group, and the same bytes from its address.
+    const link = page.getByRole("link", { name: "Download CSV by model" })
+    const href = (await link.getAttribute("href")) ?? ""
+    assert.strictEqual(href, "/costs.csv?by=model&since=30d")
+    const [download] = await Promise.all([page.waitForEvent("download", { timeout: SLOW }), link.click()])
+    assert.strictEqual(download.suggestedFilename(), "flotta-costs-by-model.csv")
+    const saved = fs.readFileSync(await download.path(), "utf8")
+    const byModel = await costs("model")
+    assert.strictEqual(saved, csvOf(byModel))
+    const fetched = await context.request.get(href)
+    assert.strictEqual(fetched.status(), 200)
+    assert.match(fetched.headers()["content-type"] ?? "", /^text\/csv/)
+    assert.strictEqual(fetched.headers()["content-disposition"], `attachment; filename="flotta-costs-by-model.csv"`)
+    assert.strictEqual(await fetched.text(), saved)
+    await page.close()
+  }, 180_000)
 
   it("Pause on /schedule pauses the scheduler, and Resume resumes it", async () => {
     const page = await context.newPage()

@@ -38,6 +38,56 @@ describe("worktrees (fake CLI, real git)", () => {
       assert.deepInclude(listed[0]!, { path: expected, branch: "worktree-iso", clean: true, locked: false })
     }).pipe(Effect.provide(fakeFleet())))
 
+  it.scopedLive("a run that writes two files records its diff (files, counts, patch); it outlives gc of the worktree", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      const dir = yield* repo
+      const base = git(dir, "rev-parse", "HEAD")
+      const files = {
+        "README": "hi\nthere\n",
+        "src/new.ts": "export const a = 1\nexport const b = 2\nexport const c = 3\n"
+      }
+      const result = yield* fleet.run({
+        prompt: `write ${JSON.stringify(files)}`,
+        cwd: dir,
+        worktree: true,
+        name: "scribe"
+      })
+      assert.strictEqual(result.text, "wrote README, src/new.ts")
+      const tree = path.join(dir, ".claude", "worktrees", "scribe")
+      const diff = yield* fleet.diff("scribe")
+      assert.deepInclude(diff, { name: "scribe", worktree: tree, branch: "worktree-scribe", base, running: false })
+      assert.deepStrictEqual(diff.files, [
+        { path: "README", added: 2, removed: 1 },
+        { path: "src/new.ts", added: 3, removed: 0 }
+      ])
+      assert.deepInclude(diff, { added: 5, removed: 1, truncated: false })
+      assert.include(diff.patch, "diff --git a/README b/README")
+      assert.include(diff.patch, "-hello\n+hi\n+there\n")
+      assert.include(diff.patch, "new file mode 100644")
+      assert.include(diff.patch, "+++ b/src/new.ts\n@@ -0,0 +1,3 @@\n+export const a = 1\n")
+      assert.strictEqual(diff.patchBytes, Buffer.byteLength(diff.patch))
+      // The worktree's own index is untouched: the new file is still untracked there.
+      assert.include(git(tree, "status", "--porcelain"), "?? src/")
+
+      const collected = yield* fleet.gcWorktrees(dir, { force: true })
+      assert.deepStrictEqual(collected.removed, [tree])
+      assert.isFalse(fs.existsSync(tree))
+      assert.deepStrictEqual(yield* fleet.diff("scribe"), diff)
+
+      // With cleanup, which commits what the run left and removes its worktree, the diff is kept the same way.
+      const second = { "notes.md": "one\n" }
+      yield* fleet.run({
+        prompt: `write ${JSON.stringify(second)}`,
+        cwd: dir,
+        worktree: true,
+        cleanup: true,
+        name: "tidy-scribe"
+      })
+      assert.deepStrictEqual((yield* fleet.diff("tidy-scribe")).files, [{ path: "notes.md", added: 1, removed: 0 }])
+      assert.strictEqual(tagOf(yield* Effect.exit(fleet.diff("nobody"))), "RunNotFound")
+    }).pipe(Effect.provide(fakeFleet())))
+
   it.scopedLive("a cwd outside git with worktree set is NotAGitRepo", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta

@@ -1,15 +1,19 @@
 /**
  * The Postgres store against a throwaway Postgres 15 server: the same suite as memory and SQLite, the advisory
  * lock (one writer per store, per schema), and a store that refuses writes while running (its privileges
- * revoked): it turns degraded, keeps what it was given, and commits it all once it may write again.
+ * revoked): it turns degraded, keeps what it was given, and commits it all once it may write again. A store of the
+ * first schema is brought up to the second, its finished turns' spend booked for the cost console.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schedule } from "effect"
 import pg from "pg"
+import * as Costs from "../packages/core/src/Costs.js"
+import type { CostBy } from "../packages/core/src/Costs.js"
+import { SCHEMA_VERSION } from "../packages/core/src/internal/sqlSchema.js"
 import * as PostgresStore from "../packages/core/src/PostgresStore.js"
 import type { StoreShape } from "../packages/core/src/Store.js"
 import * as StoreConfig from "../packages/core/src/StoreConfig.js"
-import { storeSuite } from "../packages/core/test/storeSuite.js"
+import { storeSuite, turnRow } from "../packages/core/test/storeSuite.js"
 import { findPostgresBinaries, type Postgres, startPostgres } from "./support/postgres.js"
 
 const found = findPostgresBinaries()
@@ -74,9 +78,73 @@ describe("Store: Postgres", () => {
       assert.strictEqual(counted[0]!["n"], 1)
       const info = yield* a.info
       assert.strictEqual(info.kind, "postgres")
-      assert.strictEqual(info.schemaVersion, 1)
+      assert.strictEqual(info.schemaVersion, SCHEMA_VERSION)
       assert.include(info.location, "schema fleet_a")
     })))
+
+  it.live("a store of the first schema is brought up to date: its finished turns' spend is booked for costs", () =>
+    Effect.gen(function*() {
+      const url = yield* newDatabase()
+      const target = { postgres: { url, schema: "upgraded" } }
+      const day = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)
+      // Three days of turns: per model where the CLI said, on `unknown` where it did not; one unfinished.
+      const perModel = (row: ReturnType<typeof turnRow>, modelCosts: Record<string, number>) => ({
+        ...row,
+        record: { ...row.record, modelCosts }
+      })
+      const turns = [
+        perModel(turnRow("alpha", 1, "succeeded", `${day(2)}T09:00:00.000Z`), { opus: 0.03, haiku: 0.002 }),
+        perModel(turnRow("alpha", 2, "failed", `${day(1)}T10:30:00.000Z`), { opus: 0.05 }),
+        { ...turnRow("beta", 1, "succeeded", `${day(1)}T23:59:59.000Z`), run: "nightly-1" },
+        perModel(turnRow("beta", 2, "succeeded", `${day(0)}T00:00:00.000Z`), { haiku: 0.004 }),
+        turnRow("gamma", 1, "queued", null)
+      ]
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open(target, { retainDays: 0 })
+        for (const row of turns) store.saveTurn(row)
+        assert.isTrue(yield* store.flush())
+      }))
+      // What a flotta of schema version 1 left: no cost table, no second migration.
+      yield* query(url, "drop table upgraded.flotta_costs")
+      yield* query(url, "delete from upgraded.flotta_migrations where migration_id = 2")
+
+      const by: ReadonlyArray<CostBy> = ["agent", "model", "day", "run"]
+      const reports = yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open(target, { retainDays: 0 })
+        const reports = yield* Effect.forEach(by, (by) => store.costs({ since: null, until: null, by }))
+        return { info: yield* store.info, reports }
+      }))
+      assert.strictEqual(reports.info.schemaVersion, SCHEMA_VERSION)
+      const migrations = yield* query(url, "select migration_id from upgraded.flotta_migrations order by 1")
+      assert.deepStrictEqual(migrations.map((m) => m["migration_id"]), [1, 2])
+
+      // The sums are the turns' own costs, grouped by hand.
+      const expected: Record<string, Record<string, number>> = {
+        agent: { alpha: 0.03 + 0.002 + 0.05, beta: 0.01 + 0.004 },
+        model: { opus: 0.08, haiku: 0.006, unknown: 0.01 },
+        day: { [day(2)]: 0.032, [day(1)]: 0.06, [day(0)]: 0.004 },
+        run: { "nightly-1": 0.01, "": 0.086 }
+      }
+      const rows = turns.flatMap(Costs.costRowsOf)
+      by.forEach((grouping, i) => {
+        const report = reports.reports[i]!
+        assert.strictEqual(report.turns, 4, grouping)
+        assert.approximately(report.totalUsd, 0.096, 1e-9, grouping)
+        const got = Object.fromEntries(report.groups.map((g) => [g.key ?? "", g.costUsd]))
+        assert.sameMembers(Object.keys(got), Object.keys(expected[grouping]!), grouping)
+        for (const [key, usd] of Object.entries(expected[grouping]!)) {
+          assert.approximately(got[key]!, usd, 1e-9, `${grouping} ${key}`)
+        }
+        // And what the in-memory aggregation (the memory store's) makes of the same turns.
+        const reference = Costs.aggregate(rows, { since: null, until: null, by: grouping })
+        assert.deepStrictEqual(
+          report.groups.map((g) => [g.key, g.turns]),
+          reference.groups.map((g) => [g.key, g.turns])
+        )
+      })
+      const byDay = reports.reports[2]!
+      assert.deepStrictEqual(byDay.groups.map((g) => g.key), [day(2), day(1), day(0)], "days in time order")
+    }))
 
   it.live("a store that refuses writes while running turns degraded, keeps every write, and catches up", () =>
     Effect.scoped(Effect.gen(function*() {

@@ -15,6 +15,7 @@ import { Clock, Duration, Effect, Option, Schema } from "effect"
 import * as path from "node:path"
 import * as Answers from "./Answers.js"
 import { agentToolCommand, call, callAndPrint, connection, ToolFailed, withClient } from "./Connection.js"
+import * as CostsCommand from "./CostsCommand.js"
 import * as Flags from "./Flags.js"
 import * as PermissionFlags from "./PermissionFlags.js"
 import * as RunViews from "./RunViews.js"
@@ -170,6 +171,8 @@ export const spawnOptions = {
         "next prompt."
     )
   ),
+  stream: Options.boolean("stream").pipe(Options.withDescription("Stream its text live, as the model writes it.")),
+  ...CostsCommand.budgetOptions,
   ...SandboxFlags.options
 }
 
@@ -198,6 +201,8 @@ export const spawnArgs = (name: string, flags: SpawnFlags) =>
       ...Shared.ifSome("resume", flags.resume),
       ...Shared.ifSome("host", flags.host),
       ...Shared.ifSome("autoCompactAt", flags.autoCompactAt),
+      ...(flags.stream ? { stream: true } : {}),
+      ...CostsCommand.budgetOf(flags),
       ...SandboxFlags.sandboxOf(flags)
     }
   })

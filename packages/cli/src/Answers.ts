@@ -3,6 +3,7 @@
  * engine's views), one per tool the commands call, so that nothing a serve sends is cast.
  */
 import { ApprovalSchema } from "@flotta/core/Approvals"
+import { RunDiff } from "@flotta/core/RunDiff"
 import * as Tool from "@flotta/mcp/Schemas"
 import { Schema } from "effect"
 
@@ -36,5 +37,6 @@ export const RunOutcome = Schema.Struct({
   kind: Schema.Literal("run", "verify"),
   result: Schema.Union(Tool.RunResult, Tool.VerifyReport)
 })
+export const Diff = RunDiff
 export const Approvals = Schema.Struct({ approvals: Schema.Array(ApprovalSchema) })
 export const Decided = ApprovalSchema

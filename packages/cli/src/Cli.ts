@@ -10,6 +10,7 @@ import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as ClientCommands from "./ClientCommands.js"
 import * as CompletionCommand from "./CompletionCommand.js"
 import * as ConfigFile from "./ConfigFile.js"
+import * as CostsCommand from "./CostsCommand.js"
 import * as DoctorCommand from "./DoctorCommand.js"
 import * as InitCommand from "./InitCommand.js"
 import * as McpCommand from "./McpCommand.js"
@@ -49,6 +50,7 @@ export const flotta = Command.make("flotta").pipe(
     ...AgentCommands.commands,
     ...SessionCommands.commands,
     ...RunsCommands.commands,
+    ...CostsCommand.commands,
     ...WorktreeCommands.commands,
     ...ScheduleCommands.commands,
     ...ApprovalCommands.commands,

@@ -8,6 +8,8 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { TurnRecord } from "@flotta/core/Agent"
+import type { RunNotFound } from "@flotta/core/Errors"
+import type { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import type { ReportEntry, StoreShape } from "@flotta/core/Store"
 import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Option, Schema } from "effect"
@@ -158,8 +160,8 @@ interface Transcript {
   readonly turns: ReadonlyArray<TurnRecord>
 }
 
-/** Where `reports` and `transcript` read: a running serve, or the store itself. */
-interface Source {
+/** Where `reports`, `transcript` and `diff` read: a running serve, or the store itself. */
+export interface Source {
   readonly reports: (
     query: { readonly cursor: number; readonly limit: number; readonly agent: Option.Option<string> }
   ) => Effect.Effect<
@@ -170,6 +172,7 @@ interface Source {
     name: string,
     last: number | undefined
   ) => Effect.Effect<Transcript, ToolFailed | ServerUnreachable | StoreAccess.NotInStore>
+  readonly diff: (name: string) => Effect.Effect<RunDiff, ToolFailed | ServerUnreachable | RunNotFound | NoDiff>
 }
 
 const serverSource = (client: Client): Source => ({
@@ -180,7 +183,8 @@ const serverSource = (client: Client): Source => ({
       ...Shared.ifSome("agent", agent)
     }, Answers.Reports),
   transcript: (name, last) =>
-    call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }, Answers.Transcript)
+    call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }, Answers.Transcript),
+  diff: (name) => call(client, "flotta_diff", { name }, Answers.Diff)
 })
 
 const storeSource = (store: StoreShape): Source => ({
@@ -190,10 +194,11 @@ const storeSource = (store: StoreShape): Source => ({
       limit,
       ...Shared.ifSome("agent", agent)
     }),
-  transcript: (name, last) => StoreAccess.transcript(store, name, last)
+  transcript: (name, last) => StoreAccess.transcript(store, name, last),
+  diff: (name) => StoreAccess.diff(store, name)
 })
 
-const storeFlag = Options.text("store").pipe(
+export const storeFlag = Options.text("store").pipe(
   Options.withPseudoName("path"),
   Flags.optional(
     "Read this store directly (read-only; beside a running serve too) instead of asking a serve: an SQLite " +
@@ -217,7 +222,7 @@ const storeTarget = (text: string) => {
  * Runs `body` against `--store`, else a running serve, else (when none answers, no `--url` was given, and the
  * config's store is an SQLite file that exists) that file, read-only, saying so on stderr.
  */
-const withSource = <A, E, R>(
+export const withSource = <A, E, R>(
   flags: Connection & { readonly store: Option.Option<string> },
   body: (source: Source) => Effect.Effect<A, E, R>
 ) =>

@@ -46,6 +46,7 @@ export const EXIT_CODES = [
       "NoResult",
       "TurnPending",
       "RunNotFound",
+      "NoDiff",
       "ServerUnreachable",
       "NotInStore",
       "SchedulerNotEnabled",

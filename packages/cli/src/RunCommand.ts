@@ -174,10 +174,18 @@ export const command = Command.make(
         ...Shared.ifSome("pick", flags.pick),
         ...(flags.keepAll ? { keepAll: true } : {})
       }
-      const result = yield* Effect.flatMap(Flotta, (fleet) =>
+      const { changed, result } = yield* Effect.flatMap(Flotta, (fleet) =>
         Effect.zipRight(
           asks ? ApprovalCommands.answerAtTerminal(fleet, spinner.hold) : Effect.void,
-          fleet.run(runOptions)
+          fleet.run(runOptions).pipe(
+            // A run in a worktree says what it changed, from the diff the fleet recorded as it ended.
+            Effect.bindTo("result"),
+            Effect.bind(
+              "changed",
+              ({ result }) =>
+                result.worktree === undefined ? Effect.succeedNone : Effect.option(fleet.diff(result.name))
+            )
+          )
         )).pipe(
           Effect.scoped,
           Effect.ensuring(spinner.stop),
@@ -188,6 +196,9 @@ export const command = Command.make(
         jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
       )
       yield* Output.stderr(RunViews.runFooter(result))
+      if (Option.isSome(changed)) {
+        yield* Output.stderr(RunViews.renderDiff(changed.value, { patch: false }))
+      }
     })
 ).pipe(
   Command.withDescription(

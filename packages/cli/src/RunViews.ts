@@ -1,8 +1,9 @@
 /**
  * How the command shows runs, verifies and worktrees to a person: the list of async runs, one run's outcome (the
- * same footer `flotta run` prints), a verify's checks, the run worktrees of a repository and what `gc` did. Pure
- * functions of the data, whether it came from a running serve or from git here.
+ * same footer `flotta run` prints), a verify's checks, a run's diff, the run worktrees of a repository and what `gc`
+ * did. Pure functions of the data, whether it came from a running serve or from git here.
  */
+import type { RunDiff } from "@flotta/core/RunDiff"
 import type { RunView } from "@flotta/core/RunList"
 import type { GcResult, VerifyResult, WorktreeInfo } from "@flotta/core/Worktrees"
 import type { RunResult, VerifyReport } from "@flotta/mcp/Schemas"
@@ -155,4 +156,21 @@ export const renderGc = (result: GcResult, repo: string): string => {
     ...result.removed.map((p) => `removed ${shown(p)}`),
     ...result.kept.map((k) => `kept ${shown(k.path)}: ${k.reason}`)
   ].join("\n")
+}
+
+/** A run's diff as `git diff --stat` shows it (a file per line, the totals), then the patch unless asked not to. */
+export const renderDiff = (diff: RunDiff, options: { readonly patch: boolean }): string => {
+  const count = (n: number | null) => (n === null ? "bin" : String(n))
+  const head = `${diff.name}: ${diff.branch} against ${diff.base.slice(0, 12)}` +
+    (diff.running ? " (still running: its changes so far)" : "")
+  const files = diff.files.length === 0
+    ? ["no changes"]
+    : table(diff.files.map((f) => [`+${count(f.added)}`, `-${count(f.removed)}`, f.path])).split("\n")
+  const totals = `${plural(diff.files.length, "file")} changed, ${plural(diff.added, "line")} added, ` +
+    `${plural(diff.removed, "line")} removed`
+  const cut = diff.truncated
+    ? [`(the patch is cut at ${new TextEncoder().encode(diff.patch).length} of its ${diff.patchBytes} bytes)`]
+    : []
+  const patch = options.patch && diff.patch.length > 0 ? ["", diff.patch.replace(/\n$/, ""), ...cut] : []
+  return [head, ...files.map((line) => `  ${line}`), totals, ...patch].join("\n")
 }

@@ -2,13 +2,16 @@
  * `flotta runs`: the async runs and verifies of a running `flotta serve` (started over MCP, or by its scheduler),
  * over its MCP endpoint (see Connection), newest first; `flotta runs NAME` prints one's whole outcome. A run still
  * going is TurnPending, a failed one ends the command with its own error and exit code, and a name the serve does
- * not know is RunNotFound (exit code 12).
+ * not know is RunNotFound (exit code 12). `flotta diff RUN` prints what a run in a worktree changed: its files with
+ * lines added and removed, then the patch (`--stat`: the files only); a run without a worktree is NoDiff.
  */
-import { Args, Command } from "@effect/cli"
+import { Args, Command, Options } from "@effect/cli"
 import { Clock, Effect, Option } from "effect"
 import * as Answers from "./Answers.js"
+import { storeFlag, withSource } from "./ClientCommands.js"
 import { callAndPrint, connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
+import * as Output from "./Output.js"
 import * as RunViews from "./RunViews.js"
 import * as Shared from "./SharedOptions.js"
 import { invalid } from "./SharedOptions.js"
@@ -52,4 +55,28 @@ const runs = Command.make(
   )
 )
 
-export const commands = [runs] as const
+const diff = Command.make(
+  "diff",
+  {
+    ...connection,
+    store: storeFlag,
+    stat: Options.boolean("stat").pipe(Options.withDescription("Print only the files and their counts, no patch.")),
+    name: Flags.nameArgument("name", "The run's name.")
+  },
+  (flags) =>
+    withSource(flags, (source) =>
+      Effect.gen(function*() {
+        const recorded = yield* source.diff(flags.name)
+        yield* Output.stdout(
+          flags.json ? JSON.stringify(recorded, null, 2) : RunViews.renderDiff(recorded, { patch: !flags.stat })
+        )
+      }))
+).pipe(
+  Command.withDescription(
+    "Print what a run in a worktree changed against the commit it started from, as recorded when the run ended " +
+      "(kept after gc): each file with lines added and removed, then the patch (cut at 256 KiB); while it goes on, " +
+      "its changes so far. From a running serve, or the store itself (a shell `flotta run --worktree`'s too)."
+  )
+)
+
+export const commands = [runs, diff] as const

@@ -16,6 +16,8 @@ const oneLine = (text: string, max: number) => {
 /** A short description of an activity, e.g. `Read src/index.ts` or `writing: The answer is`. */
 export const describe = (activity: Agent.Activity): string => {
   if (activity._tag === "Text") return `writing: ${oneLine(activity.text, 50)}`
+  if (activity._tag === "TextDelta") return "writing"
+  if (activity._tag === "ToolResult") return `${activity.tool}: ${activity.outcome.status}`
   const input = activity.input as Record<string, unknown> | undefined
   const target = input?.["file_path"] ?? input?.["command"] ?? input?.["pattern"] ?? input?.["path"]
   return typeof target === "string" ? `${activity.tool} ${oneLine(target, 50)}` : activity.tool

@@ -1,13 +1,16 @@
 /**
  * Reading a store straight from its file or database, beside a running fleet or without one: read-only, so no
- * lock is taken and nothing is written (`flotta reports --store`, `flotta transcript --store`, `flotta doctor`).
+ * lock is taken and nothing is written (`flotta reports --store`, `flotta transcript --store`, `flotta diff --store`,
+ * `flotta doctor`).
  */
 import type { TurnRecord } from "@flotta/core/Agent"
+import { RunNotFound } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
+import { NoDiff, RunDiff, stateKey } from "@flotta/core/RunDiff"
 import * as Sqlite from "@flotta/core/Sqlite"
 import type * as Store from "@flotta/core/Store"
 import * as StoreConfig from "@flotta/core/StoreConfig"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
 
@@ -69,3 +72,13 @@ export const transcript = Effect.fn("StoreAccess.transcript")(
     return { name, total: turns.length, turns: last === undefined ? turns : turns.slice(-last) }
   }
 )
+
+const decodeDiff = Schema.decodeUnknownOption(RunDiff)
+
+/** A run's recorded diff from the store: NoDiff for a run the store knows without one, else RunNotFound. */
+export const diff = Effect.fn("StoreAccess.diff")(function*(store: Store.StoreShape, name: string) {
+  const recorded = Option.flatMap(yield* store.loadState(stateKey(name)), decodeDiff)
+  if (Option.isSome(recorded)) return recorded.value
+  const known = Option.isSome(yield* store.run(name)) || (yield* store.agents).some((a) => a.name === name)
+  return yield* (known ? new NoDiff({ name }) : new RunNotFound({ name }))
+})

@@ -3,7 +3,7 @@
  * what came back from it at start, report entries and transcripts. Pure functions of the data, so the text is
  * the same whether it came from a running serve or straight from the store.
  */
-import type { TranscriptMark, TurnRecord } from "@flotta/core/Agent"
+import type { ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
 import type { ContextUse } from "@flotta/core/AgentView"
 import type { RestoreReport } from "@flotta/core/Restore"
 import type { ReportEntry, StoreHealth, StoreInfo } from "@flotta/core/Store"
@@ -144,6 +144,39 @@ export const describeMark = (mark: TranscriptMark): string => {
   }
 }
 
+/** The lines of a tool's result a transcript shows (the record keeps up to its bound: `--json` has it all). */
+const RESULT_LINES = 6
+
+/** Bytes as people read them: `812 B`, `10.0 KiB`. */
+const size = (bytes: number) => (bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`)
+
+/**
+ * A tool call's outcome, in words: `→ ok · 11 B · 3.0s` and its first lines, or why it was refused
+ * (`→ refused: a human (cli) denied it: not on a Friday`).
+ */
+export const describeOutcome = (outcome: ToolOutcome): string => {
+  const took = `${(outcome.durationMs / 1000).toFixed(1)}s`
+  if (outcome.status === "refused" && outcome.refusal !== undefined) {
+    const { by, message, reason } = outcome.refusal
+    const who = REFUSED_BY[reason] + (by === undefined ? "" : ` (${by})`)
+    return `→ refused: ${who}: ${message}`
+  }
+  const lines = outcome.text.split("\n")
+  const shown = lines.slice(0, RESULT_LINES).join("\n")
+  const more = lines.length > RESULT_LINES || outcome.truncated
+    ? `\n… (${size(outcome.bytes)} in all)`
+    : ""
+  return `→ ${outcome.status} · ${size(outcome.bytes)} · ${took}${shown.length === 0 ? "" : `\n${shown}`}${more}`
+}
+
+const REFUSED_BY: Record<ToolRefusal["reason"], string> = {
+  not_offered: "not offered to this agent",
+  sandbox: "its sandbox refused it",
+  policy: "its permission refused it",
+  human: "a human denied it",
+  expired: "nobody decided in time"
+}
+
 /** How full a context is, in words: `4,427 tokens, 0.4% of 1,000,000`. */
 export const describeContext = (context: ContextUse): string =>
   `${tokens(context.tokens)} tokens` +
@@ -159,7 +192,10 @@ export const renderTurn = (record: TurnRecord): string => {
     heading(record),
     field("prompt", record.prompt)
   ]
-  for (const call of record.toolCalls) lines.push(field("tool", `${call.name} ${compact(call.input)}`))
+  for (const call of record.toolCalls) {
+    const outcome = call.outcome === undefined ? "" : `\n${describeOutcome(call.outcome)}`
+    lines.push(field("tool", `${call.name} ${compact(call.input)}${outcome}`))
+  }
   for (const decision of record.permissions) {
     const changed = decision.updatedInput === undefined ? "" : ` (input changed to ${compact(decision.updatedInput)})`
     const why = decision.message === undefined || decision.message.length === 0 ? "" : `: ${decision.message}`

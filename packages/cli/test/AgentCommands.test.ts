@@ -42,6 +42,9 @@ const none = {
   resume: Option.none(),
   host: Option.none(),
   autoCompactAt: Option.none(),
+  maxBudgetUsd: Option.none(),
+  budgetPer: Option.none(),
+  stream: false,
   sandbox: false,
   sandboxAllowHost: [] as Array<string>,
   sandboxWritable: [] as Array<string>
@@ -154,7 +157,8 @@ describe("spawn's flags as the tool's arguments", () => {
         env: ["A=1", "B=x=y"],
         role: Option.some("manager"),
         resume: Option.some("s-0"),
-        host: Option.some("node-b")
+        host: Option.some("node-b"),
+        stream: true
       })
       assert.deepStrictEqual(args, {
         name: "scout",
@@ -166,7 +170,8 @@ describe("spawn's flags as the tool's arguments", () => {
         env: { A: "1", B: "x=y" },
         role: "manager",
         resume: "s-0",
-        host: "node-b"
+        host: "node-b",
+        stream: true
       })
     }))
 

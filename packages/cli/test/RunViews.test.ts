@@ -146,3 +146,43 @@ describe("worktrees and gc", () => {
     assert.strictEqual(RunViews.renderGc({ removed: [], kept: [] }, "/r"), "no run worktrees")
   })
 })
+
+describe("a run's diff", () => {
+  const diff = {
+    name: "fixer",
+    worktree: "/r/.claude/worktrees/fixer",
+    branch: "worktree-fixer",
+    base: "0123456789abcdef0123456789abcdef01234567",
+    files: [{ path: "src/a.ts", added: 12, removed: 3 }, { path: "logo.png", added: null, removed: null }],
+    added: 12,
+    removed: 3,
+    patch: "diff --git a/src/a.ts b/src/a.ts\n+x\n",
+    patchBytes: 300_000,
+    truncated: true,
+    running: false,
+    at: "2026-12-03T08:00:04.200Z"
+  }
+
+  it("lists the files with their counts and the totals, then the patch and where it was cut", () => {
+    assert.strictEqual(
+      RunViews.renderDiff(diff, { patch: true }),
+      "fixer: worktree-fixer against 0123456789ab\n" +
+        "  +12   -3    src/a.ts\n" +
+        "  +bin  -bin  logo.png\n" +
+        "2 files changed, 12 lines added, 3 lines removed\n" +
+        "\n" +
+        "diff --git a/src/a.ts b/src/a.ts\n+x\n" +
+        "(the patch is cut at 36 of its 300000 bytes)"
+    )
+  })
+
+  it("with --stat, the files only; a run still going says so; no change says so", () => {
+    const text = RunViews.renderDiff({ ...diff, files: [], added: 0, removed: 0, running: true }, { patch: false })
+    assert.strictEqual(
+      text,
+      "fixer: worktree-fixer against 0123456789ab (still running: its changes so far)\n" +
+        "  no changes\n" +
+        "0 files changed, 0 lines added, 0 lines removed"
+    )
+  })
+})

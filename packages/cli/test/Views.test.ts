@@ -134,6 +134,63 @@ describe("transcripts and report entries", () => {
     )
   })
 
+  it("each tool call's outcome under it: what it printed (its first lines), an error, or why it was refused", () => {
+    const text = Views.renderTurn(record({
+      toolCalls: [
+        {
+          id: "a",
+          name: "Bash",
+          input: { command: "seq 8" },
+          outcome: { status: "ok", text: "1\n2\n3\n4\n5\n6\n7\n8", bytes: 15, truncated: false, durationMs: 1234 }
+        },
+        {
+          id: "b",
+          name: "Bash",
+          input: { command: "false" },
+          outcome: { status: "error", text: "Exit code 1", bytes: 11, truncated: false, durationMs: 40 }
+        },
+        {
+          id: "c",
+          name: "Write",
+          input: { file_path: "x" },
+          outcome: {
+            status: "refused",
+            text: "A human denied this tool call: not today",
+            bytes: 40,
+            truncated: false,
+            durationMs: 60_000,
+            refusal: { reason: "human", message: "A human denied this tool call: not today", by: "cli" }
+          }
+        },
+        { id: "d", name: "Read", input: { file_path: "y" } }
+      ],
+      reply: "done"
+    }))
+    assert.strictEqual(
+      text,
+      [
+        "t1  succeeded · $0.0123 · 2.3s · 2 model calls · started 2026-01-01T10:00:01.000Z",
+        "  prompt:     What is in README.md?",
+        "  tool:       Bash {\"command\":\"seq 8\"}",
+        "              → ok · 15 B · 1.2s",
+        "              1",
+        "              2",
+        "              3",
+        "              4",
+        "              5",
+        "              6",
+        "              … (15 B in all)",
+        "  tool:       Bash {\"command\":\"false\"}",
+        "              → error · 11 B · 0.0s",
+        "              Exit code 1",
+        "  tool:       Write {\"file_path\":\"x\"}",
+        "              → refused: a human denied it (cli): A human denied this tool call: not today",
+        "  tool:       Read {\"file_path\":\"y\"}",
+        "  reply:      done"
+      ].join("\n")
+    )
+  })
+
   it("a failed turn shows its error; a queued one when it was queued", () => {
     const failed = Views.renderTurn(record({
       status: "failed",

@@ -1,8 +1,8 @@
 /**
  * One fleet over several hosts. `Cluster.layer(section)` sits on a host's engine and replaces its `Flotta` with a
  * fleet-wide one: an operation on an agent goes to the host that runs it (the `Agent` entity whose id names that
- * host), `list`, `broadcast`, approvals and `runs` span every live host (a run's outcome is found on the host that
- * started it), and the report log is the cluster store's, where every host copies its own entries. Names of agents
+ * host), `list`, `broadcast`, approvals and `runs` span every live host (a run's outcome and diff are found on the
+ * host that started it), and the report log is the cluster store's, where every host copies its own entries. Names of agents
  * are unique across the cluster.
  *
  * A host whose lease lapses is dead: the live hosts move its agents, each of which starts again on its new host
@@ -14,6 +14,7 @@ import type { FileSystem } from "@effect/platform/FileSystem"
 import { errorView } from "@flotta/core/AgentView"
 import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
 import * as Client from "@flotta/core/Client"
+import * as Costs from "@flotta/core/Costs"
 import { AgentNotFound } from "@flotta/core/Errors"
 import type { RunNotFound } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
@@ -21,7 +22,7 @@ import * as Flottas from "@flotta/core/Flotta"
 import { Flotta } from "@flotta/core/Flotta"
 import type { AskOptions, BootReport } from "@flotta/core/Flotta"
 import type { Registry } from "@flotta/core/Registry"
-import type { ReportLog } from "@flotta/core/ReportLog"
+import type { ReportLog, SubscribeOptions } from "@flotta/core/ReportLog"
 import type { RunQuery } from "@flotta/core/RunList"
 import { selectRuns } from "@flotta/core/RunList"
 import * as Spec from "@flotta/core/Spec"
@@ -319,9 +320,26 @@ const fleet = (settings: ClusterSettings) =>
       runs,
       runResult: (name: string) => onRunHost(name, local.runResult(name), (c) => c.runResult({ name })),
       awaitRun: (name: string) => onRunHost(name, local.awaitRun(name), (c) => c.awaitRun({ name })),
+      // A run's diff is kept by the host that ran it, like its outcome.
+      diff: (name: string) => onRunHost(name, local.diff(name), (c) => c.diff({ name })),
+      // Each host's store keeps its own agents' turns: the fleet's spend is every live host's, summed by key.
+      costs: (query: Costs.CostQuery = {}) =>
+        Effect.flatMap(Costs.windowOf(query), (window) =>
+          everyHost(local.costs(Costs.queryOf(window)), (c) =>
+            c.costs(window)).pipe(
+              Effect.map((reports) =>
+                Costs.merge(reports, window)
+              )
+            )),
       bootFleet,
       boot: (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config))),
-      ...log
+      ...log,
+      // An agent on any host, followed through the fleet-wide log (a streaming agent's words stay on its host).
+      follow: (name: string, options: Omit<SubscribeOptions, "agent"> = {}) =>
+        Effect.zipRight(
+          onAgent(name, local.status(name), (c) => c.status({ name })),
+          log.subscribe({ ...options, agent: name })
+        )
     }
     // Every answer has the engine's own type (a remote one is decoded by its Schema). The failures are the
     // engine's and the cluster's (HostLost, HostUnavailable, StoreUnavailable, a remote call's): Flotta's type names

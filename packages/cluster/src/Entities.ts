@@ -2,6 +2,7 @@
  * The `Agent` and `Host` entities as a host answers them: from its own engine, through Hosting. A call that
  * starts something (spawn, ask, prompt) runs once per `callId` and only while this host surely holds its lease.
  */
+import * as Costs from "@flotta/core/Costs"
 import type { AskOptions } from "@flotta/core/Flotta"
 import { Duration, Effect, Layer } from "effect"
 import { Hosting, withHost } from "./Hosting.js"
@@ -60,7 +61,9 @@ const hostEntity = Protocol.HostEntity.toLayer(
       runs: ({ payload: p }) =>
         Effect.map(local.runs(p.query), (views) => views.map((view) => ({ ...view, host: me }))),
       runResult: ({ payload: p }) => local.runResult(p.name),
-      awaitRun: ({ payload: p }) => local.awaitRun(p.name)
+      awaitRun: ({ payload: p }) => local.awaitRun(p.name),
+      diff: ({ payload: p }) => local.diff(p.name),
+      costs: ({ payload: p }) => local.costs(Costs.queryOf(p))
     })
   }),
   { concurrency: "unbounded" }

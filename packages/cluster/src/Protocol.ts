@@ -12,7 +12,9 @@ import type { EntityId } from "@effect/cluster/EntityId"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as AgentView from "@flotta/core/AgentView"
 import { ApprovalDecisionSchema, ApprovalSchema } from "@flotta/core/Approvals"
+import { CostBy, CostReport } from "@flotta/core/Costs"
 import * as Errors from "@flotta/core/Errors"
+import { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import { Schema } from "effect"
 import { ApprovalQuery, BroadcastOutcome, RunOutcome, RunQuery, RunView, Unparked, WireOptions } from "./WireViews.js"
 
@@ -43,6 +45,7 @@ export const FleetError = Schema.Union(
   Errors.TurnPending,
   Errors.NoResult,
   Errors.RunNotFound,
+  NoDiff,
   Errors.StoreUnavailable,
   Errors.ApprovalNotFound,
   Errors.ApprovalExpired,
@@ -151,7 +154,7 @@ export const Decide = Rpc.make("decide", {
   error: FleetError
 })
 
-/** The host's async runs and verifies (they run where they were started), and one's outcome by name. */
+/** The host's async runs and verifies (they run where they were started), one's outcome and a run's diff by name. */
 export const Runs = Rpc.make("runs", {
   payload: { query: RunQuery },
   success: Schema.Array(RunView),
@@ -159,8 +162,26 @@ export const Runs = Rpc.make("runs", {
 })
 export const RunResult = Rpc.make("runResult", { payload: Name, success: RunOutcome, error: FleetError })
 export const AwaitRun = Rpc.make("awaitRun", { payload: Name, success: RunOutcome, error: FleetError })
+export const Diff = Rpc.make("diff", { payload: Name, success: RunDiff, error: FleetError })
 
-export const HostEntity = Entity.make("Host", [List, Broadcast, Approvals, Decide, Runs, RunResult, AwaitRun]).annotate(
+/** What the host's own store says its turns spent, in a window resolved by the caller (see `Costs`). */
+export const CostsRpc = Rpc.make("costs", {
+  payload: { since: Schema.NullOr(Schema.String), until: Schema.NullOr(Schema.String), by: CostBy },
+  success: CostReport,
+  error: FleetError
+})
+
+export const HostEntity = Entity.make("Host", [
+  List,
+  Broadcast,
+  Approvals,
+  Decide,
+  Runs,
+  RunResult,
+  AwaitRun,
+  Diff,
+  CostsRpc
+]).annotate(
   ClusterSchema.ShardGroup,
   hostOf
 )

@@ -29,6 +29,8 @@ export type {
   PermissionRecord,
   Role,
   ToolCall,
+  ToolOutcome,
+  ToolRefusal,
   TranscriptMark,
   TurnRecord,
   TurnResult

@@ -9,6 +9,9 @@ import * as Protocol from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
 import { Described } from "./Permission.js"
 import { SandboxData } from "./Sandbox.js"
+import { PermissionRecord, ToolCall } from "./ToolView.js"
+
+export * from "./ToolView.js"
 
 const NullableString = Schema.NullOr(Schema.String)
 
@@ -51,13 +54,6 @@ export type Role = typeof Role.Type
 export const Lifecycle = Schema.Literal("session", "run")
 export type Lifecycle = typeof Lifecycle.Type
 
-/** What the agent is doing as its turns stream (a tool it calls, text it writes): for progress displays. */
-export const Activity = Schema.Union(
-  Schema.TaggedStruct("Text", { turnId: Schema.String, text: Schema.String }),
-  Schema.TaggedStruct("Tool", { turnId: Schema.String, tool: Schema.String, input: Schema.Unknown })
-)
-export type Activity = typeof Activity.Type
-
 /** The options of an agent, as data (a permission given as a function is only named: see `notRestorable`). */
 export const StoredOptions = Schema.Struct({
   cwd: Schema.String,
@@ -73,7 +69,14 @@ export const StoredOptions = Schema.Struct({
   /** Its sandbox (paths absolute), when it has one. */
   sandbox: exact(SandboxData),
   /** A compaction is queued once a turn leaves its context fuller than this percentage. */
-  autoCompactAt: exact(Schema.Number)
+  autoCompactAt: exact(Schema.Number),
+  /** A session's budget in dollars, `budgetPer` day (UTC) or for its life: over it, it takes no new turn. */
+  maxBudgetUsd: exact(Schema.Number),
+  budgetPer: exact(Schema.Literal("day", "life")),
+  /** The routine that started it (a scheduler's run): its turns' cost is booked on the routine. */
+  routine: exact(Schema.String),
+  /** Its text is streamed as the model writes it (`--include-partial-messages`). */
+  stream: exact(Schema.Boolean)
 })
 export type StoredOptions = typeof StoredOptions.Type
 
@@ -166,25 +169,15 @@ export const AgentInfo = Schema.Struct({
   /** How full its context is, once a turn has said. */
   context: exact(ContextUse),
   /** The CLI could not write its session file: part of its memory cannot be resumed. */
-  sessionWritesLost: exact(WritesLost)
+  sessionWritesLost: exact(WritesLost),
+  /** Its budget (`maxBudgetUsd`), and what counts against it now (today's spend, or its life's). */
+  budget: exact(
+    Schema.Struct({ budgetUsd: Schema.Number, per: Schema.Literal("day", "life"), spentUsd: Schema.Number })
+  )
 })
 export type AgentInfo = typeof AgentInfo.Type
 
 // ------------------------------------------------------------------------------------------------------- turns
-
-export const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, input: Schema.Unknown })
-export type ToolCall = typeof ToolCall.Type
-
-export const PermissionRecord = Schema.Struct({
-  tool: Schema.String,
-  input: Schema.Unknown,
-  decision: Schema.Literal("allow", "deny"),
-  message: exact(Schema.String),
-  updatedInput: exact(Schema.Unknown),
-  /** Who decided, when it was not the policy: a human's surface (`api`, `mcp`, `cli`, ...), or `timeout`, ... */
-  by: exact(Schema.String)
-})
-export type PermissionRecord = typeof PermissionRecord.Type
 
 /**
  * What happened to the conversation between or during turns, marked on the turn it opens or happens in: the
@@ -230,7 +223,9 @@ export const TurnRecord = Schema.Struct({
   /** What happened to the conversation before this turn, or during it (see `TranscriptMark`). */
   marks: exact(Schema.Array(TranscriptMark)),
   /** How full the context was when the turn ended. */
-  context: exact(ContextUse)
+  context: exact(ContextUse),
+  /** This turn's own cost per model, when the CLI said (its `modelUsage`, less what earlier turns had spent). */
+  modelCosts: exact(Schema.Record({ key: Schema.String, value: Schema.Number }))
 })
 export type TurnRecord = typeof TurnRecord.Type
 
@@ -252,7 +247,9 @@ export const TurnResult = Schema.Struct({
   /** How full the context was when the turn ended. */
   context: exact(ContextUse),
   /** The conversation was compacted during this turn (a `compact` turn, or the CLI's own). */
-  compaction: exact(Compaction)
+  compaction: exact(Compaction),
+  /** This turn's own cost per model, when the CLI said (see `TurnRecord.modelCosts`). */
+  modelCosts: exact(Schema.Record({ key: Schema.String, value: Schema.Number }))
 })
 export type TurnResult = typeof TurnResult.Type
 
@@ -275,6 +272,11 @@ export type ReportKind =
   | "compacted"
   | "cleared"
   | "session_writes_lost"
+  | "budget_exceeded"
+  | "assistant_text"
+  | "tool_call"
+  | "tool_result"
+  | "text_delta"
   | (string & {})
 // Any string is a kind: the union above only names the engine's own for editors.
 export const ReportKind: Schema.Schema<ReportKind> = Schema.String
@@ -355,6 +357,9 @@ export const TurnRow = Schema.Struct({
   /** A succeeded turn's whole result. */
   result: exact(Schema.Unknown),
   /** A failed turn's typed error, encoded (see `TurnErrorSchema`). */
-  error: exact(Schema.Unknown)
+  error: exact(Schema.Unknown),
+  /** What its cost is booked on besides its agent (see `Costs`): the run it is, the routine that started it. */
+  run: exact(Schema.String),
+  routine: exact(Schema.String)
 })
 export type TurnRow = typeof TurnRow.Type

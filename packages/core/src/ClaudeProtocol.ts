@@ -23,8 +23,15 @@ import {
   type SessionWritesLostFrame,
   type SystemInitFrame
 } from "./ClaudeFrames.js"
+import {
+  decodeTextDeltaFrame,
+  decodeUserToolResultsFrame,
+  type TextDeltaFrame,
+  type UserToolResultsFrame
+} from "./ClaudeToolFrames.js"
 
 export * from "./ClaudeFrames.js"
+export * from "./ClaudeToolFrames.js"
 
 export const CanUseToolRequest = Schema.Struct({
   subtype: Schema.Literal("can_use_tool"),
@@ -65,6 +72,8 @@ export type Frame =
   | { readonly _tag: "RateLimit"; readonly frame: RateLimitEventFrame }
   | { readonly _tag: "Compacted"; readonly frame: CompactBoundaryFrame }
   | { readonly _tag: "WritesLost"; readonly frame: SessionWritesLostFrame }
+  | { readonly _tag: "ToolResults"; readonly frame: UserToolResultsFrame }
+  | { readonly _tag: "TextDelta"; readonly frame: TextDeltaFrame }
   | { readonly _tag: "ControlRequest"; readonly frame: ControlRequestFrame }
   | { readonly _tag: "ControlResponse"; readonly frame: ControlResponseFrame }
   | { readonly _tag: "ControlCancel"; readonly requestId: string }
@@ -100,6 +109,16 @@ export const decodeLine = (line: string): Option.Option<Frame> => {
         : Option.orElse(decodeSessionFrame(json), () => Option.some({ _tag: "Other", type: "system" } as const))
     case "assistant":
       return Option.map(decodeAssistant(json), (frame) => ({ _tag: "Assistant", frame }) as const)
+    case "user":
+      return Option.orElse(
+        Option.map(decodeUserToolResultsFrame(json), (frame) => ({ _tag: "ToolResults", frame }) as const),
+        () => Option.some({ _tag: "Other", type: "user" } as const)
+      )
+    case "stream_event":
+      return Option.orElse(
+        Option.map(decodeTextDeltaFrame(json), (frame) => ({ _tag: "TextDelta", frame }) as const),
+        () => Option.some({ _tag: "Other", type: "stream_event" } as const)
+      )
     case "rate_limit_event":
       return Option.map(decodeRateLimitEventFrame(json), (frame) => ({ _tag: "RateLimit", frame }) as const)
     case "control_request":

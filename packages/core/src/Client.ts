@@ -7,6 +7,7 @@ import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } fro
 import type { Scope } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
 import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
+import type { CostQuery } from "./Costs.js"
 import * as Flotta from "./Flotta.js"
 import type { Permission } from "./Permission.js"
 import type { Registry } from "./Registry.js"
@@ -104,18 +105,26 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
   const run = <A, E>(f: (fleet: Flotta.Flotta) => Effect.Effect<A, E>) =>
     toPromise(runtime, Effect.flatMap(Flotta.Flotta, f))
 
-  /** Calls `onItem` with each item of a live subscription, until the returned function unsubscribes. */
-  const follow = <A>(
-    subscription: (fleet: Flotta.Flotta) => Effect.Effect<Stream.Stream<A>, never, Scope.Scope>,
+  /**
+   * Calls `onItem` with each item of a live subscription, until the returned function unsubscribes; its `ready`
+   * rejects with the subscription's typed error when it cannot start (an unknown agent, say).
+   */
+  const listen = <A, E>(
+    subscription: (fleet: Flotta.Flotta) => Effect.Effect<Stream.Stream<A>, E, Scope.Scope>,
     onItem: (item: A) => void
   ): Unsubscribe => {
     let live: () => void = () => undefined
-    const ready = new Promise<void>((resolve) => (live = resolve))
+    let refused: (error: E) => void = () => undefined
+    const ready = new Promise<void>((resolve, reject) => {
+      live = resolve
+      refused = reject
+    })
     const fiber = runtime.runFork(
       Effect.flatMap(Flotta.Flotta, (f) =>
         subscription(f).pipe(
           Effect.tap(() => Effect.sync(live)),
           Effect.flatMap(Stream.runForEach((item) => Effect.sync(() => onItem(item)))),
+          Effect.tapError((error) => Effect.sync(() => refused(error))),
           Effect.scoped
         ))
     )
@@ -165,6 +174,8 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     parking: () => run((f) => f.parking),
     broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
+    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, routine, model, day or hour. */
+    costs: (query?: CostQuery) => run((f) => f.costs(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
     run: (runOptions: RunOptions) => run((f) => f.run(runOptions)),
     runAsync: (runOptions: RunOptions) => run((f) => f.runAsync(runOptions)),
@@ -178,12 +189,23 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
     gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
+    diff: (name: string) => run((f) => f.diff(name)),
     /**
      * Live report entries; returns the function that unsubscribes, whose `ready` resolves once the
      * subscription is live (every entry posted after that is delivered, or counted by `onMissed`).
      */
     subscribe: (onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): Unsubscribe =>
-      follow((f) => f.subscribe(callbacks), (notice) => {
+      listen((f) => f.subscribe(callbacks), (notice) => {
+        if (notice._tag === "Entry") onEntry(notice.entry)
+        else callbacks.onMissed?.(notice.count, notice.after)
+      }),
+    /**
+     * One agent's turns as they happen (`tool_call`, `tool_result`, `assistant_text`, a streaming agent's
+     * `text_delta`, and the rest of its report entries), from now on; returns the function that unsubscribes,
+     * whose `ready` resolves once the feed is live, or rejects with AgentNotFound.
+     */
+    follow: (name: string, onEntry: (entry: ReportEntry) => void, callbacks: SubscribeCallbacks = {}): Unsubscribe =>
+      listen((f) => f.follow(name, callbacks), (notice) => {
         if (notice._tag === "Entry") onEntry(notice.entry)
         else callbacks.onMissed?.(notice.count, notice.after)
       }),
@@ -196,7 +218,7 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
      * the subscription is live.
      */
     onApproval: (onRequest: (approval: Approval) => void): Unsubscribe =>
-      follow((f) => f.subscribeApprovals, onRequest),
+      listen((f) => f.subscribeApprovals, onRequest),
     /** Closes every agent (their children exit) and releases the fleet. */
     shutdown: () => runtime.dispose(),
     /** The Effect runtime, for mixing both styles. */

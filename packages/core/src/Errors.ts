@@ -142,9 +142,13 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
   name: Schema.String,
   costUsd: Schema.Number,
   turns: Schema.Number,
-  sessionId: Schema.String
+  sessionId: Schema.String,
+  budgetUsd: Schema.optionalWith(Schema.Number, { exact: true }), // a session's own (`maxBudgetUsd`): no new turn
+  per: Schema.optionalWith(Schema.Literal("day", "life"), { exact: true })
 }) {
   override get message() {
+    const per = this.per === "day" ? "today" : "for its life"
+    if (this.budgetUsd !== undefined) return `"${this.name}" spent $${this.costUsd} of its $${this.budgetUsd} ${per}`
     return `"${this.name}" stopped at its budget after $${this.costUsd.toFixed(4)} and ${this.turns} model calls`
   }
 }

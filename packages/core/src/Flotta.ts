@@ -13,6 +13,7 @@ import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
+import * as Costs from "./Costs.js"
 import { InvalidSpec } from "./Errors.js"
 import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
@@ -57,7 +58,12 @@ export interface BootReport {
 }
 
 /** The agent options a spec describes. */
-export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({ ...Spec.agentOptions(spec), role: spec.role })
+export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
+  ...Spec.agentOptions(spec),
+  role: spec.role,
+  ...(spec.maxBudgetUsd === undefined ? {} : { maxBudgetUsd: spec.maxBudgetUsd }),
+  ...(spec.budgetPer === undefined ? {} : { budgetPer: spec.budgetPer })
+})
 
 export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
   effect: Effect.gen(function*() {
@@ -202,6 +208,12 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     /** A live feed of the report log, subscribed once this effect has run (see ReportLog.subscribe). */
     const subscribe = (options: SubscribeOptions = {}) => reportLog.subscribe(options)
     const stream = (options: SubscribeOptions = {}) => reportLog.stream(options)
+    /**
+     * One live agent's feed: its turns as they happen (text, tool calls and their results, a streaming agent's
+     * words) and the rest of its report entries, from now on; AgentNotFound for a name that is not live.
+     */
+    const follow = (name: string, options: Omit<SubscribeOptions, "agent"> = {}) =>
+      Effect.zipRight(registry.get(name), reportLog.subscribe({ ...options, agent: name }))
 
     /** Pending approvals, oldest first (with `all`, also the ones that ended lately). */
     const approvals = (query: ApprovalQuery = {}) => approvalBook.approvals(query)
@@ -237,6 +249,11 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     })
 
     /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
+    /** Spend in a window, by agent, run, routine, model, day or hour (see `Costs`). */
+    const costs = Effect.fn("Flotta.costs")(function*(query: Costs.CostQuery = {}) {
+      return yield* store.costs(yield* Costs.windowOf(query))
+    })
+
     const boot = Effect.fn("Flotta.boot")(function*(config: unknown) {
       return yield* bootFleet(Spec.readFleet(config))
     })
@@ -258,6 +275,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       transcript,
       info,
       list,
+      costs,
       interrupt,
       compact,
       clear,
@@ -272,6 +290,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       reports,
       subscribe,
       stream,
+      follow,
       approvals,
       decide,
       /** Each new pending approval, live, from the moment the stream runs. */
@@ -290,7 +309,9 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       verify: runs.verify,
       verifyAsync: runs.verifyAsync,
       worktrees: runs.worktrees,
-      gcWorktrees: runs.gcWorktrees
+      gcWorktrees: runs.gcWorktrees,
+      /** What a run in a worktree changed against the commit it started from (kept after gc); NoDiff without one. */
+      diff: runs.diff
     } as const
   })
 }) {}

@@ -1,7 +1,7 @@
 /**
  * What runs, attempts and verifies do to a repository, as a seam: find it, make a worktree for a run and lock it,
- * unlock it, commit what a run left, remove it, list and collect the run worktrees, verify a branch, and run shell
- * checks in a directory. `Git.live` is git and `sh` on this machine (the functions of `Worktrees`);
+ * unlock it, commit what a run left, read what it changed (`diff`), remove it, list and collect the run worktrees,
+ * verify a branch, and run shell checks in a directory. `Git.live` is git and `sh` on this machine (the functions of `Worktrees`);
  * `@flotta/core/Testing` can keep worktrees in memory instead, with checks that are functions.
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
@@ -10,6 +10,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Duration } from "effect"
 import { WorktreeFailed } from "./Errors.js"
 import type { BranchNotFound, NotAGitRepo } from "./Errors.js"
+import type { Changes } from "./RunDiff.js"
 import * as Worktrees from "./Worktrees.js"
 
 export interface ChecksOptions {
@@ -22,12 +23,18 @@ export interface ChecksOptions {
 export interface GitShape {
   /** The root of the repository that holds `cwd`. */
   readonly repoRoot: (cwd: string) => Effect.Effect<string, NotAGitRepo>
-  /** A new worktree for a run, from HEAD, on branch `worktree-<name>`, locked while the run goes on. */
-  readonly create: (repo: string, name: string) => Effect.Effect<Worktrees.Worktree, WorktreeFailed>
+  /** A new worktree for a run, from HEAD (its `base`), on branch `worktree-<name>`, locked while the run goes on. */
+  readonly create: (repo: string, name: string) => Effect.Effect<Worktrees.NewWorktree, WorktreeFailed>
   /** Unlocks a worktree (gc may collect it then); one that is gone is no failure. */
   readonly unlock: (path: string) => Effect.Effect<void>
   /** Commits whatever a run left uncommitted; the branch's head. */
   readonly commitAll: (worktree: Worktrees.Worktree, message: string) => Effect.Effect<string, WorktreeFailed>
+  /** What a worktree holds against `base` (committed, uncommitted, untracked), the patch cut at `maxPatchBytes`. */
+  readonly diff: (
+    worktree: Worktrees.Worktree,
+    base: string,
+    maxPatchBytes?: number
+  ) => Effect.Effect<Changes, WorktreeFailed>
   /** Unlocks and removes a worktree; its branch stays. */
   readonly remove: (repo: string, path: string) => Effect.Effect<void, WorktreeFailed>
   readonly list: (cwd: string) => Effect.Effect<ReadonlyArray<Worktrees.WorktreeInfo>, NotAGitRepo | WorktreeFailed>
@@ -72,6 +79,7 @@ export class Git extends Context.Tag("@flotta/core/Git")<Git, GitShape>() {
           unlock: (path) => Effect.ignore(provide(Worktrees.git(path, "worktree", "unlock", path))),
           commitAll: (worktree, message) =>
             provide(Worktrees.commitAll(worktree, message)).pipe(Effect.mapError(failed(worktree.path))),
+          diff: (worktree, base, max) => provide(Worktrees.diff(worktree, base, max)),
           remove: (repo, path) => provide(Worktrees.remove(repo, path)).pipe(Effect.mapError(failed(path))),
           list: (cwd) => provide(Worktrees.list(cwd)),
           gc: (cwd, options) => provide(Worktrees.gc(cwd, options)),

@@ -14,6 +14,7 @@ import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import type { AgentDeps, Restored } from "./internal/agentState.js"
 import * as Alarms from "./internal/alarms.js"
+import * as Budget from "./internal/budget.js"
 import * as Dormant from "./internal/dormant.js"
 import * as LiveSlots from "./internal/liveSlots.js"
 import { startAgent } from "./internal/startAgent.js"
@@ -113,6 +114,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
           reason: "a percentage of the context window: above 0, at most 100"
         })
       }
+      const badBudget = Budget.invalid(options)
+      if (badBudget !== undefined) return yield* badBudget
       if (shuttingDown) return yield* shutDownError(name)
       if (entries.has(name)) return yield* new AgentAlreadyExists({ name })
       // A sleeper brought back by a restart of the host stays a record until it is woken.

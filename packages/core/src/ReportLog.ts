@@ -57,9 +57,11 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       return lastIso
     }
 
+    let newest = 0
     /** Appends one entry at `now` (Clock millis) and hands it to live subscribers, synchronously. */
     const unsafePost = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
       const entry = store.appendReport({ at: isoAt(now), agent, kind, data, turnId })
+      newest = entry.seq
       if (subscribers.size > 0) fanOut(entry)
       return entry
     }
@@ -76,6 +78,15 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       )
     )
     yield* Effect.addFinalizer(() => Effect.sync(stopWatching))
+
+    /**
+     * Hands an entry to live subscribers only, never kept: a streamed piece of text, whose whole is kept when it
+     * comes. Its `seq` is that of the newest entry kept before it (it has none of its own), so a cursor never skips.
+     */
+    const unsafeFlash = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
+      if (subscribers.size === 0) return
+      fanOut({ seq: newest, at: isoAt(now), agent, kind, data, ...(turnId === undefined ? {} : { turnId }) })
+    }
 
     /** Appends one entry and hands it to live subscribers. Never blocks. Untraced: it is on every turn's path. */
     const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
@@ -116,6 +127,6 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>
       Stream.unwrapScoped(subscribe(options))
 
-    return { post, unsafePost, reports, subscribe, stream } as const
+    return { post, unsafePost, unsafeFlash, reports, subscribe, stream } as const
   })
 }) {}

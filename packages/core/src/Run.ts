@@ -13,6 +13,7 @@ import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPendin
 import { definedFields } from "./Fields.js"
 import { FleetConfig } from "./FleetConfig.js"
 import { Git } from "./Git.js"
+import * as RunDiffs from "./internal/runDiffs.js"
 import { Registry, validateName } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import * as RunAttempts from "./RunAttempts.js"
@@ -90,6 +91,17 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
 
     const track = RunOutcome.track(store, () => closing)
 
+    const diffs = RunDiffs.make({
+      store,
+      git,
+      known: (name) =>
+        live.has(name) ? Effect.succeed(true) : Effect.zipWith(
+          store.run(name),
+          store.agents,
+          (row, agents) => Option.isSome(row) || agents.some((a) => a.name === name && a.lifecycle === "run")
+        )
+    })
+
     /** Runs `effect` under supervision, keeping its outcome for `runResult` (in memory, then in the store). */
     const startAsync = (
       name: string,
@@ -129,7 +141,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           const worktreeName = typeof options.worktree === "string" ? options.worktree : name
           // Kept before it exists: a host that dies while git makes it still leaves the path behind.
           onWorktree(Worktrees.pathOf(repo, worktreeName))
-          worktree = yield* git.create(repo, worktreeName)
+          const created = yield* git.create(repo, worktreeName)
+          worktree = { path: created.path, branch: created.branch }
+          yield* diffs.started(name, worktree, created.base)
           busyWorktrees.add(worktree.path)
           runCwd = path.join(worktree.path, path.relative(repo, cwd))
         }
@@ -146,7 +160,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
             "appendSystemPrompt",
             "env",
             "onActivity",
-            "sandbox"
+            "sandbox",
+            "routine"
           ])
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(
@@ -158,6 +173,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           // The answer is in: the child's exit need not hold it up (the fleet's scope still owns it), unless its
           // worktree is about to be committed and removed under it.
           Effect.ensuring(registry.close(name, "the run ended", { wait: held !== undefined }).pipe(Effect.ignore)),
+          // What the run changed, recorded however it ended, before cleanup commits and removes its worktree.
+          Effect.ensuring(diffs.ended(name)),
           Effect.ensuring(
             held === undefined
               ? Effect.void
@@ -217,6 +234,12 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     ): Effect.Effect<RunResult, RunError> =>
       prepared.attempts
         ? RunAttempts.run(attempting, prepared.name, prepared.options).pipe(
+          // The run's diff is its winner's: `diff(name)` answers for the run, each attempt under its own name.
+          Effect.tap((result) =>
+            result.attempt === undefined
+              ? Effect.void
+              : diffs.alias(prepared.name, RunAttempts.attemptName(prepared.name, result.attempt))
+          ),
           Effect.ensuring(Effect.sync(() => live.delete(prepared.name)))
         )
         : execute(prepared.name, prepared.options, onWorktree)
@@ -321,6 +344,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
 
     const worktrees = (cwd: string) => git.list(path.resolve(cwd))
 
+    /** What a run in a worktree changed: as recorded when it ended (also after gc), or so far while it goes on. */
+    const diff = diffs.diff
+
     const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
       git.gc(path.resolve(cwd), { busy: busyWorktrees, ...options })
 
@@ -348,6 +374,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       verifyAsync,
       worktrees,
       gcWorktrees,
+      diff,
       addTemplates,
       template,
       restore

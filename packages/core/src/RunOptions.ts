@@ -51,6 +51,8 @@ export interface RunOptions {
   readonly verify?: { readonly checks: ReadonlyArray<string>; readonly timeout?: Duration.DurationInput }
   /** Keep every attempt's worktree: by default the losers' are removed (what they did committed to their branch). */
   readonly keepAll?: boolean
+  /** The routine that started the run (the scheduler sets it): its cost is booked on the routine (see `Costs`). */
+  readonly routine?: string
 }
 
 /** The most attempts one run may make. */

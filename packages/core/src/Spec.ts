@@ -60,6 +60,10 @@ export const Spec = Schema.Struct({
     description: "A percentage of the context window: when a turn ends with the session's context fuller than " +
       "that, a compaction (`/compact`) is queued before its next prompt (the top-level `autoCompactAt` otherwise)."
   }),
+  stream: Schema.optional(Schema.Boolean).annotations({
+    description: "Streams the agent's text as the model writes it (the CLI's `--include-partial-messages`): " +
+      "watchers and the dashboard see each piece live (`text_delta` entries, never kept). Costs a little per turn."
+  }),
   // Fields a `run` template uses; a session ignores them.
   prompt: Schema.optional(Schema.String).annotations({
     description: "A `run` template's task (a run's own prompt wins)."
@@ -79,7 +83,12 @@ export const Spec = Schema.Struct({
     description: "A `run` template: model calls at most (`MaxTurnsReached`)."
   }),
   maxBudgetUsd: Schema.optional(Schema.Number.pipe(Schema.positive())).annotations({
-    description: "A `run` template: dollars at most (`BudgetExceeded`)."
+    description: "Dollars at most (`BudgetExceeded`). A `run` template: the run's. A session: its turns', per " +
+      "`budgetPer`; once they have spent it, a new turn fails with `BudgetExceeded` before it is sent (a turn in " +
+      "flight finishes)."
+  }),
+  budgetPer: Schema.optional(Schema.Literal("day", "life")).annotations({
+    description: "A session's `maxBudgetUsd` is per UTC `day`, or for its `life` (default)."
   }),
   attempts: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 16))).annotations({
     description: "A `run` template: best of N. This many attempts at once, each in its own worktree, each told " +
@@ -221,7 +230,7 @@ export const agentOptions = (spec: Spec) => ({
   model: spec.model,
   permission: spec.permission,
   timeout: spec.timeout,
-  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox", "autoCompactAt"])
+  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox", "autoCompactAt", "stream"])
 })
 
 /** A `run` template's fields, as `run` takes them (`Run.RunOptions`; the run's own options win over them). */

@@ -10,9 +10,11 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { AgentRow, TurnRow } from "./AgentView.js"
+import * as Costs from "./Costs.js"
 import { exact } from "./Decode.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
+import * as RunDiff from "./RunDiff.js"
 
 export type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
@@ -77,6 +79,10 @@ export interface PruneReport {
   readonly turns: number
   readonly agents: number
   readonly runs: number
+  /** Cost rows (a finished turn's spend per model, for `costs`). */
+  readonly costs?: number
+  /** Runs' recorded diffs (see `RunDiff`). */
+  readonly diffs?: number
 }
 
 export interface StoreShape {
@@ -104,7 +110,9 @@ export interface StoreShape {
   readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>>
   /** Waits until every write made so far is committed (or `timeout` passes: then false). */
   readonly flush: (timeoutMs?: number) => Effect.Effect<boolean>
-  /** Removes report entries, finished turns, closed agents and finished runs older than `days`. */
+  /** Spend in a window, grouped (see `Costs`): summed by the database in a durable store. */
+  readonly costs: (window: Costs.CostWindow) => Effect.Effect<Costs.CostReport>
+  /** Removes report entries, finished turns, cost rows, closed agents and finished runs older than `days`. */
   readonly prune: (days: number) => Effect.Effect<PruneReport>
 }
 
@@ -131,6 +139,8 @@ export const DEFAULT_RETAIN_DAYS = 30
 /** Finished turns a memory store keeps per agent, and finished runs in all: a long-lived fleet stays bounded. */
 export const MEMORY_TURNS_PER_AGENT = 1_000
 export const MEMORY_FINISHED_RUNS = 10_000
+/** Cost rows a memory store keeps (a turn's spend per model); past it the oldest go. */
+export const MEMORY_COST_ROWS = 200_000
 
 /**
  * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent's
@@ -143,6 +153,8 @@ export const makeMemory = (): StoreShape => {
   const runs = new Map<string, RunRow>()
   const state = new Map<string, string>()
   const lastTurns = new Map<string, number>()
+  /** A finished turn's spend per model, kept when its turn goes (a closed agent's spend still counts). */
+  const costs = new Map<string, Costs.CostRow>()
   const health: StoreHealth = { state: "ok", reason: null, since: null, pending: 0, lost: 0 }
   return {
     info: Effect.sync(() => ({ kind: "memory", location: "memory", schemaVersion: 0, sizeBytes: null, health })),
@@ -167,6 +179,10 @@ export const makeMemory = (): StoreShape => {
       if (byId === undefined) turns.set(row.agent, byId = new Map())
       byId.set(row.record.turnId, row)
       if (row.n > (lastTurns.get(row.agent) ?? 0)) lastTurns.set(row.agent, row.n)
+      for (const cost of Costs.costRowsOf(row)) {
+        costs.set(`${cost.agent}\u0000${cost.turnId}\u0000${cost.model}`, cost)
+        if (costs.size > MEMORY_COST_ROWS) costs.delete(costs.keys().next().value!)
+      }
       if (byId.size > MEMORY_TURNS_PER_AGENT) {
         for (const [id, turn] of byId) {
           if (byId.size <= MEMORY_TURNS_PER_AGENT) break
@@ -193,6 +209,7 @@ export const makeMemory = (): StoreShape => {
     run: (name) => Effect.sync(() => Option.fromNullable(runs.get(name))),
     loadState: (key) => Effect.sync(() => Option.map(Option.fromNullable(state.get(key)), (s) => JSON.parse(s))),
     flush: () => Effect.succeed(true),
+    costs: (window) => Effect.sync(() => Costs.aggregate(costs.values(), window)),
     // The memory log keeps its entries (`seq` is an index); the rest is pruned like a durable store's.
     prune: (days) =>
       Effect.clockWith((clock) => {
@@ -208,6 +225,13 @@ export const makeMemory = (): StoreShape => {
           }
           if (byId.size === 0) turns.delete(name)
         }
+        let costCount = 0
+        for (const [key, row] of costs) {
+          if (row.at < before) {
+            costs.delete(key)
+            costCount++
+          }
+        }
         let agentCount = 0
         for (const [name, row] of agents) {
           if (row.status === "closed" && !turns.has(name)) {
@@ -222,7 +246,21 @@ export const makeMemory = (): StoreShape => {
             runCount++
           }
         }
-        return Effect.succeed({ reports: 0, turns: turnCount, agents: agentCount, runs: runCount })
+        let diffCount = 0
+        for (const [key, value] of state) {
+          if (key.startsWith(RunDiff.STATE_PREFIX) && (JSON.parse(value) as { at?: string }).at! < before) {
+            state.delete(key)
+            diffCount++
+          }
+        }
+        return Effect.succeed({
+          reports: 0,
+          turns: turnCount,
+          agents: agentCount,
+          runs: runCount,
+          costs: costCount,
+          diffs: diffCount
+        })
       })
   }
 }

@@ -19,7 +19,8 @@
  *
  * Runs in worktrees, best-of-N attempts and verifies act on git and `sh` on this machine, unless `git:
  * Testing.git({ check })` keeps the repositories in memory: worktrees are records, and each shell check is a
- * function of its command, directory and environment (an attempt's `FLOTTA_ATTEMPT` among it).
+ * function of its command, directory and environment (an attempt's `FLOTTA_ATTEMPT` among it), and what a run
+ * wrote there is what `changes` says (its diff is taken from them).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer } from "effect"
@@ -35,7 +36,7 @@ import { Store } from "./Store.js"
 export { cli, disk } from "./internal/memoryCli.js"
 export type { Disk } from "./internal/memoryCli.js"
 export { layer as git } from "./internal/memoryGit.js"
-export type { CheckInput, CheckOutcome, MemoryGitOptions } from "./internal/memoryGit.js"
+export type { CheckInput, CheckOutcome, FileChange, MemoryGitOptions } from "./internal/memoryGit.js"
 export {
   apiError,
   crash,
@@ -48,7 +49,7 @@ export {
   usageLimit,
   usageWarning
 } from "./internal/scriptedModel.js"
-export type { Model, ModelInput, Reply, SandboxView, ToolDecision } from "./internal/scriptedModel.js"
+export type { Model, ModelInput, Reply, SandboxView, ToolDecision, ToolScript } from "./internal/scriptedModel.js"
 
 export interface Options extends CliOptions, FleetSettingsInput {
   /** Where the fleet's state lives (default: `Store.memory`, new per build). */

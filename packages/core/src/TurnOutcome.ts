@@ -26,6 +26,8 @@ export interface TurnFacts {
   readonly sessionId: string
   /** The process's running cost before this turn. */
   readonly costBefore: number
+  /** The process's running cost per model before this turn (its last `modelUsage`). */
+  readonly modelCostsBefore?: Readonly<Record<string, number>>
   /** Why the agent interrupted the turn, if it did. */
   readonly interruptReason: "user" | "timeout" | null
   readonly timeoutMs: number
@@ -45,7 +47,39 @@ export const resultOf = (frame: Protocol.ResultFrame, facts: TurnFacts): TurnRes
     permissionDenials: frame.permission_denials,
     subtype: frame.is_error && frame.subtype === "success" ? "api_error" : frame.subtype
   }
-  return frame.structured_output === undefined ? result : { ...result, structuredOutput: frame.structured_output }
+  const modelCosts = modelCostsOf(frame, facts.modelCostsBefore ?? {})
+  const withModels = modelCosts === undefined ? result : { ...result, modelCosts }
+  return frame.structured_output === undefined
+    ? withModels
+    : { ...withModels, structuredOutput: frame.structured_output }
+}
+
+/** The process's running cost per model, as a `result` frame's `modelUsage` says (none when it does not). */
+export const runningModelCosts = (frame: Protocol.ResultFrame): Record<string, number> | undefined => {
+  if (frame.modelUsage === undefined) return undefined
+  const costs: Record<string, number> = {}
+  for (const [model, use] of Object.entries(frame.modelUsage)) {
+    if (use.costUSD !== undefined) costs[model] = use.costUSD
+  }
+  return costs
+}
+
+/**
+ * The turn's own cost per model: like `total_cost_usd`, `modelUsage` is a running total over the process's turns,
+ * so each model's share is its growth since `before`. Models that spent nothing this turn are left out.
+ */
+export const modelCostsOf = (
+  frame: Protocol.ResultFrame,
+  before: Readonly<Record<string, number>>
+): Record<string, number> | undefined => {
+  const running = runningModelCosts(frame)
+  if (running === undefined) return undefined
+  const costs: Record<string, number> = {}
+  for (const [model, total] of Object.entries(running)) {
+    const own = Math.max(0, total - (before[model] ?? 0))
+    if (own > 0) costs[model] = own
+  }
+  return costs
 }
 
 /** The typed error a finished turn failed with, or `undefined` when it succeeded. */

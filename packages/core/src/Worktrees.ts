@@ -3,19 +3,27 @@
  * garbage-collected; and `verify`, which runs shell checks against a branch in a throwaway worktree. The
  * user's working tree is never touched: the worktrees directory is excluded through `.git/info/exclude`.
  */
-import type * as CommandExecutor from "@effect/platform/CommandExecutor"
+import * as Command from "@effect/platform/Command"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schema, Stream } from "effect"
+import { randomBytes } from "node:crypto"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BranchNotFound, NotAGitRepo, WorktreeFailed } from "./Errors.js"
 import * as Proc from "./internal/process.js"
+import * as RunDiff from "./RunDiff.js"
 
 export const WORKTREES_DIR = path.join(".claude", "worktrees")
 
 export interface Worktree {
   readonly path: string
   readonly branch: string
+}
+
+/** A worktree just made for a run, and the commit it starts from (what its diff is taken against). */
+export interface NewWorktree extends Worktree {
+  readonly base: string
 }
 
 export interface WorktreeInfo extends Worktree {
@@ -92,14 +100,15 @@ const excludeWorktreesDir = (repo: string) =>
 /** Where the worktree of a run named `name` goes. */
 export const pathOf = (repo: string, name: string) => path.join(repo, WORKTREES_DIR, name)
 
-export const create = (repo: string, name: string): Effect.Effect<Worktree, WorktreeFailed, Env> => {
+export const create = (repo: string, name: string): Effect.Effect<NewWorktree, WorktreeFailed, Env> => {
   const worktreePath = pathOf(repo, name)
   const branch = `worktree-${name}`
   return Effect.gen(function*() {
     yield* excludeWorktreesDir(repo)
     yield* git(repo, "worktree", "add", "-b", branch, worktreePath, "HEAD")
     yield* git(repo, "worktree", "lock", "--reason", `flotta run ${name}`, worktreePath)
-    return { path: worktreePath, branch }
+    const base = yield* git(worktreePath, "rev-parse", "HEAD")
+    return { path: worktreePath, branch, base }
   }).pipe(
     Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: "reason" in e ? e.reason : String(e) }))
   )
@@ -126,6 +135,77 @@ export const commitAll = (worktree: Worktree, message: string) =>
     }
     return yield* git(worktree.path, "rev-parse", "HEAD")
   })
+
+/** git with `env`, its stdout in full (for a numstat: small), stderr only when it fails. */
+const gitOut = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string>, max = Infinity) =>
+  Effect.scoped(Effect.gen(function*() {
+    const executor = yield* CommandExecutor.CommandExecutor
+    const proc = yield* executor.start(
+      Command.make("git", ...args).pipe(Command.workingDirectory(cwd), Command.env(env), Command.feed(""))
+    )
+    const chunks: Array<Uint8Array> = []
+    let kept = 0
+    let total = 0
+    let stderr = ""
+    const errors = yield* proc.stderr.pipe(
+      Stream.decodeText(),
+      Stream.runForEach((s) => Effect.sync(() => void (stderr = (stderr + s).slice(-4000)))),
+      Effect.fork
+    )
+    yield* proc.stdout.pipe(Stream.runForEach((chunk) =>
+      Effect.sync(() => {
+        total += chunk.length
+        if (kept < max) {
+          const part = chunk.subarray(0, Math.min(chunk.length, max - kept))
+          chunks.push(part)
+          kept += part.length
+        }
+      })
+    ))
+    const exitCode = yield* proc.exitCode
+    yield* errors.await
+    if (exitCode !== 0) {
+      return yield* new Proc.CommandFailed({ command: `git ${args.join(" ")}`, reason: stderr.trim() })
+    }
+    const bytes = new Uint8Array(kept)
+    let at = 0
+    for (const chunk of chunks) {
+      bytes.set(chunk, at)
+      at += chunk.length
+    }
+    return { bytes, total }
+  })).pipe(
+    Effect.mapError((e) =>
+      e._tag === "CommandFailed" ? e : new Proc.CommandFailed({ command: "git", reason: e.message })
+    ),
+    Effect.timeoutFail({
+      duration: "60 seconds",
+      onTimeout: () => new Proc.CommandFailed({ command: `git ${args.join(" ")}`, reason: "timed out" })
+    })
+  )
+
+/**
+ * What a worktree holds against `base`: what its run committed, what it left uncommitted and its new untracked
+ * files (ignored ones left out), read through a throwaway index so the worktree's own is never touched.
+ */
+export const diff = (worktree: Worktree, base: string, maxPatchBytes: number = RunDiff.MAX_PATCH_BYTES) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const gitDir = yield* git(worktree.path, "rev-parse", "--absolute-git-dir")
+    const env = { GIT_INDEX_FILE: path.join(gitDir, `flotta-diff-${randomBytes(4).toString("hex")}.index`) }
+    const run = (args: ReadonlyArray<string>, max?: number) => gitOut(worktree.path, env, args, max)
+    return yield* Effect.gen(function*() {
+      yield* run(["read-tree", "HEAD"])
+      yield* run(["add", "-A"])
+      const flags = ["-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames"]
+      const numstat = yield* run([...flags, "--numstat", "-z", base])
+      const patch = yield* run([...flags, "--binary", base], maxPatchBytes + 1)
+      return RunDiff.changesOf(
+        RunDiff.parseNumstat(new TextDecoder().decode(numstat.bytes)),
+        RunDiff.boundPatch(patch.bytes, patch.total, maxPatchBytes)
+      )
+    }).pipe(Effect.ensuring(fs.remove(env.GIT_INDEX_FILE).pipe(Effect.ignore)))
+  }).pipe(Effect.mapError((e) => new WorktreeFailed({ path: worktree.path, reason: e.reason })))
 
 /** Unlocks and removes a worktree; its branch stays. */
 export const remove = (repo: string, worktreePath: string, force = true) =>

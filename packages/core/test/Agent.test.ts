@@ -103,7 +103,9 @@ describe("permission as data", () => {
       yield* fleet.spawn("all", { permission: "full" })
       assert.match(yield* fleet.ask("all", "tool Bash {\"command\":\"ls\"}"), /^allowed Bash/)
       const [turn] = yield* fleet.transcript("all")
-      assert.deepStrictEqual(turn!.permissions, [{ tool: "Bash", input: { command: "ls" }, decision: "allow" }])
+      assert.deepStrictEqual(turn!.permissions, [
+        { toolUseId: turn!.toolCalls[0]!.id, tool: "Bash", input: { command: "ls" }, decision: "allow" }
+      ])
       const { entries } = yield* fleet.reports({ agent: "all", kinds: ["permission"] })
       assert.deepStrictEqual(entries.map((e) => [e.turnId, (e.data as { decision: string }).decision]), [
         ["t1", "allow"]
@@ -134,8 +136,9 @@ describe("permission as data", () => {
         "allowed Edit {\"file_path\":\"a\"}"
       )
       assert.deepStrictEqual(seen, ["Bash", "Write", "Edit"])
-      const permissions = (yield* fleet.transcript("fn")).map((t) => t.permissions[0])
-      assert.deepStrictEqual(permissions[1], {
+      const turns = yield* fleet.transcript("fn")
+      assert.deepStrictEqual(turns[1]!.permissions[0], {
+        toolUseId: turns[1]!.toolCalls[0]!.id,
         tool: "Write",
         input: { file_path: "a", content: "evil" },
         decision: "allow",

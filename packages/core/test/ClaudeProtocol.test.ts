@@ -148,3 +148,66 @@ describe("usage-limit frames", () => {
     assert.include(info, { status: "allowed_warning", rateLimitType: "five_hour", utilization: 0.92 })
   })
 })
+
+describe("the frames inside a turn: tool results and streamed text", () => {
+  const toolResults = Schema.decodeUnknownOption(Protocol.UserToolResultsFrame)
+  const textDelta = Schema.decodeUnknownOption(Protocol.TextDeltaFrame)
+  const decode = (json: Record<string, unknown>) => Option.getOrThrow(Protocol.decodeLine(JSON.stringify(json)))
+
+  it("a user frame's tool results decode as the Schema says, on the real CLI's frames", () => {
+    const users = captured.filter((f) => f["type"] === "user")
+    assert.isAtLeast(users.length, 1)
+    for (const json of users) {
+      const frame = decode(json)
+      assert.strictEqual(frame._tag, "ToolResults")
+      assert.deepStrictEqual(
+        Option.some((frame as Extract<Protocol.Frame, { _tag: "ToolResults" }>).frame),
+        toolResults(json)
+      )
+    }
+  })
+
+  it("content as a string or as parts, an error flag; a user frame without tool results is Other", () => {
+    const parts = {
+      type: "user",
+      message: {
+        content: [{
+          type: "tool_result",
+          tool_use_id: "t1",
+          is_error: true,
+          content: [{ type: "text", text: "one" }, { type: "image" }, { type: "text", text: "two" }]
+        }]
+      }
+    }
+    const frame = decode(parts)
+    assert.strictEqual(frame._tag, "ToolResults")
+    const block = (frame as Extract<Protocol.Frame, { _tag: "ToolResults" }>).frame.message.content[0]!
+    assert.deepStrictEqual(Option.map(toolResults(parts), (f) => f.message.content[0]), Option.some(block))
+    assert.strictEqual(Protocol.toolResultText(block), "one\n[image]\ntwo")
+    assert.isTrue(block.is_error)
+    // The CLI's replay of a prompt, and a malformed result.
+    assert.deepStrictEqual(decode({ type: "user", message: { content: "hello" } }), { _tag: "Other", type: "user" })
+    assert.deepStrictEqual(
+      decode({ type: "user", message: { content: [{ type: "tool_result", is_error: "yes", tool_use_id: "t" }] } }),
+      { _tag: "Other", type: "user" }
+    )
+  })
+
+  it("a stream_event's text delta decodes as the Schema says; other events are Other", () => {
+    const delta = {
+      type: "stream_event",
+      event: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Read" } },
+      session_id: "s"
+    }
+    const frame = decode(delta)
+    assert.strictEqual(frame._tag, "TextDelta")
+    assert.deepStrictEqual(
+      Option.some((frame as Extract<Protocol.Frame, { _tag: "TextDelta" }>).frame),
+      textDelta(delta)
+    )
+    const start = { type: "stream_event", event: { type: "message_start", message: {} } }
+    assert.deepStrictEqual(decode(start), { _tag: "Other", type: "stream_event" })
+    const input = { type: "stream_event", event: { type: "content_block_delta", delta: { type: "input_json_delta" } } }
+    assert.deepStrictEqual(decode(input), { _tag: "Other", type: "stream_event" })
+  })
+})

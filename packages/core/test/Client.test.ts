@@ -69,6 +69,26 @@ describe("the Promise facade", () => {
     assert.isAbove(next, 0)
   })
 
+  it("follow delivers one agent's entries; for a name that is not live, its ready rejects with AgentNotFound", async () => {
+    const fleet = newFleet()
+    await fleet.spawn("followed")
+    await fleet.spawn("ignored")
+    const seen: Array<ReportEntry> = []
+    const both = deferred()
+    const unfollow = fleet.follow("followed", (entry) => {
+      if (seen.push(entry) === 2) both.resolve()
+    })
+    await unfollow.ready
+    await fleet.ask("ignored", "zero")
+    await fleet.ask("followed", "one")
+    await both.promise
+    unfollow()
+    assert.deepStrictEqual(seen.map((e) => [e.agent, e.kind]), [["followed", "turn_started"], ["followed", "result"]])
+    const error = await fleet.follow("nobody", () => undefined).ready.then(() => null, (e: unknown) => e)
+    assert.strictEqual((error as { _tag?: string } | null)?._tag, "AgentNotFound")
+    await fleet.shutdown()
+  })
+
   it("shutdown closes every agent: a waiting caller gets AgentClosed", async () => {
     const fleet = newFleet()
     await Promise.all(["x", "y"].map((n) => fleet.spawn(n)))

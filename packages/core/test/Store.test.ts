@@ -49,7 +49,7 @@ describe("Store: an SQLite file", () => {
       assert.isTrue(fs.existsSync(`${file}-wal`), "WAL mode keeps a -wal file beside the database")
       const info = yield* store.info
       assert.strictEqual(info.kind, "sqlite")
-      assert.strictEqual(info.schemaVersion, 1)
+      assert.strictEqual(info.schemaVersion, 2)
       assert.isAbove(info.sizeBytes ?? 0, 0)
       const second = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(second?._tag, "StoreLocked")
@@ -96,6 +96,38 @@ describe("Store: an SQLite file", () => {
       assert.strictEqual(error?._tag, "StoreSchemaTooNew")
       assert.include(error?.message, "schema version 99")
       assert.isTrue(fs.readFileSync(file).equals(before))
+    }))
+
+  it.effect("a store of the first schema is brought up to date: its finished turns' spend is booked for costs", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const done = "2025-03-01T10:00:00.000Z"
+      yield* Effect.scoped(
+        StoreConfig.open({ sqlite: file }).pipe(Effect.flatMap((store) => {
+          store.saveTurn(turnRow("old", 1, "succeeded", done))
+          store.saveTurn({ ...turnRow("old", 2, "succeeded", done), run: "nightly-1" })
+          store.saveTurn(turnRow("old", 3, "queued", null))
+          return store.flush()
+        }))
+      )
+      // What a flotta of schema version 1 left: no cost table, no second migration.
+      const db = Sqlite.openSync(file)
+      db.prepare("drop table flotta_costs").run()
+      db.prepare("delete from flotta_migrations where migration_id = 2").run()
+      db.close()
+      const store = yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open({ sqlite: file })
+        return {
+          info: yield* store.info,
+          byRun: yield* store.costs({ since: null, until: null, by: "run" }),
+          byModel: yield* store.costs({ since: null, until: null, by: "model" })
+        }
+      }))
+      assert.strictEqual(store.info.schemaVersion, 2)
+      assert.strictEqual(store.byRun.turns, 2)
+      assert.approximately(store.byRun.totalUsd, 0.02, 1e-9)
+      assert.deepStrictEqual(store.byRun.groups.map((g) => g.key).sort(), ["nightly-1", null].sort())
+      assert.deepStrictEqual(store.byModel.groups.map((g) => g.key), ["unknown"])
     }))
 
   it.effect("a directory in its place is a clear error", () =>

@@ -37,7 +37,13 @@ describe("Testing.layer: the in-memory Claude", () => {
       const [turn] = yield* fleet.transcript("writer")
       assert.deepStrictEqual(turn!.toolCalls.map((c) => c.name), ["Write"])
       assert.deepStrictEqual(turn!.permissions, [
-        { tool: "Write", input: { file_path: "x" }, decision: "deny", message: "no Write today" }
+        {
+          toolUseId: turn!.toolCalls[0]!.id,
+          tool: "Write",
+          input: { file_path: "x" },
+          decision: "deny",
+          message: "no Write today"
+        }
       ])
       const reports = yield* fleet.reports({ agent: "writer", kinds: ["permission"] })
       assert.strictEqual(reports.entries.length, 1)

@@ -167,6 +167,111 @@ export const storeSuite = (fixture: StoreFixture) =>
         yield* third.close
       }))
 
+    it.effect("the cost console's sums equal the sum of the turns' costs, by agent, model, day, hour, run, routine", () =>
+      Effect.gen(function*() {
+        const { again, fresh } = yield* fixture.make()
+        const first = yield* open(fresh)
+        const models = ["opus", "haiku", "sonnet"]
+        const rows: Array<TurnRow> = []
+        for (let i = 0; i < 60; i++) {
+          const agent = ["ann", "bob", "cid", "dee"][i % 4]!
+          const at = new Date(Date.UTC(2025, 0, 1 + (i % 5), i % 24, i)).toISOString()
+          const base = turnRow(agent, i + 1, i % 7 === 0 ? "failed" : "succeeded", at)
+          // Most turns say their cost per model (one or two models); some, like an older CLI's, only in all.
+          const modelCosts = i % 6 === 5 ? undefined : i % 3 === 0
+            ? { [models[i % 3]!]: 0.001 * i, [models[(i + 1) % 3]!]: 0.0005 }
+            : { [models[i % 3]!]: 0.002 * (i + 1) }
+          const costUsd = modelCosts === undefined ? 0.0031 * i : Object.values(modelCosts).reduce((a, b) => a + b, 0)
+          const row: TurnRow = {
+            ...base,
+            record: { ...base.record, costUsd, ...(modelCosts === undefined ? {} : { modelCosts }) },
+            ...(i % 4 === 1 ? { run: `run-${i % 3}` } : {}),
+            ...(i % 8 === 1 ? { routine: "nightly" } : {})
+          }
+          rows.push(row)
+          first.store.saveTurn(row)
+        }
+        // Unfinished and free turns cost nothing and are not counted.
+        first.store.saveTurn(turnRow("ann", 100, "queued", null))
+        first.store.saveTurn({
+          ...turnRow("ann", 101, "succeeded", rows[0]!.record.finishedAt),
+          record: {
+            ...turnRow("ann", 101, "succeeded", null).record,
+            costUsd: 0,
+            finishedAt: rows[0]!.record.finishedAt
+          }
+        })
+        const close = (a: number, b: number, what: string) => assert.approximately(a, b, 1e-9, what)
+        const check = (store: StoreShape) =>
+          Effect.gen(function*() {
+            const expected = (key: (row: TurnRow, model: string) => string | null, keep = (_: TurnRow) => true) => {
+              const sums = new Map<string | null, number>()
+              for (const row of rows.filter(keep)) {
+                const byModel = row.record.modelCosts ?? { unknown: row.record.costUsd }
+                for (const [model, usd] of Object.entries(byModel)) {
+                  sums.set(key(row, model), (sums.get(key(row, model)) ?? 0) + usd)
+                }
+              }
+              return sums
+            }
+            const sameAs = (
+              report: { readonly groups: ReadonlyArray<{ key: string | null; costUsd: number }> },
+              sums: Map<string | null, number>,
+              what: string
+            ) => {
+              assert.deepStrictEqual(new Set(report.groups.map((g) => g.key)), new Set(sums.keys()), what)
+              for (const group of report.groups) close(group.costUsd, sums.get(group.key)!, `${what} ${group.key}`)
+            }
+            const all = rows.reduce((sum, row) => sum + row.record.costUsd, 0)
+            const byAgent = yield* store.costs({ since: null, until: null, by: "agent" })
+            close(byAgent.totalUsd, all, "total")
+            assert.strictEqual(byAgent.turns, rows.length)
+            sameAs(byAgent, expected((row) => row.agent), "by agent")
+            assert.deepStrictEqual(byAgent.groups.map((g) => g.turns), byAgent.groups.map(() => 15))
+            const costs = byAgent.groups.map((g) => g.costUsd)
+            assert.deepStrictEqual(costs, [...costs].sort((a, b) => b - a), "the biggest spender first")
+            sameAs(yield* store.costs({ since: null, until: null, by: "model" }), expected((_, m) => m), "by model")
+            const byDay = yield* store.costs({ since: null, until: null, by: "day" })
+            sameAs(byDay, expected((row) => row.record.finishedAt!.slice(0, 10)), "by day")
+            assert.deepStrictEqual(byDay.groups.map((g) => g.key), [
+              "2025-01-01",
+              "2025-01-02",
+              "2025-01-03",
+              "2025-01-04",
+              "2025-01-05"
+            ])
+            sameAs(
+              yield* store.costs({ since: null, until: null, by: "hour" }),
+              expected((row) => row.record.finishedAt!.slice(0, 13)),
+              "by hour"
+            )
+            sameAs(yield* store.costs({ since: null, until: null, by: "run" }), expected((r) => r.run ?? null), "run")
+            sameAs(
+              yield* store.costs({ since: null, until: null, by: "routine" }),
+              expected((r) => r.routine ?? null),
+              "by routine"
+            )
+            // A window: [Jan 2, Jan 4).
+            const since = "2025-01-02T00:00:00.000Z"
+            const until = "2025-01-04T00:00:00.000Z"
+            const inWindow = (row: TurnRow) => row.record.finishedAt! >= since && row.record.finishedAt! < until
+            const windowed = yield* store.costs({ since, until, by: "model" })
+            sameAs(windowed, expected((_, m) => m, inWindow), "in a window")
+            close(windowed.totalUsd, rows.filter(inWindow).reduce((sum, row) => sum + row.record.costUsd, 0), "window")
+            assert.deepStrictEqual([windowed.since, windowed.until], [since, until])
+          })
+        // Still in the write-behind buffer, then committed, then read again by a later host.
+        yield* check(first.store)
+        yield* first.store.flush()
+        yield* check(first.store)
+        yield* first.close
+        if (fixture.durable) {
+          const second = yield* open(again)
+          yield* check(second.store)
+          yield* second.close
+        }
+      }))
+
     it.effect("retention removes old history and keeps what a live agent needs", () =>
       Effect.gen(function*() {
         yield* TestClock.setTime(100 * 86_400_000)
@@ -183,13 +288,25 @@ export const storeSuite = (fixture: StoreFixture) =>
         store.saveTurn(turnRow("a", 3, "queued", null))
         store.saveRun({ name: "r", kind: "run", status: "succeeded", startedAt: old, finishedAt: old, worktree: null })
         store.saveRun({ name: "s", kind: "run", status: "running", startedAt: old, finishedAt: null, worktree: null })
+        store.saveState("run-diff/r", { name: "r", at: old })
+        store.saveState("run-diff/t", { name: "t", at: recent })
+        store.saveState("approvals", { pending: [], ended: [], at: old })
         yield* store.flush()
         const pruned = yield* store.prune(30)
+        // A run's recorded diff goes with its age; other state is never pruned.
+        assert.strictEqual(pruned.diffs, 1)
+        assert.isTrue(Option.isNone(yield* store.loadState("run-diff/r")))
+        assert.isTrue(Option.isSome(yield* store.loadState("run-diff/t")))
+        assert.isTrue(Option.isSome(yield* store.loadState("approvals")))
         assert.strictEqual(pruned.turns, 1)
         assert.strictEqual(pruned.runs, 1)
         assert.deepStrictEqual((yield* store.turns("a")).map((t) => t.record.turnId), ["t2", "t3"])
         assert.deepStrictEqual((yield* store.runs).map((r) => r.name), ["s"])
         assert.isTrue((yield* store.agents).some((a) => a.name === "a"))
+        // The cost console's rows go with the turns' history: only the recent turn's spend is left.
+        assert.strictEqual(pruned.costs, 1)
+        const left = yield* store.costs({ since: null, until: null, by: "agent" })
+        assert.deepStrictEqual([left.turns, left.totalUsd], [1, 0.01])
         if (fixture.durable) {
           assert.strictEqual(pruned.reports, 1)
           assert.deepStrictEqual((yield* store.readReports({})).entries.map((e) => e.kind), ["recent"])

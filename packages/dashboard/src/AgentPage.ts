@@ -2,7 +2,7 @@
  * `/agents/<name>`: one agent (its facts, its transcript with tool calls and the decisions they got, the prompt
  * and its controls), a finished run's outcome, or what the report log last said about a name that is not live.
  */
-import type { AgentInfo, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
+import type { AgentInfo, ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import { Predicate } from "effect"
 import type { Value } from "./Html.js"
@@ -11,21 +11,49 @@ import type { Page } from "./PageParts.js"
 import { at, dollars, duration, json, pill, since } from "./PageParts.js"
 import type { AgentView } from "./Views.js"
 
-/** Tool calls with the permission decision each got (matched in order, by tool); decisions left over follow. */
+/**
+ * Tool calls with the permission decision each got (by the call's id; by tool, in order, for records that have
+ * none), and each call's outcome, its result collapsed; decisions left over follow.
+ */
 const toolCalls = (turn: TurnRecord) => {
   const decisions = [...turn.permissions]
   const calls = turn.toolCalls.map((call) => {
-    const i = decisions.findIndex((d) => d.tool === call.name)
+    let i = decisions.findIndex((d) => d.toolUseId === call.id)
+    if (i === -1) i = decisions.findIndex((d) => d.toolUseId === undefined && d.tool === call.name)
     const decision = i === -1 ? undefined : decisions.splice(i, 1)[0]
-    return html`<li><span class="tool">${call.name}</span>${decision && decisionOf(decision)}<pre>${
-      json(call.input)
-    }</pre></li>`
+    return html`<li><span class="tool">${call.name}</span>${decision && decisionOf(decision)}${
+      call.outcome && outcomeBadge(call.outcome)
+    }<pre>${json(call.input)}</pre>${call.outcome && outcomeView(call.id, call.outcome)}</li>`
   })
   const rest = decisions.map((d) =>
     html`<li><span class="tool">${d.tool}</span>${decisionOf(d)}<pre>${json(d.input)}</pre></li>`
   )
   return calls.length + rest.length === 0 ? "" : html`<ol class="tools" aria-label="Tool calls">${calls}${rest}</ol>`
 }
+
+const REFUSED: Record<ToolRefusal["reason"], string> = {
+  not_offered: "not offered to this agent",
+  sandbox: "refused by its sandbox",
+  policy: "refused by its permission",
+  human: "denied by a human",
+  expired: "nobody decided in time"
+}
+
+const bytes = (n: number) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`)
+
+/** A call's outcome beside its name: ok, error or refused (and why), how long it took. */
+const outcomeBadge = (outcome: ToolOutcome) =>
+  html` <span class="outcome outcome-${outcome.status}">${outcome.status}${
+    outcome.refusal === undefined
+      ? ""
+      : `: ${REFUSED[outcome.refusal.reason]}${outcome.refusal.by === undefined ? "" : ` (${outcome.refusal.by})`}`
+  } · ${duration(outcome.durationMs)}</span>`
+
+/** A call's result, collapsed: what the model was told, cut to the bound the record keeps. */
+const outcomeView = (id: string, outcome: ToolOutcome) =>
+  html`<details class="result" data-call="${id}"><summary>Result, ${bytes(outcome.bytes)}${
+    outcome.truncated ? ` (the first ${bytes(Buffer.byteLength(outcome.text))} kept)` : ""
+  }</summary><pre>${outcome.text}</pre></details>`
 
 const decisionOf = (d: TurnRecord["permissions"][number]) =>
   html` <span class="decision decision-${d.decision}">${d.decision === "allow" ? "allowed" : "denied"}${
@@ -73,6 +101,10 @@ const turnView = (turn: TurnRecord, index: number) =>
   }</header>
 <div class="prompt"><span class="label">Prompt</span><p class="text">${turn.prompt}</p></div>
 ${toolCalls(turn)}
+${
+    turn.status === "running" &&
+    html`<p class="text streaming" data-stream="${turn.turnId}" aria-label="Writing" aria-live="polite"></p>`
+  }
 ${
     turn.reply !== null &&
     html`<div class="reply"><span class="label">Reply</span><p class="text">${turn.reply}</p></div>`
@@ -211,6 +243,7 @@ ${
           } for approval: <a href="/approvals">decide</a>.</p>`
         }
 ${facts(info, view.worktree)}
+${view.worktree !== null && html`<p><a href="/runs/${encodeURIComponent(info.name)}">Its changes so far</a></p>`}
 <section class="transcript" aria-label="Transcript">
 ${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
 </section>`,
@@ -225,7 +258,11 @@ ${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcrip
         live: html`<h1>${view.name} ${pill(view.error === null ? "finished" : "failed")}</h1>
 ${view.result && runOutcome(view.result)}
 ${view.error && html`<p class="error"><strong>${view.error._tag}</strong>: ${view.error.message}</p>`}
-<p><a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a></p>`
+<p>${
+          view.result?.kind === "run" && view.result.worktree !== undefined || view.error !== null
+            ? html`<a href="/runs/${encodeURIComponent(view.name)}">Its diff</a> · `
+            : ""
+        }<a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a></p>`
       }
     case "Gone":
       return view.last === null

@@ -11,7 +11,9 @@ import type { AgentRow } from "./Views.js"
 /** `hosted`: the fleet spans several hosts (a cluster), and each row says which runs it. */
 const agentRow = (hosted: boolean) => ({ currentStartedAt, info, worktree }: AgentRow) =>
   html`<tr>
-<td>${agentLink(info.name)}${info.lifecycle === "run" ? html` <span class="tag">run</span>` : ""}</td>
+<td>${agentLink(info.name)}${info.lifecycle === "run" ? html` <span class="tag">run</span>` : ""}${
+    worktree === null ? "" : html` <a href="/runs/${encodeURIComponent(info.name)}" class="muted">diff</a>`
+  }</td>
 <td>${pill(info.status)}${
     info.parkedUntil === null ? "" : html` <span class="muted">until ${at(info.parkedUntil)}</span>`
   }</td>

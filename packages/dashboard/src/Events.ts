@@ -4,7 +4,8 @@
  * what it missed, read back from the store, and then the live feed. The subscription is made before the read, so
  * nothing posted between the two is lost, and entries at or below the last one sent are skipped, so nothing is
  * sent twice. A client too slow for the live feed is told of a gap by its subscription: the gap is filled from
- * the store, and the socket's backpressure, not a buffer, holds what it has not read.
+ * the store, and the socket's backpressure, not a buffer, holds what it has not read. A streaming agent's
+ * pieces of text (`text_delta`, never kept) go out as `delta` events without an id: they move no cursor.
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
@@ -27,6 +28,9 @@ const frameOf = (entry: ReportEntry) => {
   }
   return frame
 }
+
+/** A live-only entry: no id, so a reconnect's `Last-Event-ID` stays the last kept entry's. */
+const deltaOf = (entry: ReportEntry) => encoder.encode(`event: delta\ndata: ${JSON.stringify(entry)}\n\n`)
 
 const RETRY = encoder.encode("retry: 1000\n\n")
 const PING = encoder.encode(": ping\n\n")
@@ -75,7 +79,8 @@ export const stream = (cursor: number | undefined) =>
             let frames: Array<Uint8Array> = []
             for (const notice of notices) {
               if (notice._tag === "Entry") {
-                if (fresh(notice.entry)) frames.push(frameOf(notice.entry))
+                if (notice.entry.kind === "text_delta") frames.push(deltaOf(notice.entry))
+                else if (fresh(notice.entry)) frames.push(frameOf(notice.entry))
                 continue
               }
               // A gap (this client fell behind the fleet) is filled from the store, not merely announced.

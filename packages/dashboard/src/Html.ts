@@ -35,13 +35,23 @@ export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Val
   return new Html(out)
 }
 
-export type PageName = "agents" | "agent" | "approvals" | "schedule" | "reports" | "login" | "notFound"
+export type PageName =
+  | "agents"
+  | "agent"
+  | "run"
+  | "approvals"
+  | "schedule"
+  | "reports"
+  | "costs"
+  | "login"
+  | "notFound"
 
 const NAV: ReadonlyArray<readonly [href: string, label: string, page: PageName]> = [
   ["/", "Agents", "agents"],
   ["/approvals", "Approvals", "approvals"],
   ["/schedule", "Schedule", "schedule"],
-  ["/reports", "Reports", "reports"]
+  ["/reports", "Reports", "reports"],
+  ["/costs", "Costs", "costs"]
 ]
 
 export interface Shell {
@@ -86,7 +96,7 @@ ${shell.static !== true && html`<script src="/assets/app.js" defer></script>`}
 <nav aria-label="Main">${
     NAV.map(([href, label, page]) =>
       html`<a href="${href}"${
-        page === shell.page || (page === "agents" && shell.page === "agent")
+        page === shell.page || (page === "agents" && (shell.page === "agent" || shell.page === "run"))
           ? html` aria-current="page"`
           : ""
       }>${label}</a>`

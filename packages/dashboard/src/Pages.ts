@@ -2,13 +2,14 @@
  * The dashboard's pages, rendered on the server: `render` gives a whole document, or with `fragment` only the
  * live region `main#live`, which the client script swaps in as the report log moves. What someone types into
  * (the prompt, the filter, the minutes) sits below the live region, so a refresh never takes it away. Each page
- * is a module of its own (`AgentsPage`, `AgentPage`, `ApprovalsPage`, `SchedulePage`, `ReportsPage`); the
- * sign-in and not-found pages are here.
+ * is a module of its own (`AgentsPage`, `AgentPage`, `RunPage`, `ApprovalsPage`, `SchedulePage`, `ReportsPage`,
+ * `CostsPage`); the sign-in and not-found pages are here.
  *
  * Accessible names are part of the contract (tests drive the page by role and name): the tables "Agents",
- * "Routines" and "Reports", the section "Transcript", one article "Approval <id>" per approval, the textboxes
- * "Prompt", "Message", "Minutes", "Agent", "Kind" and "Token", and the buttons "Send", "Interrupt", "Close",
- * "Approve", "Deny", "Pause", "Resume", "Keep going", "Stop for today", "Run now", "Filter" and "Sign in".
+ * "Routines", "Reports", "Files", "Top agents", "Top models", "Top runs" and "Top routines", the section "Patch",
+ * the section "Transcript", one article "Approval <id>" per approval, the textboxes "Prompt", "Message", "Minutes",
+ * "Agent", "Kind", "Since", "Until" and "Token", and the buttons "Send", "Interrupt", "Close", "Approve", "Deny",
+ * "Pause", "Resume", "Keep going", "Stop for today", "Run now", "Filter", "Show" and "Sign in".
  * Actions are forms with `data-action` that post to the action URLs: the script sends them by fetch, and
  * without it they post and come back by redirect.
  */
@@ -17,10 +18,12 @@ import { Cause, Effect } from "effect"
 import { agentPage } from "./AgentPage.js"
 import { agentsPage } from "./AgentsPage.js"
 import { approvalsPage } from "./ApprovalsPage.js"
+import { costsPage } from "./CostsPage.js"
 import type { PageName } from "./Html.js"
 import { document, html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { reportsPage } from "./ReportsPage.js"
+import { runPage } from "./RunPage.js"
 import { schedulePage } from "./SchedulePage.js"
 import * as Views from "./Views.js"
 
@@ -30,7 +33,7 @@ export interface PageRequest {
   readonly page: PageName
   /** Only the inner HTML of `main#live`. */
   readonly fragment: boolean
-  /** The agent's name, for `agent`. */
+  /** The agent's name, for `agent`; the run's, for `run`. */
   readonly name?: string | undefined
   readonly query: URLSearchParams
   /** Shown in the `#flash` alert (a failed action without the script, a bad token). */
@@ -80,12 +83,18 @@ const pageOf = (request: PageRequest): Effect.Effect<Page, never, Flotta> => {
       return request.name === undefined
         ? Effect.succeed(notFoundPage)
         : Effect.map(Views.agent(request.name), agentPage)
+    case "run":
+      return request.name === undefined
+        ? Effect.succeed(notFoundPage)
+        : Effect.map(Views.runDiff(request.name), runPage)
     case "approvals":
       return approvalsPage
     case "schedule":
       return schedulePage
     case "reports":
       return reportsPage(Views.reportFilter(request.query))
+    case "costs":
+      return costsPage(request.query)
     case "login":
       return Effect.succeed(loginPage)
     case "notFound":

@@ -1,7 +1,7 @@
 /**
  * The dashboard's routes on the fleet's one HTTP stack (`Http.Routes`), so that the dashboard can have a port of
- * its own or share the MCP server's: the pages, `/events`, `/api/charts`, `/assets/<file>`, sign-in, and the
- * actions (POSTs). Any other method on a route gets 405 with `Allow`; any other path the not-found page.
+ * its own or share the MCP server's: the pages, `/events`, `/api/charts`, `/api/costs`, `/costs.csv`,
+ * `/assets/<file>`, sign-in, and the actions (POSTs). Any other method on a route gets 405 with `Allow`; any other path the not-found page.
  *
  * Every route sits behind the shared guard (`HttpGuard`) with a browser's rules: the Host must be a name this
  * server answers to (against DNS rebinding); a foreign Origin is refused on every request, and only the page's
@@ -20,6 +20,7 @@ import type { Scope } from "effect"
 import * as Actions from "./Actions.js"
 import * as Assets from "./Assets.js"
 import * as Charts from "./Charts.js"
+import * as CostsPage from "./CostsPage.js"
 import type { DashboardSettings } from "./DashboardConfig.js"
 import * as Events from "./Events.js"
 import * as Pages from "./Pages.js"
@@ -188,6 +189,26 @@ export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, ne
       "data"
     )
 
+    /** `/costs.csv`: the cost console's groups as a download; a window or grouping it cannot read is a 400. */
+    const costsCsv = signedIn(
+      (url) =>
+        CostsPage.csv(url.searchParams).pipe(
+          Effect.map(({ body, filename }) =>
+            HttpServerResponse.setHeaders(text(200, "text/csv; charset=utf-8", body), {
+              "content-disposition": `attachment; filename="${filename}"`,
+              "cache-control": "no-store"
+            })
+          ),
+          Effect.catchAll(failed)
+        ),
+      "data"
+    )
+    const costsChart = signedIn(
+      (url) =>
+        CostsPage.chartData(url.searchParams).pipe(Effect.map((data) => json(200, data)), Effect.catchAll(failed)),
+      "data"
+    )
+
     const GET = <R>(handler: Effect.Effect<Response, never, R>) => Http.methods({ GET: handler, HEAD: handler }, refuse)
     const POST = <R>(handler: Effect.Effect<Response, never, R>) => Http.methods({ POST: handler }, refuse)
     const pages = HttpRouter.empty.pipe(
@@ -195,10 +216,14 @@ export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, ne
       Http.route("/approvals", GET(page(() => ({ page: "approvals" })))),
       Http.route("/schedule", GET(page(() => ({ page: "schedule" })))),
       Http.route("/reports", GET(page(() => ({ page: "reports" })))),
+      Http.route("/costs", GET(page(() => ({ page: "costs" })))),
+      Http.route("/costs.csv", GET(costsCsv)),
       Http.route("/agents/:name", GET(page(({ name }) => ({ page: "agent", name })))),
+      Http.route("/runs/:name", GET(page(({ name }) => ({ page: "run", name })))),
       Http.route("/login", Http.methods({ GET: page(() => ({ page: "login" }), "open"), POST: signIn }, refuse)),
       Http.route("/events", GET(events)),
       Http.route("/api/charts", GET(signedIn(() => Effect.map(Charts.chartData, (data) => json(200, data)), "data"))),
+      Http.route("/api/costs", GET(costsChart)),
       Http.route("/assets/:file", GET(asset))
     )
     const router = Actions.table(fires).reduce(

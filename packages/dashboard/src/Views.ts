@@ -8,6 +8,7 @@ import type { Approval } from "@flotta/core/Approvals"
 import { Flotta } from "@flotta/core/Flotta"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
+import type { RunDiff } from "@flotta/core/RunDiff"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
@@ -101,6 +102,19 @@ export const agent = (name: string): Effect.Effect<AgentView, never, Flotta> =>
     const last = yield* fleet.reports({ agent: name, last: 1 })
     return { _tag: "Gone", name, last: last.entries.at(-1) ?? null } as const
   })
+
+/** A run's diff, or why there is none (no worktree: NoDiff; no such run: RunNotFound; or another failure). */
+export type RunDiffView =
+  | { readonly _tag: "Diff"; readonly diff: RunDiff }
+  | { readonly _tag: "None"; readonly error: string; readonly name: string; readonly message: string }
+
+export const runDiff = (name: string): Effect.Effect<RunDiffView, never, Flotta> =>
+  Effect.flatMap(Flotta, (fleet) => fleet.diff(name)).pipe(
+    Effect.map((diff): RunDiffView => ({ _tag: "Diff", diff })),
+    Effect.catchAll((error) =>
+      Effect.succeed<RunDiffView>({ _tag: "None", error: error._tag, name, message: error.message })
+    )
+  )
 
 export const approvals: Effect.Effect<ReadonlyArray<Approval>, never, Flotta> = Effect.flatMap(
   Flotta,

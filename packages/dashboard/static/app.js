@@ -40,13 +40,29 @@
     const fields = () => live.querySelectorAll("input:not([type=hidden]), textarea, select")
     const kept = new Map([...fields()].map((el) => [fieldKey(el), el.value]))
     const focused = live.contains(document.activeElement) ? fieldKey(document.activeElement) : null
+    // A tool result someone opened stays open when the page is drawn again.
+    const opened = new Set([...live.querySelectorAll("details[data-call][open]")].map((el) => el.dataset.call))
     live.innerHTML = markup
+    for (const el of live.querySelectorAll("details[data-call]")) if (opened.has(el.dataset.call)) el.open = true
+    showStreamed()
     for (const el of fields()) {
       const key = fieldKey(el)
       if (kept.has(key)) el.value = kept.get(key)
       if (key === focused) el.focus()
     }
     tick()
+  }
+
+  // --- a streaming agent's words as they come (`delta` events: never kept, the record has the whole message)
+  /** The text streamed so far, by turn id: a refetched page shows it again in its running turn. */
+  const streamed = new Map()
+  const showStreamed = () => {
+    for (const el of live.querySelectorAll("[data-stream]")) el.textContent = streamed.get(el.dataset.stream) || ""
+  }
+  const onDelta = (entry) => {
+    if (page !== "agent" || entry.agent !== agent || typeof entry.data?.text !== "string") return
+    streamed.set(entry.turnId, (streamed.get(entry.turnId) || "") + entry.data.text)
+    showStreamed()
   }
 
   // --- reports, live
@@ -120,6 +136,7 @@
       cursor = seq
       onEntry(JSON.parse(e.data))
     })
+    source.addEventListener("delta", (e) => onDelta(JSON.parse(e.data)))
     source.addEventListener("missed", refresh) // the server dropped entries for this slow page
     source.addEventListener("open", () => {
       if (broken) refresh() // back after an outage: the replay covers the log, the refetch the rest
@@ -201,9 +218,10 @@
       const target = figure.querySelector(".plot")
       const unit = figure.dataset.unit
       const key = figure.dataset.chart, names = chart.series.join("\n"), old = plots.get(key)
-      // Steps hold each hour's cost until the next hour: one more x closes the current hour's step.
-      const data = key === "costPerHour"
-        ? chart.data.map((c, i) => [...c, i === 0 ? c.at(-1) + 3600 : c.at(-1)])
+      // Steps hold each hour's (or day's: `data-step`) cost until the next: one more x closes the last step.
+      const step = key === "costPerHour" ? 3600 : Number(figure.dataset.step || 0)
+      const data = step > 0 && chart.data[0].length > 0
+        ? chart.data.map((c, i) => [...c, i === 0 ? c.at(-1) + step : c.at(-1)])
         : chart.data
       figure.classList.toggle("no-data", chart.series.length === 0)
       if (old && old.names === names) return old.plot.setData(data)
@@ -228,7 +246,8 @@
       pending = 0
       last = Date.now()
       try {
-        const res = await fetch("/api/charts", { credentials: "same-origin" })
+        // The agents page's charts, or the page's own (`data-src`: the costs page's, for its window).
+        const res = await fetch(holder.dataset.src || "/api/charts", { credentials: "same-origin" })
         if (!res.ok) return
         const data = await res.json()
         for (const figure of holder.querySelectorAll("figure[data-chart]")) draw(figure, data[figure.dataset.chart])

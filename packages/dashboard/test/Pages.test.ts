@@ -175,7 +175,27 @@ describe("pages", () => {
       assert.include(html, "&quot;file_path&quot;: &quot;notes.md&quot;")
       assert.include(html, "&lt;hi&gt;")
       assert.match(html, /decision-deny">denied by dashboard: [^<]*not now</)
+      // Its outcome beside it: refused by a human on the dashboard, the result collapsed.
+      assert.match(html, /outcome-refused">refused: denied by a human \(dashboard\) · /)
+      assert.match(
+        html,
+        /<details class="result" data-call="[^"]+"><summary>Result, \d+ B<\/summary><pre>[^<]*not now<\/pre><\/details>/
+      )
     }).pipe(Effect.provide(fleet)))
+
+  it.effect("agent: a call's result is escaped, and a long one says how much of it was kept", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("b", { permission: "full" })
+      yield* fleet.ask("b", "bash")
+      const { html } = yield* page("agent", { name: "b", fragment: true })
+      assert.match(html, /outcome-ok">ok · /)
+      assert.include(html, "<summary>Result, 5.0 KiB (the first 4.0 KiB kept)</summary>")
+      assert.include(html, "&lt;b&gt;")
+      assert.notInclude(html, "<b>")
+    }).pipe(Effect.provide(Testing.layer({
+      model: () => Testing.toolUse("Bash", { command: "cat page.html" }, "read", { output: "<b>".repeat(1707) })
+    }))))
 
   it.effect("agent: an unknown name is a 404 page, and a closed agent says so", () =>
     Effect.gen(function*() {

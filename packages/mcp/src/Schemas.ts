@@ -58,6 +58,8 @@ const REPO_DESCRIPTION = "A directory inside the git repository (default: the se
 export const NameArgs = Schema.Struct({ name: req(Text, NAME_DESCRIPTION) })
 
 const Percent = Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100))
+const STREAM_DESCRIPTION = "Stream its text as the model writes it: subscribers of the report log (and the " +
+  "dashboard) get each piece as a text_delta entry, told live and never kept"
 const AUTO_COMPACT_DESCRIPTION = "A percentage of its context window: when a turn ends with its context fuller " +
   "than that, a compaction is queued before its next prompt (default: the fleet's autoCompactAt, if any)"
 
@@ -72,7 +74,8 @@ const AgentOptionFields = {
   env: opt(Env, "Added to the agent's environment"),
   role: opt(Schema.Literal("member", "manager")),
   sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
-  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION)
+  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION),
+  stream: opt(Schema.Boolean, STREAM_DESCRIPTION)
 }
 
 export const CompactArgs = Schema.Struct({
@@ -111,7 +114,13 @@ export const SpawnArgs = Schema.Struct({
   resume: opt(Text, "A session id to continue (from a run's result or an agent's info)"),
   host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)"),
   sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
-  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION)
+  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION),
+  stream: opt(Schema.Boolean, STREAM_DESCRIPTION),
+  maxBudgetUsd: opt(
+    Schema.Number.pipe(Schema.positive()),
+    "A budget in dollars for its turns (per budgetPer): once spent, a new turn fails with BudgetExceeded"
+  ),
+  budgetPer: opt(Schema.Literal("day", "life"), "The budget is per UTC day, or for its life (default)")
 })
 
 export const RunArgs = Schema.Struct({

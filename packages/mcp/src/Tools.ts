@@ -5,8 +5,10 @@
  */
 import { Flotta } from "@flotta/core/Flotta"
 import type * as Run from "@flotta/core/Run"
+import { RunDiff } from "@flotta/core/RunDiff"
 import { Effect, Schema } from "effect"
 import * as ApprovalTools from "./ApprovalTools.js"
+import * as CostTools from "./CostTools.js"
 import * as ToolWait from "./internal/toolWait.js"
 import * as Wait from "./internal/wait.js"
 import * as SchedulerTools from "./SchedulerTools.js"
@@ -257,10 +259,24 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: (query) => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.runs(query)), (runs) => ({ runs }))
   }),
   Tool.make({
+    name: "flotta_diff",
+    title: "Run diff",
+    description: "What a run in a worktree changed against the commit it started from: each file with lines " +
+      "added and removed, the totals, and the patch (cut at 256 KiB: `truncated`, `patchBytes` its full size). " +
+      "Recorded when the run ends and kept after its worktree is removed; while it goes on, its changes so far " +
+      "(`running`). A run without a worktree is NoDiff, an unknown one RunNotFound.",
+    annotations: READ,
+    input: S.NameArgs,
+    output: RunDiff,
+    run: ({ name }) => Effect.flatMap(Flotta, (fleet) => fleet.diff(name))
+  }),
+  Tool.make({
     name: "flotta_transcript",
     title: "Agent transcript",
-    description: "An agent's turns, oldest first: prompt, reply or error, tool calls, permission decisions, cost " +
-      "and timing. `last` keeps only the most recent ones. Also readable as the resource " +
+    description: "An agent's turns, oldest first: prompt, reply or error, tool calls with their outcome (ok, " +
+      "error, or refused and why: not_offered, sandbox, policy, human with who, expired; the result's text cut " +
+      "to 4 KiB with its full size in bytes; how long the call took), permission decisions, cost and timing. " +
+      "`last` keeps only the most recent ones. Also readable as the resource " +
       "flotta://agents/{name}/transcript.",
     annotations: READ,
     input: S.TranscriptArgs,
@@ -326,6 +342,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
           ...(limit === undefined ? {} : { limit })
         }))
   }),
+  // The cost console: spend by agent, run, routine, model, day or hour.
+  ...CostTools.tools,
   Tool.make({
     name: "flotta_worktrees",
     title: "List run worktrees",

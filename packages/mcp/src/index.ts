@@ -7,6 +7,7 @@
  *   the fleet so that Effect's logs (the fleet's included) go to stderr, never into the protocol on stdout.
  * - In process (tests, embedding): `McpHandler.make(settings)` is the endpoint as `fetch(Request)`.
  */
+export * as CostTools from "./CostTools.js"
 export * as McpConfig from "./McpConfig.js"
 export * as McpHandler from "./McpHandler.js"
 export * as McpServer from "./McpServer.js"

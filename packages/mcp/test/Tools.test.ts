@@ -57,10 +57,12 @@ const EXPECTED_TOOLS = [
   "flotta_result",
   "flotta_run_result",
   "flotta_runs",
+  "flotta_diff",
   "flotta_transcript",
   "flotta_broadcast",
   "flotta_verify",
   "flotta_reports",
+  "flotta_costs",
   "flotta_worktrees",
   "flotta_gc_worktrees",
   // Steering (SchedulerTools.test.ts)
@@ -119,7 +121,8 @@ for (const era of ERAS) {
             "flotta_wait",
             "flotta_reports",
             "flotta_transcript",
-            "flotta_runs"
+            "flotta_runs",
+            "flotta_diff"
           ]
         ) {
           assert.isTrue(hints(name).readOnlyHint, name)
@@ -134,6 +137,31 @@ for (const era of ERAS) {
         assert.deepInclude(spawnSchema.required ?? [], "name")
         assert.strictEqual(toolTable.length, EXPECTED_TOOLS.length)
       }).pipe(Effect.provide(fleet())))
+
+    it.scoped("flotta_costs sums the turns by agent and model; a budgeted spawn stops at its budget", () =>
+      Effect.gen(function*() {
+        const client = yield* session(era)
+        yield* call(client, "flotta_spawn", { name: "tight", model: "opus", maxBudgetUsd: 0.0015 })
+        yield* call(client, "flotta_spawn", { name: "loose", model: "haiku" })
+        yield* call(client, "flotta_ask", { name: "tight", text: "one" })
+        yield* call(client, "flotta_ask", { name: "tight", text: "two" })
+        yield* call(client, "flotta_ask", { name: "loose", text: "one" })
+        const refused = yield* call(client, "flotta_ask", { name: "tight", text: "three" })
+        assert.strictEqual(errorOf(refused)._tag, "BudgetExceeded")
+        type Report = {
+          totalUsd: number
+          turns: number
+          groups: Array<{ key: string; costUsd: number; turns: number }>
+        }
+        const byAgent = structured<Report>(yield* call(client, "flotta_costs", { since: "7d" }))
+        assert.strictEqual(byAgent.turns, 3)
+        assert.deepStrictEqual(byAgent.groups.map((g) => [g.key, g.turns]), [["tight", 2], ["loose", 1]])
+        assert.approximately(byAgent.totalUsd, 0.003, 1e-12)
+        const byModel = structured<Report>(yield* call(client, "flotta_costs", { by: "model" }))
+        assert.deepStrictEqual(byModel.groups.map((g) => g.key), ["opus", "haiku"])
+        const bad = yield* call(client, "flotta_costs", { since: "yesterday-ish" })
+        assert.strictEqual(errorOf(bad)._tag, "InvalidSpec")
+      }).pipe(Effect.provide(fleet({ costPerCall: 0.001 }))))
 
     it.scoped("spawn, prompt, wait, result, status, info, list, transcript and close", () =>
       Effect.gen(function*() {
@@ -470,6 +498,44 @@ for (const era of ERAS) {
         assert.isTrue(refused.isError)
         assert.include(text(refused), "state")
       }).pipe(Effect.provide(fleet())))
+
+    it.scoped("flotta_diff: a worktree run's files and patch; NoDiff without a worktree, RunNotFound unknown", () =>
+      Effect.gen(function*() {
+        const client = yield* session(era)
+        yield* call(client, "flotta_run", { prompt: "edit", name: "editor", worktree: true, cwd: "/repo" })
+        assert.isTrue(structured<WaitResult>(yield* call(client, "flotta_wait", { name: "editor", run: true })).done)
+        const diff = structured<{
+          name: string
+          running: boolean
+          files: ReadonlyArray<{ path: string; added: number; removed: number }>
+          added: number
+          removed: number
+          patch: string
+          truncated: boolean
+        }>(yield* call(client, "flotta_diff", { name: "editor" }))
+        assert.deepInclude(diff, { name: "editor", running: false, added: 3, removed: 1, truncated: false })
+        assert.deepStrictEqual(diff.files, [
+          { path: "a.txt", added: 1, removed: 1 },
+          { path: "src/new.ts", added: 2, removed: 0 }
+        ])
+        assert.include(diff.patch, "+++ b/src/new.ts\n@@ -0,0 +1,2 @@\n+export const x = 1\n")
+        yield* call(client, "flotta_run", { prompt: "hello", name: "plain" })
+        yield* call(client, "flotta_wait", { name: "plain", run: true })
+        const none = errorOf(yield* call(client, "flotta_diff", { name: "plain" }))
+        assert.strictEqual(none._tag, "NoDiff")
+        assert.include(none.message, "had no worktree")
+        assert.strictEqual(errorOf(yield* call(client, "flotta_diff", { name: "ghost" }))._tag, "RunNotFound")
+      }).pipe(Effect.provide(fleet({
+        git: Testing.git({
+          changes: ({ name }) =>
+            name === "editor"
+              ? [
+                { path: "src/new.ts", after: "export const x = 1\nexport const y = 2\n" },
+                { path: "a.txt", before: "old\n", after: "new\n" }
+              ]
+              : []
+        })
+      }))))
 
     it.scoped("flotta_run with attempts: each verified in its worktree, the winner with every attempt's report", () =>
       Effect.gen(function*() {

@@ -193,6 +193,7 @@ export const make = (deps: {
           const result = yield* spend(fleet.run({
             name,
             prompt: params.prompt ?? defaultScanPrompt(params.focus),
+            ...(label === null ? {} : { routine: label }),
             appendSystemPrompt: scanInstructions(params.focus),
             permission: "read_only",
             jsonSchema: TASKS_JSON_SCHEMA,
@@ -280,6 +281,7 @@ export const make = (deps: {
               name,
               template: routine.template,
               prompt: dispatchPrompt(template.prompt, task),
+              routine: routine.name,
               ...bounded()
             })))
             claimed.delete(task.key)
@@ -315,6 +317,7 @@ export const make = (deps: {
             const result = yield* spend(fleet.run({
               name,
               ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
+              routine: routine.name,
               ...placement(routine),
               ...bounded()
             }))

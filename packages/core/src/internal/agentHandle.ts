@@ -208,7 +208,9 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
 
   const status = Effect.sync(statusNow)
 
-  const info = Effect.map(status, (view) => AgentStatus.infoOf(ctx, startedAt, view))
+  const info = Effect.clockWith((clock) =>
+    Effect.map(status, (view) => AgentStatus.infoOf(ctx, startedAt, view, clock.unsafeCurrentTimeMillis()))
+  )
 
   const infoNow = () => AgentStatus.infoOf(ctx, startedAt, statusNow())
 

@@ -43,6 +43,20 @@ export interface AgentOptions {
    * queued before its next prompt (the fleet's `autoCompactAt` otherwise; none when neither says).
    */
   readonly autoCompactAt?: number
+  /**
+   * Stream its text as the model writes it (`--include-partial-messages`): each piece reaches `onActivity` and
+   * the report log's subscribers (`text_delta`, live only) before the message is whole.
+   */
+  readonly stream?: boolean
+  /**
+   * A session's budget, in dollars: once its turns have spent this much (`budgetPer` UTC day, or for its `life`,
+   * the default), a new turn fails with `BudgetExceeded` before it is sent. A turn in flight when the budget is
+   * crossed finishes; the next one is refused. Spend is counted from the store, so it survives a restart.
+   */
+  readonly maxBudgetUsd?: number
+  readonly budgetPer?: "day" | "life"
+  /** The routine that started it (set by the scheduler): its turns' cost is booked on the routine too. */
+  readonly routine?: string
 }
 
 /** The options that are plain data, stored and restored as they are. */
@@ -55,7 +69,10 @@ const PLAIN_OPTIONS = [
   "extraArgs",
   "expectStructuredOutput",
   "sandbox",
-  "autoCompactAt"
+  "autoCompactAt",
+  "maxBudgetUsd",
+  "budgetPer",
+  "routine"
 ] as const
 type PlainOptions = Pick<AgentOptions, typeof PLAIN_OPTIONS[number]>
 
@@ -121,6 +138,7 @@ export const buildArgs = (
     ...(options.model === undefined ? [] : ["--model", options.model]),
     ...(options.systemPrompt === undefined ? [] : ["--system-prompt", options.systemPrompt]),
     ...(options.appendSystemPrompt === undefined ? [] : ["--append-system-prompt", options.appendSystemPrompt]),
+    ...(options.stream === true ? ["--include-partial-messages"] : []),
     ...Permission.flags(permission, sandbox === null ? [] : Sandbox.GUARDED_TOOLS),
     ...(sandbox === null ? options.extraArgs ?? [] : Sandbox.settingsArgs(sandbox, options.extraArgs ?? []))
   ]

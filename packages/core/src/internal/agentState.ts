@@ -144,12 +144,23 @@ export interface Active {
   lastInput: number | null
   /** The conversation was compacted during it. */
   compaction: Compaction | null
+  /** When each of its tool calls awaiting a result was made, by the call's id. */
+  readonly toolStarts: Map<string, number>
+  /** The model's newest text, told once something follows it (see `liveTurn`). */
+  pendingText: string | null
 }
 
 /** The agent's turn metrics (see `turnRecord.metricsFor`). */
 export interface TurnMetrics {
   readonly count: (outcome: string) => void
   readonly record: (durationMs: number, costUsd: number) => void
+}
+
+/** What an agent's turns have spent (see `budget`): in all, and on `day` (`YYYY-MM-DD`, UTC). */
+export interface Spend {
+  lifeUsd: number
+  day: string
+  dayUsd: number
 }
 
 /** Everything about one agent that changes, in one place. */
@@ -170,6 +181,10 @@ export interface AgentState {
   process: Running | undefined
   /** The process's running cost (the CLI reports a total per process). */
   processCost: number
+  /** The process's running cost per model (its last `modelUsage`). */
+  processModelCosts: Readonly<Record<string, number>>
+  /** What its turns have spent, for its budget (see `budget`). */
+  readonly spend: Spend
   turnCounter: number
   finished: number
   failed: number

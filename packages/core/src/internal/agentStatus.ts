@@ -5,6 +5,7 @@
 import type { AgentInfo, AgentStatusView } from "../AgentView.js"
 import * as Permission from "../Permission.js"
 import type { AgentContext } from "./agentState.js"
+import * as Budget from "./budget.js"
 import { iso } from "./turnRecord.js"
 
 export const statusOf = (ctx: AgentContext): AgentStatusView => {
@@ -35,8 +36,9 @@ export const statusOf = (ctx: AgentContext): AgentStatusView => {
 }
 
 /** Its info, around a status view of it; `startedAt` is when it first started (a restored agent keeps its own). */
-export const infoOf = (ctx: AgentContext, startedAt: string, view: AgentStatusView): AgentInfo => {
+export const infoOf = (ctx: AgentContext, startedAt: string, view: AgentStatusView, now?: number): AgentInfo => {
   const { options, state } = ctx
+  const budget = Budget.view(ctx, now ?? state.lastActiveAt)
   return {
     name: ctx.name,
     lifecycle: options.lifecycle ?? "session",
@@ -58,6 +60,7 @@ export const infoOf = (ctx: AgentContext, startedAt: string, view: AgentStatusVi
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
     ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom }),
     ...(view.context === undefined ? {} : { context: view.context }),
-    ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost })
+    ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost }),
+    ...(budget === undefined ? {} : { budget })
   }
 }

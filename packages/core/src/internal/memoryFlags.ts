@@ -20,6 +20,8 @@ export interface Flags {
   readonly jsonSchema: boolean
   /** `--settings`'s sandbox, when it turns the sandbox on (writable paths without the cwd). */
   readonly sandbox: { readonly allowWrite: ReadonlyArray<string>; readonly hosts: ReadonlyArray<string> } | null
+  /** `--include-partial-messages`: text deltas stream before each text message. */
+  readonly partial: boolean
 }
 
 const Strings = Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
@@ -67,6 +69,7 @@ export const parseFlags = (args: ReadonlyArray<string>): Flags => {
     maxTurns: maxTurns === undefined ? undefined : Number(maxTurns),
     maxBudgetUsd: maxBudget === undefined ? undefined : Number(maxBudget),
     jsonSchema: args.includes("--json-schema"),
-    sandbox: sandboxOf(value("--settings"))
+    sandbox: sandboxOf(value("--settings")),
+    partial: args.includes("--include-partial-messages")
   }
 }

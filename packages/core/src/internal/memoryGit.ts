@@ -1,14 +1,16 @@
 /**
  * The repository seam (`Git`) in memory, for `@flotta/core/Testing`: every directory is a repository whose root it
  * is, on branch `main`; a run's worktree is a record under `<repo>/.claude/worktrees/<name>` on branch
- * `worktree-<name>` (nothing is written to disk), and a shell check is a function of its command, directory and
- * environment. Runs, attempts and verifies act on it as on git, with no process and no clock of their own.
+ * `worktree-<name>` (nothing is written to disk) that starts from a commit of its own, what a run wrote there is
+ * what `changes` says of it (files before and after, a whole-file patch), and a shell check is a function of its
+ * command, directory and environment. Runs, attempts and verifies act on it as on git, with no process and no clock of their own.
  */
 import { Effect, Layer } from "effect"
 import * as path from "node:path"
 import { BranchNotFound, WorktreeFailed } from "../Errors.js"
 import { Git } from "../Git.js"
 import type { ChecksOptions } from "../Git.js"
+import { boundPatch, changesOf, MAX_PATCH_BYTES } from "../RunDiff.js"
 import type { CheckResult, WorktreeInfo } from "../Worktrees.js"
 import { pathOf, WORKTREES_DIR } from "../Worktrees.js"
 
@@ -22,9 +24,39 @@ export interface CheckInput {
   readonly env: Readonly<Record<string, string>>
 }
 
+/** A file a run wrote in its worktree: `before` absent for a new file, `after` absent for a deleted one. */
+export interface FileChange {
+  readonly path: string
+  readonly before?: string
+  readonly after?: string
+}
+
 export interface MemoryGitOptions {
   /** Decides each shell check (default: every check passes). */
   readonly check?: (input: CheckInput) => CheckOutcome
+  /** What the run of each worktree (by its name, `<repo>/.claude/worktrees/<name>`) wrote there (default: nothing). */
+  readonly changes?: (worktree: { readonly name: string; readonly path: string }) => ReadonlyArray<FileChange>
+}
+
+const linesOf = (text: string | undefined) =>
+  text === undefined || text.length === 0 ? [] : text.replace(/\n$/, "").split("\n")
+
+/** A change as a unified patch of the whole file, the way git writes one. */
+const patchOf = (change: FileChange) => {
+  const before = linesOf(change.before)
+  const after = linesOf(change.after)
+  const header = [
+    `diff --git a/${change.path} b/${change.path}`,
+    ...(change.before === undefined
+      ? ["new file mode 100644"]
+      : change.after === undefined
+      ? ["deleted file mode 100644"]
+      : []),
+    `--- ${change.before === undefined ? "/dev/null" : `a/${change.path}`}`,
+    `+++ ${change.after === undefined ? "/dev/null" : `b/${change.path}`}`,
+    `@@ -${before.length === 0 ? 0 : 1},${before.length} +${after.length === 0 ? 0 : 1},${after.length} @@`
+  ]
+  return [...header, ...before.map((l) => `-${l}`), ...after.map((l) => `+${l}`)].join("\n") + "\n"
 }
 
 interface Tree {
@@ -76,7 +108,7 @@ export const layer = (options: MemoryGitOptions = {}): Layer.Layer<Git> =>
           }
           branches.add(`${repo}:${branch}`)
           trees.set(at, { repo, branch, locked: true, commits: 0 })
-          return Effect.succeed({ path: at, branch })
+          return Effect.succeed({ path: at, branch, base: "memory".padEnd(40, "0") })
         }),
       unlock: (at) =>
         Effect.sync(() => {
@@ -89,6 +121,21 @@ export const layer = (options: MemoryGitOptions = {}): Layer.Layer<Git> =>
           if (tree === undefined) return new WorktreeFailed({ path: worktree.path, reason: "not a working tree" })
           tree.commits++
           return Effect.succeed(`memory${String(++commits).padStart(36, "0")}`)
+        }),
+      diff: (worktree, _base, max = MAX_PATCH_BYTES) =>
+        Effect.suspend(() => {
+          if (!trees.has(worktree.path)) {
+            return new WorktreeFailed({ path: worktree.path, reason: "not a working tree" })
+          }
+          const written = options.changes?.({ name: path.basename(worktree.path), path: worktree.path }) ?? []
+          const sorted = [...written].sort((a, b) => a.path.localeCompare(b.path))
+          const bytes = new TextEncoder().encode(sorted.map(patchOf).join(""))
+          const files = sorted.map((c) => ({
+            path: c.path,
+            added: linesOf(c.after).length,
+            removed: linesOf(c.before).length
+          }))
+          return Effect.succeed(changesOf(files, boundPatch(bytes, bytes.length, max)))
         }),
       remove: (_repo, at) =>
         Effect.suspend(() =>

@@ -10,7 +10,7 @@ import { READ_ONLY_TOOLS } from "../Permission.js"
 import type { Flags } from "./memoryFlags.js"
 import type { Session } from "./memorySession.js"
 import { AUTO_COMPACT_SHARE, clear, compact, tokensOf } from "./memorySession.js"
-import type { Model, Reply, ToolDecision } from "./scriptedModel.js"
+import type { Model, Reply, ToolDecision, ToolScript } from "./scriptedModel.js"
 import { crash } from "./scriptedModel.js"
 import { kindOf } from "./turnRecord.js"
 
@@ -112,10 +112,14 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
     const uuid = messageId(session.id, prompts.length)
     // Each message is sent with the whole conversation so far: how full the context is.
     const assistant = (content: Protocol.AssistantFrame["message"]["content"]) =>
-      emit({
-        _tag: "Assistant",
-        frame: { type: "assistant", message: { content, usage: { input_tokens: tokensOf(prompts) } }, uuid }
-      })
+      Effect.zipRight(
+        // With `--include-partial-messages`, a text's words stream first, as the CLI's text deltas.
+        flags.partial ? Effect.forEach(content.flatMap(textDeltas), emit, { discard: true }) : Effect.void,
+        emit({
+          _tag: "Assistant",
+          frame: { type: "assistant", message: { content, usage: { input_tokens: tokensOf(prompts) } }, uuid }
+        })
+      )
     /**
      * A 429, as the CLI reports it: its own message (a usage limit's with `info`), then an API-error result. The
      * process keeps the prompt, to merge into the next user message.
@@ -193,6 +197,7 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
         case "ToolUse": {
           if (!(yield* call)) return
           const id = `toolu_memory_${++toolCounter}`
+          if (reply.result.say !== undefined) yield* assistant([{ type: "text", text: reply.result.say }])
           yield* assistant([{ type: "tool_use", id, name: reply.tool, input: reply.input }])
           if (flags.maxTurns !== undefined && calls >= flags.maxTurns) {
             return yield* result({ subtype: "error_max_turns", is_error: true, errors: ["max turns"] })
@@ -200,8 +205,10 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
           const decision = yield* decide(flags, start, reply.tool, reply.input, id)
           if (decision.behavior === "deny") {
             denials.push({ tool_name: reply.tool, tool_use_id: id, tool_input: reply.input })
+          } else if (reply.result.takes !== undefined) {
+            yield* Effect.sleep(reply.result.takes)
           }
-          yield* emit({ _tag: "Other", type: "user" })
+          yield* emit({ _tag: "ToolResults", frame: toolResult(id, reply.tool, reply.result, decision) })
           reply = typeof reply.then === "function" ? reply.then(decision) : reply.then
           break
         }
@@ -272,6 +279,41 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
   })
 }
 
+const NOT_OFFERED = "No such tool available: "
+
+/** A text block's words (each with the space before it) as the CLI's `stream_event` text deltas. */
+const textDeltas = (block: Protocol.AssistantFrame["message"]["content"][number]): Array<TurnFrame> =>
+  block.type !== "text" || block.text === undefined ? [] : (block.text.match(/\s*\S+/g) ?? []).map((text) => ({
+    _tag: "TextDelta",
+    frame: {
+      type: "stream_event",
+      event: { type: "content_block_delta", delta: { type: "text_delta", text } }
+    }
+  }))
+
+/** The CLI's `user` frame with a call's result: what the tool gave, or why it did not run. */
+const toolResult = (
+  id: string,
+  tool: string,
+  script: ToolScript,
+  decision: ToolDecision
+): Protocol.UserToolResultsFrame => {
+  const block: Protocol.ToolResultBlock = decision.behavior === "deny"
+    ? {
+      type: "tool_result",
+      tool_use_id: id,
+      // The CLI's words for a tool it never offered, as it tells the model.
+      content: decision.message.startsWith(NOT_OFFERED)
+        ? `<tool_use_error>Error: ${decision.message}</tool_use_error>`
+        : decision.message,
+      is_error: true
+    }
+    : script.error !== undefined
+    ? { type: "tool_result", tool_use_id: id, content: script.error, is_error: true }
+    : { type: "tool_result", tool_use_id: id, content: script.output ?? `${tool} ok` }
+  return { type: "user", message: { content: [block] } }
+}
+
 /** What a host's `can_use_tool` answer says, read as the CLI reads it. */
 const Answer = Schema.Struct({
   behavior: Schema.optional(Schema.Unknown),
@@ -290,7 +332,7 @@ const decide = (
 ): Effect.Effect<ToolDecision> =>
   Effect.gen(function*() {
     if (flags.tools !== undefined && !flags.tools.includes(tool)) {
-      return { behavior: "deny", message: `No such tool available: ${tool}` }
+      return { behavior: "deny", message: `${NOT_OFFERED}${tool}` }
     }
     if (flags.allowedTools.includes(tool) || READ_ONLY_TOOLS.includes(tool)) {
       return { behavior: "allow", input: toolInput }

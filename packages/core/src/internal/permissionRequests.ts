@@ -77,6 +77,7 @@ export const controlHandler = (ctx: AgentContext, deps: AgentDeps): ControlHandl
       ),
       Effect.tap((decision) =>
         recordPermission(ctx, {
+          ...(toolUseId === undefined ? {} : { toolUseId }),
           tool,
           input,
           ...(decision.behavior === "allow"

@@ -8,6 +8,7 @@ import type { TurnRow } from "../AgentView.js"
 import { TurnErrorSchema } from "../Errors.js"
 import type { TurnError } from "../Errors.js"
 import type { AgentContext, Turn } from "./agentState.js"
+import * as Budget from "./budget.js"
 import * as TurnRecord from "./turnRecord.js"
 
 const decodeError = Schema.decodeUnknownOption(TurnErrorSchema)
@@ -48,6 +49,7 @@ export const restoreTurns = (
       ctx.queue.push(turn)
       continue
     }
+    if (row.record.finishedAt !== null) Budget.count(state.spend, row.record.costUsd, row.record.finishedAt)
     if (row.record.status === "succeeded") {
       state.finished++
       state.totalCost += row.record.costUsd

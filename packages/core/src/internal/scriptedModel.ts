@@ -20,6 +20,7 @@ export type Reply =
     readonly tool: string
     readonly input: Record<string, unknown>
     readonly then: Reply | ((decision: ToolDecision) => Reply)
+    readonly result: ToolScript
   }
   | { readonly _tag: "Delay"; readonly duration: Duration.Duration; readonly reply: Reply }
   | { readonly _tag: "ApiError"; readonly status: number; readonly message: string }
@@ -36,16 +37,31 @@ export type Reply =
   }
 
 /**
+ * What an allowed tool call gives back: its `output` (default "<tool> ok"), or an `error` (the tool ran and
+ * failed: the result says `is_error`), after `takes` (Clock time; default at once); and what the model `say`s
+ * before it.
+ */
+export interface ToolScript {
+  /** What the model writes before the call, in the same message ("Let me look."). */
+  readonly say?: string
+  readonly output?: string
+  readonly error?: string
+  readonly takes?: Duration.DurationInput
+}
+
+/**
  * A tool call. It asks permission through the agent's real path (unless the agent's flags already allow the
- * tool, or do not offer it, as with the CLI), is recorded with its decision in the transcript, and the model
- * goes on with `then`: a reply, or a function of the decision.
+ * tool, or do not offer it, as with the CLI), is recorded with its decision and its outcome in the transcript (an
+ * allowed call gives `result`; a refused one, the refusal), and the model goes on with `then`: a reply, or a
+ * function of the decision.
  */
 export const toolUse = (
   tool: string,
   input: Record<string, unknown> = {},
   then: Reply | ((decision: ToolDecision) => Reply) = (decision) =>
-    decision.behavior === "allow" ? `${tool} done` : `${tool} refused: ${decision.message}`
-): Reply => ({ _tag: "ToolUse", tool, input, then })
+    decision.behavior === "allow" ? `${tool} done` : `${tool} refused: ${decision.message}`,
+  result: ToolScript = {}
+): Reply => ({ _tag: "ToolUse", tool, input, then, result })
 
 /** Silent for `duration` (Clock time), then `reply`: a slow model. The stall watchdog applies to it. */
 export const delay = (duration: Duration.DurationInput, reply: Reply): Reply => ({

@@ -7,12 +7,23 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { AgentRow, TurnRow } from "../AgentView.js"
+import * as Costs from "../Costs.js"
 import { RunRow, StoreRowInvalid } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT, reportWhere } from "./reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./reportQuery.js"
 import { turnKey } from "./sqlWriter.js"
 import type { Batch, Writer } from "./sqlWriter.js"
+
+/** The SQL a cost row is grouped by, for each grouping (times are ISO text: a day and an hour are prefixes). */
+const GROUP_KEYS: Record<Costs.CostBy, string> = {
+  agent: "agent",
+  run: "run",
+  routine: "routine",
+  model: "model",
+  day: "substr(at, 1, 10)",
+  hour: "substr(at, 1, 13)"
+}
 
 /** A report entry's row, as the driver gives it (`seq` is text from Postgres' bigint). */
 interface ReportRow {
@@ -33,7 +44,7 @@ export const make = (
   sql: SqlClient,
   location: string,
   writer: Writer
-): Pick<StoreShape, "readReports" | "agents" | "turns" | "lastTurn" | "runs" | "run" | "loadState"> => {
+): Pick<StoreShape, "readReports" | "agents" | "turns" | "lastTurn" | "runs" | "run" | "loadState" | "costs"> => {
   const invalid = (table: string, key: string, error: ParseResult.ParseError) =>
     Effect.logWarning(
       new StoreRowInvalid({ location, table, key, reason: ParseResult.TreeFormatter.formatErrorSync(error) })
@@ -193,5 +204,30 @@ export const make = (
         }))
     })
 
-  return { readReports, agents, turns, lastTurn, runs, run, loadState }
+  /** Spend in a window, summed and grouped by the database, once what waits is committed. */
+  const costs = (window: Costs.CostWindow) =>
+    Effect.gen(function*() {
+      yield* writer.flush(5_000)
+      const key = sql.literal(GROUP_KEYS[window.by])
+      const where = sql.and([
+        ...(window.since === null ? [] : [sql`at >= ${window.since}`]),
+        ...(window.until === null ? [] : [sql`at < ${window.until}`])
+      ])
+      type Sum = { readonly usd: number | string | null; readonly turns: number | string }
+      const [total] = yield* sql<Sum>`select sum(cost_usd) as usd,
+        count(distinct agent || ' ' || turn_id) as turns from flotta_costs where ${where}`
+      const groups = yield* sql<Sum & { readonly key: string | null }>`select ${key} as key, sum(cost_usd) as usd,
+        count(distinct agent || ' ' || turn_id) as turns from flotta_costs where ${where} group by ${key}`
+      return {
+        ...window,
+        totalUsd: Number(total?.usd ?? 0),
+        turns: Number(total?.turns ?? 0),
+        groups: Costs.ordered(
+          groups.map((g) => ({ key: g.key, costUsd: Number(g.usd ?? 0), turns: Number(g.turns) })),
+          window.by
+        )
+      } satisfies Costs.CostReport
+    }).pipe(Effect.orDie)
+
+  return { readReports, agents, turns, lastTurn, runs, run, loadState, costs }
 }

@@ -4,12 +4,15 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Predicate } from "effect"
+import { Effect, Either, Predicate, Schema } from "effect"
+import { TurnRow } from "../AgentView.js"
+import { costRowsOf } from "../Costs.js"
+import type { CostRow } from "../Costs.js"
 import { StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
 
 export const MIGRATIONS_TABLE = "flotta_migrations"
 
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 /** The SQL of the first version, for both dialects. */
 const createSchema = (sql: SqlClient) =>
@@ -28,6 +31,43 @@ const createSchema = (sql: SqlClient) =>
       name text primary key, status text not null, finished_at text, row text not null)`
     yield* sql`create table if not exists flotta_state (key text primary key, value text not null)`
   })
+
+/** A cost row's columns (see `Costs.CostRow`). */
+export const costColumns = (row: CostRow) => ({
+  agent: row.agent,
+  turn_id: row.turnId,
+  model: row.model,
+  at: row.at,
+  cost_usd: row.costUsd,
+  run: row.run,
+  routine: row.routine
+})
+
+/** Cost rows per multi-row insert: 7 parameters each, well within SQLite's 32,766. */
+export const COST_CHUNK = 1_000
+
+/**
+ * The second version: each finished turn's spend per model (`flotta_costs`), for the cost console to sum in SQL.
+ * The turns an older store already has are booked from their rows (on `unknown` when they did not say per model).
+ */
+const addCosts = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`create table if not exists flotta_costs (
+      agent text not null, turn_id text not null, model text not null, at text not null,
+      cost_usd double precision not null, run text, routine text, primary key (agent, turn_id, model))`
+    yield* sql`create index if not exists flotta_costs_at on flotta_costs (at)`
+    const stored = yield* sql<{ readonly row: string }>`select row from flotta_turns where finished_at is not null`
+    const rows = stored.flatMap(({ row }) => {
+      const decoded = decodeTurnRow(row)
+      return Either.isRight(decoded) ? costRowsOf(decoded.right) : []
+    })
+    for (let i = 0; i < rows.length; i += COST_CHUNK) {
+      yield* sql`insert into flotta_costs ${sql.insert(rows.slice(i, i + COST_CHUNK).map(costColumns))}
+        on conflict do nothing`
+    }
+  })
+
+const decodeTurnRow = Schema.decodeUnknownEither(Schema.parseJson(TurnRow))
 
 export interface Dialect {
   readonly kind: "sqlite" | "postgres"
@@ -89,7 +129,7 @@ export const migrate = (sql: SqlClient, kind: Dialect["kind"], location: string)
       return yield* new StoreSchemaTooNew({ location, found, supported: SCHEMA_VERSION })
     }
     yield* Migrator.make({})({
-      loader: Migrator.fromRecord({ "1_init": createSchema(sql) }),
+      loader: Migrator.fromRecord({ "1_init": createSchema(sql), "2_costs": addCosts(sql) }),
       table: MIGRATIONS_TABLE
     }).pipe(
       Effect.provideService(SqlClient, sql),

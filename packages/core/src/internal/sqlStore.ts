@@ -6,6 +6,7 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, DateTime, Effect } from "effect"
 import type { Scope } from "effect"
+import * as RunDiff from "../RunDiff.js"
 import { DEFAULT_RETAIN_DAYS } from "../Store.js"
 import type { PruneReport, StoreInfo, StoreOptions, StoreShape } from "../Store.js"
 import * as Reads from "./sqlReads.js"
@@ -36,11 +37,18 @@ export const make = Effect.fn("SqlStore.make")(function*(
       )
       const turns = yield* sql`delete from flotta_turns where finished_at is not null and finished_at < ${before}
         returning n`.pipe(Effect.map(count))
+      const costs = yield* sql`delete from flotta_costs where at < ${before} returning model`.pipe(Effect.map(count))
       const agents = yield* sql`delete from flotta_agents where status = 'closed' and updated_at < ${before}
         returning name`.pipe(Effect.map(count))
       const runs = yield* sql`delete from flotta_runs where finished_at is not null and finished_at < ${before}
         returning name`.pipe(Effect.map(count))
-      return { reports, turns, agents, runs } satisfies PruneReport
+      const recorded = `${RunDiff.STATE_PREFIX}%`
+      const diffs = yield* (dialect.kind === "sqlite"
+        ? sql`delete from flotta_state where key like ${recorded} and json_extract(value, '$.at') < ${before}
+            returning key`
+        : sql`delete from flotta_state where key like ${recorded} and (value::jsonb ->> 'at') < ${before}
+            returning key`).pipe(Effect.map(count))
+      return { reports, turns, agents, runs, costs, diffs } satisfies PruneReport
     }).pipe(
       Effect.tapError((e) => Effect.logWarning(`pruning the store ${location} failed: ${causeText(e)}`)),
       Effect.orElseSucceed(() => NO_PRUNE)

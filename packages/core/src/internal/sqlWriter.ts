@@ -9,9 +9,10 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Cause, Clock, DateTime, Deferred, Effect, Option, Schedule } from "effect"
 import type { Scope } from "effect"
+import { costRowsOf } from "../Costs.js"
 import type { AgentRow, RunRow, StoreHealth, StoreOptions, StoreShape, TurnRow } from "../Store.js"
 import type { ReportEntry } from "./reportQuery.js"
-import { causeText } from "./sqlSchema.js"
+import { causeText, COST_CHUNK, costColumns } from "./sqlSchema.js"
 import type { Dialect } from "./sqlSchema.js"
 
 export const MAX_PENDING_REPORTS = 200_000
@@ -126,6 +127,13 @@ export const make = Effect.fn("SqlStore.writer")(function*(
           })))
         } on conflict (agent, turn_id) do update set status = excluded.status,
           finished_at = excluded.finished_at, row = excluded.row`
+      }
+      // A finished turn's spend per model, for the cost console (see `Costs`).
+      const costs = [...batch.turns.values()].flatMap(costRowsOf)
+      for (const part of chunks(costs, COST_CHUNK)) {
+        yield* sql`insert into flotta_costs ${sql.insert(part.map(costColumns))}
+          on conflict (agent, turn_id, model) do update set at = excluded.at, cost_usd = excluded.cost_usd,
+          run = excluded.run, routine = excluded.routine`
       }
       if (batch.runs.size > 0) {
         yield* sql`insert into flotta_runs ${

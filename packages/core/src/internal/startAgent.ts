@@ -19,6 +19,7 @@ import * as Handle from "./agentHandle.js"
 import type { AgentOptions } from "./agentOptions.js"
 import { storedOptions } from "./agentOptions.js"
 import type { AgentContext, AgentDeps, AgentState, Restored, Turn } from "./agentState.js"
+import * as Budget from "./budget.js"
 import { controlHandler } from "./permissionRequests.js"
 import { startTicks } from "./processes.js"
 import { startProcess } from "./processStart.js"
@@ -63,6 +64,8 @@ export const startAgent = (
       policy: options.permission ?? "read_only",
       process: undefined,
       processCost: 0,
+      processModelCosts: {},
+      spend: Budget.empty(),
       turnCounter: 0,
       finished: 0,
       failed: 0,
@@ -101,6 +104,11 @@ export const startAgent = (
     const saveAgent = () => {
       if (deps.journal.on) deps.store.saveAgent(rowOf())
     }
+    // What its turns' cost is booked on besides the agent (see `Costs`): the run it is, the routine behind it.
+    const attribution = {
+      ...(options.lifecycle === "run" ? { run: name } : {}),
+      ...(options.routine === undefined ? {} : { routine: options.routine })
+    }
     const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
       if (!deps.journal.on) return
       deps.store.saveTurn({
@@ -108,6 +116,7 @@ export const startAgent = (
         n: Number(turn.id.slice(1)),
         timeoutMs: turn.timeoutMs,
         record: TurnRecords.snapshot(turn.record),
+        ...attribution,
         ...(outcome === undefined ? {} : "result" in outcome ? { result: outcome.result } : {
           error: encodeError(outcome.error)
         })

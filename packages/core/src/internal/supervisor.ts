@@ -184,6 +184,7 @@ export const supervise = (ctx: AgentContext, first: Running | undefined): Effect
         ctx.state.process = undefined
         yield* closeOld
         ctx.state.processCost = 0
+        ctx.state.processModelCosts = {}
         if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.down, Exit.void)
         running = undefined
         continue
@@ -199,6 +200,7 @@ export const supervise = (ctx: AgentContext, first: Running | undefined): Effect
         yield* Effect.logWarning(`the old claude process's cleanup took over ${Duration.format(CLEANUP)}; restarting`)
       }
       ctx.state.processCost = 0
+      ctx.state.processModelCosts = {}
       const reason = Turn.crashReason(end)
       yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
       running = yield* restart(reason)

@@ -18,7 +18,9 @@ import type { TurnError } from "../Errors.js"
 import { CONTINUATION } from "../Parking.js"
 import * as TurnOutcome from "../TurnOutcome.js"
 import type { Active, AgentContext, ProcessEnd, Running, Turn } from "./agentState.js"
+import * as Budget from "./budget.js"
 import * as Conversation from "./conversation.js"
+import * as LiveTurn from "./liveTurn.js"
 import { isDone, iso, preview } from "./turnRecord.js"
 
 export const crashReason = (end: ProcessEnd) =>
@@ -91,10 +93,12 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
     turnId: turn.id,
     sessionId: state.sessionId,
     costBefore: state.processCost,
+    modelCostsBefore: state.processModelCosts,
     interruptReason: turn.interruptReason,
     timeoutMs: turn.timeoutMs,
     expectStructuredOutput: ctx.options.expectStructuredOutput === true
   }
+  LiveTurn.ended(ctx, active, frame, now)
   const context = Conversation.contextAfter(ctx, active, frame)
   const result: TurnResult = {
     ...TurnOutcome.resultOf(frame, facts),
@@ -104,6 +108,8 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   const limit = TurnOutcome.limitOf(frame, active.rateLimit)
   state.processCost = frame.total_cost_usd
   state.totalCost += result.costUsd
+  state.processModelCosts = TurnOutcome.runningModelCosts(frame) ?? state.processModelCosts
+  Budget.count(state.spend, result.costUsd, iso(now))
   if (state.sessionId !== result.sessionId || !state.resumable) {
     state.sessionId = result.sessionId
     state.resumable = true
@@ -120,6 +126,7 @@ const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, 
   state.context = context
   if (turn.kind === "clear") Conversation.cleared(ctx, active, result.sessionId, now)
   record.costUsd = result.costUsd
+  if (result.modelCosts !== undefined) record.modelCosts = result.modelCosts
   record.durationMs = result.durationMs
   record.modelCalls = result.modelCalls
   ctx.metrics.record(result.durationMs, result.costUsd)
@@ -175,25 +182,6 @@ const end = (ctx: AgentContext, active: Active, now: number, error?: TurnError) 
   if (ctx.active === undefined) ctx.onIdle(now)
 }
 
-/** Records what the model does as it streams: tool calls into the transcript, both for progress displays. */
-const observe = (ctx: AgentContext, turn: Turn, frame: Protocol.AssistantFrame) => {
-  const onActivity = ctx.options.onActivity
-  // The newest message is where a fork at this turn would cut.
-  if (frame.uuid !== undefined) turn.record.messageId = frame.uuid
-  let called = false
-  for (const block of frame.message.content) {
-    if (block.type === "tool_use" && block.name !== undefined) {
-      turn.record.toolCalls.push({ id: block.id ?? "", name: block.name, input: block.input ?? {} })
-      onActivity?.({ _tag: "Tool", turnId: turn.id, tool: block.name, input: block.input ?? {} })
-      called = true
-    } else if (block.type === "text" && block.text !== undefined) {
-      onActivity?.({ _tag: "Text", turnId: turn.id, text: block.text })
-    }
-  }
-  // A tool call may act on the world: the record says so before its result comes.
-  if (called) ctx.saveTurn(turn)
-}
-
 /** One frame of a process, as its reader sees it: only the turn in flight on that process takes it. */
 export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, now: number) => {
   const active = ctx.active
@@ -215,8 +203,12 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
         active.rateLimit = frame.frame.api_error_params.rate_limit_info
       }
       Conversation.sent(active, frame.frame)
-      return observe(ctx, active.turn, frame.frame)
+      return LiveTurn.observe(ctx, active, frame.frame, now)
     }
+    case "ToolResults":
+      return LiveTurn.toolResults(ctx, active, frame.frame, now)
+    case "TextDelta":
+      return LiveTurn.textDelta(ctx, active, frame.frame, now)
     case "Compacted":
       return Conversation.compacted(ctx, frame.frame, now)
     case "RateLimit":
@@ -312,7 +304,9 @@ const start = (ctx: AgentContext, running: Running, turn: Turn, now: number) => 
     parked: null,
     sessionAtStart: ctx.state.sessionId,
     lastInput: null,
-    compaction: null
+    compaction: null,
+    toolStarts: new Map(),
+    pendingText: null
   }
   ctx.active = active
   ctx.saveTurn(turn)
@@ -359,6 +353,11 @@ export const pump = (ctx: AgentContext, now: number) => {
     const turn = ctx.queue.shift()!
     if (turn.deadlineAt !== null && now >= turn.deadlineAt) {
       unsafeFail(ctx, turn, new TurnTimeout({ name: ctx.name, turnId: turn.id, timeoutMs: turn.timeoutMs }), now)
+      continue
+    }
+    const overBudget = Budget.refusal(ctx, turn, now)
+    if (overBudget !== undefined) {
+      unsafeFail(ctx, turn, overBudget, now)
       continue
     }
     return start(ctx, running, turn, now)

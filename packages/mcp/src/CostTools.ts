@@ -1,0 +1,33 @@
+/**
+ * The cost console over MCP: `flotta_costs` answers what the fleet spent in a window (`since`, `until`: `7d`,
+ * `24h`, a date), grouped by agent, run, routine, model, day or hour, from the turns the store keeps.
+ */
+import { CostBy, CostReport } from "@flotta/core/Costs"
+import { exact } from "@flotta/core/Decode"
+import { Flotta } from "@flotta/core/Flotta"
+import { Effect, Schema } from "effect"
+import * as Tool from "./Tool.js"
+
+const Bound = Schema.String.pipe(Schema.minLength(1))
+
+export const CostsArgs = Schema.Struct({
+  since: exact(Bound.annotations({
+    description: "From when: a span back from now (7d, 24h, 30m, 2w) or a date/instant (2025-01-31); default: all"
+  })),
+  until: exact(Bound.annotations({ description: "Until when (exclusive), as `since`; default: now" })),
+  by: exact(CostBy.annotations({ description: "Group by agent (default), run, routine, model, day or hour (UTC)" }))
+})
+
+export const tools: ReadonlyArray<Tool.Tool> = [
+  Tool.make({
+    name: "flotta_costs",
+    title: "Cost console",
+    description: "What the fleet's turns spent (USD) in a window: the total, the turns counted, and the groups " +
+      "by agent, run, routine, model, day or hour (days and hours in time order, the rest biggest spender " +
+      "first; a null key is spend outside any run or routine). A bad bound is InvalidSpec naming it.",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    input: CostsArgs,
+    output: CostReport,
+    run: (query) => Effect.flatMap(Flotta, (fleet) => fleet.costs(query))
+  })
+]
