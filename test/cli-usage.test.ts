@@ -117,8 +117,8 @@ describe("bad command-line input", () => {
       [["findings", "--limit", "0"], "--limit: \"0\" is not a whole number above 0"],
       [
         ["lsit"],
-        "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, clear, close, compact, completion, deny, " +
-        "diff, doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
+        "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, clear, close, compact, completion, costs, " +
+        "deny, diff, doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
         "runs, schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
       ]
     ])

@@ -14,7 +14,8 @@ const PAGE = 1000
 export const copyReports = (h: HostingShape): Effect.Effect<never, never, FileSystem> =>
   Effect.gen(function*() {
     const me = h.membership.settings.host
-    const wake = yield* h.localLog.subscribe({ capacity: 1 })
+    // Woken by entries the log keeps (a streaming agent's words are live only: nothing to copy).
+    const wake = yield* h.localLog.subscribe({ capacity: 1, keptOnly: true })
     let cursor = 0
     const pass = Effect.gen(function*() {
       while (true) {

@@ -22,12 +22,15 @@ export interface SubscribeOptions {
   readonly kinds?: ReadonlyArray<string>
   /** Entries buffered for a slow subscriber before it starts missing some (default 1,024). */
   readonly capacity?: number
+  /** Only entries the log keeps: no live-only ones (a streaming agent's `text_delta`). */
+  readonly keptOnly?: boolean
 }
 
 interface Subscriber {
   readonly queue: Queue.Queue<ReportEntry>
   readonly agent: string | undefined
   readonly kinds: ReadonlyArray<string> | undefined
+  readonly keptOnly: boolean
   /** Entries dropped since the queue last overflowed; while > 0 everything is dropped until it drains. */
   missed: number
   lastQueued: number
@@ -38,9 +41,9 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     const store = yield* Store
     const subscribers = new Set<Subscriber>()
 
-    const fanOut = (entry: ReportEntry) => {
+    const fanOut = (entry: ReportEntry, kept = true) => {
       for (const sub of subscribers) {
-        if (!matches(entry, sub.agent, sub.kinds)) continue
+        if ((!kept && sub.keptOnly) || !matches(entry, sub.agent, sub.kinds)) continue
         if (sub.missed > 0 || !Queue.unsafeOffer(sub.queue, entry)) sub.missed++
         else sub.lastQueued = entry.seq
       }
@@ -85,7 +88,7 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
      */
     const unsafeFlash = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
       if (subscribers.size === 0) return
-      fanOut({ seq: newest, at: isoAt(now), agent, kind, data, ...(turnId === undefined ? {} : { turnId }) })
+      fanOut({ seq: newest, at: isoAt(now), agent, kind, data, ...(turnId === undefined ? {} : { turnId }) }, false)
     }
 
     /** Appends one entry and hands it to live subscribers. Never blocks. Untraced: it is on every turn's path. */
@@ -104,7 +107,14 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       options: SubscribeOptions = {}
     ): Effect.fn.Return<Stream.Stream<ReportNotice>, never, Scope.Scope> {
       const queue = yield* Queue.dropping<ReportEntry>(Math.max(1, options.capacity ?? 1024))
-      const sub: Subscriber = { queue, agent: options.agent, kinds: options.kinds, missed: 0, lastQueued: 0 }
+      const sub: Subscriber = {
+        queue,
+        agent: options.agent,
+        kinds: options.kinds,
+        keptOnly: options.keptOnly === true,
+        missed: 0,
+        lastQueued: 0
+      }
       yield* Effect.acquireRelease(
         Effect.sync(() => subscribers.add(sub)),
         () => Effect.sync(() => subscribers.delete(sub)).pipe(Effect.zipRight(Queue.shutdown(queue)))

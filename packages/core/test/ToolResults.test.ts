@@ -235,6 +235,24 @@ describe("streaming", () => {
     }).pipe(Effect.provide(layer())))
 })
 
+describe("keptOnly", () => {
+  it.scoped("a subscriber of kept entries only is never told a streaming agent's words", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      yield* fleet.spawn("s", { stream: true })
+      const kept = yield* fleet.subscribe({ agent: "s", keptOnly: true })
+      const all = yield* fleet.subscribe({ agent: "s" })
+      const untilResult = (feed: typeof kept) =>
+        Effect.fork(Stream.runCollect(Stream.takeUntil(feed, (n) => n._tag === "Entry" && n.entry.kind === "result")))
+      const [keptFiber, allFiber] = [yield* untilResult(kept), yield* untilResult(all)]
+      yield* fleet.ask("s", "go")
+      const kinds = (chunk: Chunk.Chunk<{ _tag: string }>) =>
+        Chunk.toArray(chunk).flatMap((n) => (n as { entry?: { kind: string } }).entry?.kind ?? [])
+      assert.deepStrictEqual(kinds(yield* Fiber.join(keptFiber)), ["turn_started", "result"])
+      assert.include(kinds(yield* Fiber.join(allFiber)), "text_delta")
+    }).pipe(Effect.provide(layer())))
+})
+
 describe("follow(name)", () => {
   it.scoped("one agent's feed, from now on; a name that is not live is AgentNotFound", () =>
     Effect.gen(function*() {

@@ -5,17 +5,8 @@
  */
 import type { PermissionRecord, ToolOutcome, ToolRefusal } from "../AgentView.js"
 import { TOOL_RESULT_MAX_BYTES } from "../AgentView.js"
+import { ENDINGS } from "../Approvals.js"
 import * as Protocol from "../ClaudeProtocol.js"
-
-/** Who ends an approval without a human (see `Approvals.ENDINGS`): the call was refused because time ran out. */
-const NO_DECISION: ReadonlySet<string> = new Set([
-  "timeout",
-  "withdrawn",
-  "interrupted",
-  "closed",
-  "crashed",
-  "host_restart"
-])
 
 /** The CLI's words for a call to a tool the agent was not given (`--tools`, `--disallowedTools`). */
 const NOT_OFFERED = /No such tool available/
@@ -37,7 +28,8 @@ const refusalOf = (text: string, denied: PermissionRecord | undefined): ToolRefu
     const message = denied.message ?? text
     if (denied.by === undefined) return { reason: "policy", message }
     if (denied.by === "sandbox") return { reason: "sandbox", message }
-    if (NO_DECISION.has(denied.by)) return { reason: "expired", message, by: denied.by }
+    // Ended without a human's decision (`Approvals.ENDINGS`): it ran out of time, or its wait was cut short.
+    if (ENDINGS.has(denied.by)) return { reason: "expired", message, by: denied.by }
     return { reason: "human", message, by: denied.by }
   }
   return NOT_OFFERED.test(text) ? { reason: "not_offered", message: text } : undefined
