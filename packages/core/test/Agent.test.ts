@@ -354,6 +354,27 @@ describe("supervision", () => {
         }
       })()
     }))))
+
+  it.effect("a restart with no conversation to resume begins a new session, and says so", () =>
+    Effect.gen(function*() {
+      const fleet = yield* withAgents("unwritten")
+      const before = yield* fleet.info("unwritten")
+      assert.strictEqual(yield* fleet.ask("unwritten", "one"), "echo: one")
+      assert.strictEqual(tagOf(yield* Effect.exit(fleet.ask("unwritten", "crash"))), "AgentCrashed")
+      yield* TestClock.adjust("1 second") // the resume finds no conversation
+      yield* TestClock.adjust("2 seconds") // a new one
+      yield* eventually(fleet.status("unwritten"), (s) => s.status === "idle")
+      assert.strictEqual(yield* fleet.ask("unwritten", "two"), "echo: two")
+      const after = yield* fleet.info("unwritten")
+      assert.notStrictEqual(after.sessionId, before.sessionId)
+      assert.strictEqual(after.restarts, 2)
+      const lost = (yield* fleet.reports({ agent: "unwritten", kinds: ["session_lost"] })).entries
+      assert.strictEqual(lost.length, 1)
+      assert.deepInclude(lost[0]!.data as object, { sessionId: before.sessionId, newSessionId: after.sessionId })
+    }).pipe(Effect.provide(memoryFleet({
+      // Every resume fails as the CLI does when it never wrote the session's file.
+      failStart: ({ resume }) => (resume ? "No conversation found with session ID: gone" : undefined)
+    }))))
 })
 
 describe("close", () => {

@@ -18,6 +18,7 @@ import {
   ScheduleInterval,
   Scope
 } from "effect"
+import { randomUUID } from "node:crypto"
 import { AgentClosed } from "../Errors.js"
 import type { FleetSettings } from "../FleetConfig.js"
 import type { AgentContext, Running, Sleep } from "./agentState.js"
@@ -77,6 +78,9 @@ const giveUp = (ctx: AgentContext, reason: string) =>
     yield* ctx.reports.post(ctx.name, "closed", { reason })
   })
 
+/** The CLI's words when `--resume` names a session it has no file for. */
+const NO_CONVERSATION = /No conversation found with session ID/
+
 /**
  * Waits for each process to end, then restarts it until the restart budget is spent. A process that ended because
  * the agent hibernated is not restarted: the agent sleeps until it is woken (a prompt, `wake`), then starts again
@@ -129,6 +133,19 @@ export const supervise = (ctx: AgentContext, first: Running | undefined): Effect
             exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
             stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
           })
+          // Killed before the CLI wrote its conversation (or the file is gone): there is nothing to resume, so the
+          // next start begins a new session instead of failing the same way until the agent is closed.
+          if (next.left._tag === "SpawnFailed" && ctx.state.resumable && NO_CONVERSATION.test(next.left.stderr)) {
+            const lost = ctx.state.sessionId
+            ctx.state.sessionId = randomUUID()
+            ctx.state.resumable = false
+            ctx.saveAgent()
+            yield* ctx.reports.post(ctx.name, "session_lost", {
+              sessionId: lost,
+              newSessionId: ctx.state.sessionId,
+              reason: "the CLI has no conversation to resume: the next start begins a new one"
+            })
+          }
         }
       })
 
