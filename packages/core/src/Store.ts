@@ -248,7 +248,9 @@ export const makeMemory = (): StoreShape => {
         }
         let diffCount = 0
         for (const [key, value] of state) {
-          if (key.startsWith(RunDiff.STATE_PREFIX) && (JSON.parse(value) as { at?: string }).at! < before) {
+          if (!key.startsWith(RunDiff.STATE_PREFIX)) continue
+          const recorded = decodeRecordedAt(value)
+          if (Option.isSome(recorded) && recorded.value.at < before) {
             state.delete(key)
             diffCount++
           }
@@ -264,6 +266,9 @@ export const makeMemory = (): StoreShape => {
       })
   }
 }
+
+/** When a run's diff kept in the state was recorded (see `RunDiff`). */
+const decodeRecordedAt = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ at: Schema.String })))
 
 /** A cursor read over entries in `seq` order, where entry i has `seq` i + 1. */
 export const readArray = (entries: ReadonlyArray<ReportEntry>, query: ReportQuery): ReportPage => {
