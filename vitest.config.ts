@@ -7,8 +7,8 @@ const pkg = (name: string) => path.join(import.meta.dirname, "packages", name, "
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@flotta\/(core|mcp|scheduler|dashboard|cluster|cli)$/, replacement: `${pkg("$1")}/index.ts` },
-      { find: /^@flotta\/(core|mcp|scheduler|dashboard|cluster|cli)\/(.*)$/, replacement: `${pkg("$1")}/$2.ts` }
+      { find: /^@flotta\/(core|mcp|scheduler|dashboard|cluster|webhooks|cli)$/, replacement: `${pkg("$1")}/index.ts` },
+      { find: /^@flotta\/(core|mcp|scheduler|dashboard|cluster|webhooks|cli)\/(.*)$/, replacement: `${pkg("$1")}/$2.ts` }
     ]
   },
   test: {

@@ -57,6 +57,8 @@ describe("--help through a pipe", () => {
     "approvals",
     "approve",
     "deny",
+    "notify",
+    "notify test",
     "completion"
   ]
 

@@ -118,7 +118,7 @@ describe("bad command-line input", () => {
       [
         ["lsit"],
         "<command>: \"lsit\" is not one of approvals, approve, ask, broadcast, clear, close, compact, completion, costs, " +
-        "deny, diff, doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, prompt, repl, reports, result, run, " +
+        "deny, diff, doctor, findings, fork, gc, hibernate, info, init, interrupt, list, mcp, notify, prompt, repl, reports, result, run, " +
         "runs, schedule, serve, spawn, status, transcript, unpark, verify, wait, wake, worktrees"
       ]
     ])
@@ -176,7 +176,8 @@ describe("bad command-line input", () => {
         ["verify", "main", "true", "--timeout", "soon"],
         "--timeout: \"soon\" is not a duration above 0 such as 90, 90s, 500ms, 5m or 1h"
       ],
-      [["completion", "powershell"], "<shell>: \"powershell\" is not one of bash, zsh, fish"]
+      [["completion", "powershell"], "<shell>: \"powershell\" is not one of bash, zsh, fish"],
+      [["notify", "test", "--target", "0"], "--target: \"0\" is not a whole number above 0"]
     ])
   })
 

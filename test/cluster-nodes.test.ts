@@ -2,7 +2,7 @@
  * Two nodes in one process, each its own engine over the in-memory Claude, joined through one SQLite cluster
  * store and real runner sockets on 127.0.0.1 (so in the integration ring: leases run on the real clock): placement, calls across hosts, the fleet-wide list, runs and report log,
  * unique names, a node whose lease lapses (its agents come back on the other, its turn in flight ends with
- * HostLost), and the start-up checks. The clock is the real one (leases are the database's time); every wait
+ * HostLost, and the loss is reported once: `host_lost`), and the start-up checks. The clock is the real one (leases are the database's time); every wait
  * waits for a condition.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -195,7 +195,56 @@ describe("a cluster of two nodes", () => {
           "the move is in the log"
         )
         assert.deepInclude(entry.entries[0]!.data as object, { from: "node-a", to: "node-b" })
+        // The loss itself, once, by the host that failed it over.
+        const loss = yield* until(
+          b.fleet.reports({ kinds: ["host_lost"] }),
+          (page) => page.entries.length > 0,
+          "the loss is in the log"
+        )
+        assert.deepStrictEqual(loss.entries.map((e) => [e.agent, e.host, e.data]), [[
+          "cluster",
+          "node-b",
+          { host: "node-a", agents: ["mover"], by: "node-b" }
+        ]])
         yield* Scope.close(b.scope, Exit.void)
+      }),
+    90_000
+  )
+
+  it.scopedLive(
+    "with a third node: a lost host is reported once, by the live host that claims the loss, naming its agents",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const { a, b } = yield* twoNodes(dir)
+        const c = yield* startNode(dir, "node-c")
+        yield* until(a.cluster.hosts, (hosts) => hosts.filter((h) => h.live).length === 3, "three hosts are live")
+        for (const name of ["one", "two", "three"]) yield* b.fleet.spawn(name, { host: "node-a" })
+
+        yield* Scope.close(a.scope, Exit.void)
+        yield* until(
+          b.fleet.list,
+          (infos) => ["one", "two", "three"].every((n) => ["node-b", "node-c"].includes(hostsOf(infos)[n] ?? "")),
+          "node-a's agents are on node-b and node-c"
+        )
+        const lost = yield* until(
+          c.fleet.reports({ kinds: ["host_lost"] }),
+          (page) => page.entries.length > 0,
+          "the loss is in the log"
+        )
+        // Both live hosts tend every quarter lease: neither reports the loss again, nor does the other one.
+        yield* Effect.sleep(`${LEASE_MS} millis`)
+        const entries = (yield* b.fleet.reports({ kinds: ["host_lost"] })).entries
+        assert.lengthOf(entries, 1, JSON.stringify(entries))
+        const [entry] = lost.entries
+        const data = entry!.data as { host: string; agents: Array<string>; by: string }
+        assert.strictEqual(entry!.agent, "cluster")
+        assert.strictEqual(data.host, "node-a")
+        assert.oneOf(data.by, ["node-b", "node-c"])
+        assert.strictEqual(entry!.host, data.by, "written by the host that claimed the loss")
+        assert.deepStrictEqual([...data.agents].sort(), ["one", "three", "two"])
+        yield* Scope.close(b.scope, Exit.void)
+        yield* Scope.close(c.scope, Exit.void)
       }),
     90_000
   )

@@ -248,6 +248,20 @@ const clusterSuite = (kind: "postgres" | "sqlite") =>
           assert.strictEqual(data.to, entry!.host)
           assert.isTrue(data.resumed)
         }
+        // The loss itself, once, by whichever of B and C claimed it, naming every agent it moved.
+        const losses = await eventually(
+          () => c.reports({ kinds: ["host_lost"] }),
+          (entries) => entries.some((e) => (e.data as { host: string }).host === "node-a"),
+          30_000,
+          "a host_lost entry for node A"
+        )
+        const ofA = losses.filter((e) => (e.data as { host: string }).host === "node-a")
+        assert.lengthOf(ofA, 1, JSON.stringify(ofA))
+        const loss = ofA[0]!.data as { agents: Array<string>; by: string }
+        assert.strictEqual(ofA[0]!.agent, "cluster")
+        assert.oneOf(loss.by, ["node-b", "node-c"])
+        assert.strictEqual(ofA[0]!.host, loss.by, "written by the host that claimed the loss")
+        assert.deepStrictEqual([...loss.agents].sort(), [...onA].sort())
         // A's children lose their parent's pipes and exit: nothing of A's runs them any more.
         for (const pid of pidsOnA) await waitUntil(() => !isAlive(pid), 30_000, `node A's child ${pid} to exit`)
       },

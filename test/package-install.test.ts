@@ -41,7 +41,7 @@ beforeAll(async () => {
   if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr}`)
   // npm 11 and 12 shape `npm pack --json` differently: the destination's listing is the same for both.
   const files = fs.readdirSync(tarballs).map((file) => path.join(tarballs, file))
-  if (files.length !== 7) throw new Error(`npm pack made ${files.length} tarballs, not 7: ${files.join(", ")}`)
+  if (files.length !== 8) throw new Error(`npm pack made ${files.length} tarballs, not 8: ${files.join(", ")}`)
   project = path.join(dir, "project")
   fs.mkdirSync(project)
   fs.writeFileSync(
@@ -61,9 +61,17 @@ afterAll(async () => {
 })
 
 describe(`flotta installed from its tarballs (Node ${process.versions.node})`, () => {
-  it("installs the seven packages; `npx flotta run --simulate` answers", async () => {
+  it("installs the eight packages; `npx flotta run --simulate` answers", async () => {
     for (
-      const name of ["flotta", "@flotta/core", "@flotta/cli", "@flotta/mcp", "@flotta/scheduler", "@flotta/cluster"]
+      const name of [
+        "flotta",
+        "@flotta/core",
+        "@flotta/cli",
+        "@flotta/mcp",
+        "@flotta/scheduler",
+        "@flotta/cluster",
+        "@flotta/webhooks"
+      ]
     ) {
       assert.isTrue(fs.existsSync(path.join(project, "node_modules", name, "package.json")), `${name} installed`)
     }

@@ -14,6 +14,7 @@ import * as CostsCommand from "./CostsCommand.js"
 import * as DoctorCommand from "./DoctorCommand.js"
 import * as InitCommand from "./InitCommand.js"
 import * as McpCommand from "./McpCommand.js"
+import * as NotifyCommand from "./NotifyCommand.js"
 import * as ReplCommand from "./ReplCommand.js"
 import * as RunCommand from "./RunCommand.js"
 import * as RunsCommands from "./RunsCommands.js"
@@ -54,6 +55,7 @@ export const flotta = Command.make("flotta").pipe(
     ...WorktreeCommands.commands,
     ...ScheduleCommands.commands,
     ...ApprovalCommands.commands,
+    ...NotifyCommand.commands,
     CompletionCommand.make(completionScript)
   ])
 )

@@ -1,10 +1,10 @@
 /**
  * The one composition `serve`, `repl`, `mcp` and `run` use: the engine for the config's `fleet` section, and
- * on top of it the MCP server (`mcp` section), the dashboard (`dashboard`) and the scheduler (`schedule`)
- * when the config has them and the command wants them; an absent one is `Layer.empty`. Telemetry (`telemetry`)
- * is beneath them all. With `--simulate`, the children are the real claude CLI pointed at the built-in scripted
- * model on 127.0.0.1 (no account, no spend, nothing of ~/.claude touched). The platform (`NodeContext`) is
- * provided here, at the edge.
+ * on top of it the MCP server (`mcp` section), the dashboard (`dashboard`), the webhooks (`notify`, `github`,
+ * and the routines' triggers) and the scheduler (`schedule`) when the config has them and the command wants
+ * them; an absent one is `Layer.empty`. Telemetry (`telemetry`) is beneath them all. With `--simulate`, the
+ * children are the real claude CLI pointed at the built-in scripted model on 127.0.0.1 (no account, no spend,
+ * nothing of ~/.claude touched). The platform (`NodeContext`) is provided here, at the edge.
  *
  * Where state lives: `serve` and `repl` (`durable`) use the config's `store`, else `.flotta/state.db` in the
  * project directory; `run` and `mcp` keep theirs in memory, whatever the config says: a one-shot run, and a
@@ -22,6 +22,7 @@ import type { DashboardConfigInput } from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as McpServer from "@flotta/mcp/McpServer"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
+import * as Webhooks from "@flotta/webhooks/Webhooks"
 import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"
 import { DEFAULT_STORE_FILE } from "./ConfigFile.js"
@@ -87,6 +88,8 @@ export interface Features {
   readonly dashboard?: boolean
   /** Run the config's scheduler (when it has a `schedule`). */
   readonly schedule?: boolean
+  /** Send the config's notifications and take its triggers (`notify`, `github`, routines on a server). */
+  readonly webhooks?: boolean
   /** Keep state in the config's store, else the default file (serve, repl); otherwise in memory. */
   readonly durable?: boolean
   /** Join the config's cluster (when it has one): the fleet spans every node of it. */
@@ -94,17 +97,43 @@ export interface Features {
 }
 
 /** What a composition switched on, for the command to report. */
-export const enabled = (config: LoadedConfig, features: Features) => ({
-  mcp: features.mcp === true && config.mcp !== undefined,
-  dashboard: features.dashboard === true && config.dashboard !== undefined,
-  schedule: features.schedule === true && config.schedule !== undefined,
-  cluster: features.cluster === true && config.cluster !== undefined
-})
+export const enabled = (config: LoadedConfig, features: Features) => {
+  const mcp = features.mcp === true && config.mcp !== undefined
+  const dashboard = features.dashboard === true && config.dashboard !== undefined
+  const schedule = features.schedule === true && config.schedule !== undefined
+  // Triggers need a server to listen on; notifications go out without one.
+  const served = mcp || dashboard
+  const triggers = served && (config.github !== undefined || (schedule && config.schedule!.routines.length > 0))
+  return {
+    mcp,
+    dashboard,
+    schedule,
+    webhooks: features.webhooks === true && (config.notify !== undefined || triggers),
+    cluster: features.cluster === true && config.cluster !== undefined
+  }
+}
 
 /**
- * The engine, with the scheduler, the dashboard and the MCP server on top when the config has them and `features`
- * asks. Telemetry (`Otlp.layer`) is beneath it all: every span is exported, and the last are flushed once all
- * else has closed.
+ * Where the configured dashboard will be, for the notifications' links: `http://<host>:<port>/` from the
+ * `dashboard` section, or the MCP server's it shares; none without a dashboard, or on a port chosen at start (0).
+ */
+export const configuredDashboardUrl = (
+  config: LoadedConfig,
+  on: { readonly mcp: boolean; readonly dashboard: boolean }
+): string | undefined => {
+  const dashboard = config.dashboard
+  if (!on.dashboard || dashboard === undefined) return undefined
+  const shared = dashboard.port === undefined && on.mcp && config.mcp !== undefined
+  const port = shared ? config.mcp!.port ?? McpConfig.DEFAULT_PORT : dashboard.port ?? McpConfig.DEFAULT_PORT
+  const host = (shared ? config.mcp!.host : dashboard.host) ?? McpConfig.DEFAULT_HOST
+  if (port === 0) return undefined
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}/`
+}
+
+/**
+ * The engine, with the scheduler, the webhooks, the dashboard and the MCP server on top when the config has them
+ * and `features` asks. Telemetry (`Otlp.layer`) is beneath it all: every span is exported, and the last are
+ * flushed once all else has closed.
  */
 export const layer = (config: LoadedConfig, features: Features) =>
   Layer.unwrapScoped(Effect.gen(function*() {
@@ -122,8 +151,18 @@ export const layer = (config: LoadedConfig, features: Features) =>
     const dashboard = on.dashboard && config.dashboard !== undefined
       ? dashboardLayer(config.dashboard, mcp)
       : Layer.empty
+    // The webhooks mount their routes on the MCP server and the dashboard (so they sit below both), and fire
+    // the scheduler's routines (so they sit above it).
+    const webhooks = on.webhooks
+      ? Webhooks.layer({
+        notify: config.notify,
+        github: config.github,
+        dashboardUrl: configuredDashboardUrl(config, on)
+      })
+      : Layer.empty
     return McpServer.layer(mcp).pipe(
       Layer.provideMerge(dashboard),
+      Layer.provideMerge(webhooks),
       Layer.provideMerge(Scheduler.layer(on.schedule ? config.schedule : undefined)),
       Layer.provideMerge(engine)
     )

@@ -50,6 +50,12 @@ export const ENVIRONMENT: ReadonlyArray<Override> = [
     meaning: "bearer token the MCP server requires, and client commands send"
   },
   {
+    variable: "FLOTTA_GITHUB_SECRET",
+    path: ["github", "secret"],
+    type: "string",
+    meaning: "the secret GitHub signs its webhook deliveries with (POST /hooks/github)"
+  },
+  {
     variable: "FLOTTA_STORE",
     path: ["store"],
     type: "store",

@@ -4,11 +4,11 @@
  *
  * It is decoded once, by one Schema (`FileSchema`, in ConfigSchema), into one section per layer: `fleet` for
  * `Flotta.layer`, `store` for the engine's `Store` (StoreTarget), `mcp` for `McpServer.layer`, `dashboard` for
- * `Dashboard.layer`, `schedule` for `Scheduler.layer` (an absent section is `undefined`, and its layer is then
- * `Layer.empty`; an absent `store` is the command's default). The environment overrides the file through one
- * mapping (`ENVIRONMENT`, in ConfigEnvironment). Errors name the file (or the variable), the path of the bad field
- * and what was expected. A bad top-level field stops the command; a bad agent or routine entry is reported and
- * skipped, and the rest boots.
+ * `Dashboard.layer`, `schedule` for `Scheduler.layer`, `notify` and `github` for `Webhooks.layer` (an absent
+ * section is `undefined`, and its layer is then `Layer.empty`; an absent `store` is the command's default). The
+ * environment overrides the file through one mapping (`ENVIRONMENT`, in ConfigEnvironment). Errors name the file
+ * (or the variable), the path of the bad field and what was expected. A bad top-level field stops the command; a
+ * bad agent or routine entry is reported and skipped, and the rest boots.
  */
 import { FileSystem } from "@effect/platform"
 import * as ClusterConfig from "@flotta/cluster/ClusterConfig"
@@ -18,6 +18,7 @@ import * as Spec from "@flotta/core/Spec"
 import * as DashboardConfig from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
+import type * as WebhooksConfig from "@flotta/webhooks/WebhooksConfig"
 import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -77,6 +78,10 @@ export interface LoadedConfig {
   readonly telemetry: Otlp.FileSection | undefined
   /** The config's `cluster`: `serve` joins it (relative SQLite paths are taken from `dir`). */
   readonly cluster: ClusterConfig.FileSection | undefined
+  /** The config's `notify`: the webhooks told of chosen events. */
+  readonly notify: ReadonlyArray<WebhooksConfig.NotifyTarget> | undefined
+  /** The config's `github`: `POST /hooks/github` on the fleet's HTTP server. */
+  readonly github: WebhooksConfig.GithubSection | undefined
 }
 
 /** The config file to use: the explicit one (which must exist), or the first of CONFIG_FILES in `dir`. */
@@ -198,6 +203,17 @@ export const decode = (
   if (Either.isLeft(schedule)) {
     return Either.left(new ConfigFileError({ file, path: schedule.left.path, reason: schedule.left.reason }))
   }
+  const mcp = McpConfig.fromFile(config.mcp)
+  const dashboard = DashboardConfig.fromFile(config.dashboard)
+  if (config.github !== undefined && mcp === undefined && dashboard === undefined) {
+    return Either.left(
+      new ConfigFileError({
+        file,
+        path: "github",
+        reason: "the hooks need an HTTP server to listen on: add an mcp section (or a dashboard section)"
+      })
+    )
+  }
   return Either.right({
     file,
     dir,
@@ -211,11 +227,13 @@ export const decode = (
       fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
     },
     store: store.right,
-    mcp: McpConfig.fromFile(config.mcp),
-    dashboard: DashboardConfig.fromFile(config.dashboard),
+    mcp,
+    dashboard,
     schedule: Option.getOrUndefined(schedule.right),
     telemetry: config.telemetry,
-    cluster: config.cluster
+    cluster: config.cluster,
+    notify: config.notify,
+    github: config.github
   })
 }
 
@@ -229,7 +247,9 @@ export const empty = (dir: string): LoadedConfig => ({
   dashboard: undefined,
   schedule: undefined,
   telemetry: undefined,
-  cluster: undefined
+  cluster: undefined,
+  notify: undefined,
+  github: undefined
 })
 
 /**

@@ -11,6 +11,7 @@ import * as DashboardConfig from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as Routine from "@flotta/scheduler/Routine"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
+import * as WebhooksConfig from "@flotta/webhooks/WebhooksConfig"
 import { Schema } from "effect"
 import { StoreSchema } from "./StoreTarget.js"
 
@@ -62,6 +63,10 @@ export interface FlottaConfig {
    * "host", "listen": { "host", "port" }, "secret"?, "leaseMs"?, "shardsPerGroup"? }`.
    */
   readonly cluster?: ClusterConfig.FileSection
+  /** Webhooks told of chosen events: `[{ "url", "events": ["run_finished", ...], "secret"?, "format"? }]`. */
+  readonly notify?: typeof WebhooksConfig.NotifySection.Encoded
+  /** `POST /hooks/github` fires routines or runs: `{ "secret", "on": [{ "event", "routine" | "run", ... }] }`. */
+  readonly github?: typeof WebhooksConfig.GithubSection.Encoded
 }
 
 /** The config's `store` value, as written. */
@@ -154,6 +159,17 @@ export const FileSchema = Schema.Struct({
   cluster: field(
     ClusterConfig.FileSection,
     "One fleet over several hosts: `flotta serve` joins the cluster. Absent: one host."
+  ),
+  notify: field(
+    WebhooksConfig.NotifySection,
+    "Notifications: each event a target names is POSTed to its `url` (the report entry as JSON, or a Slack " +
+      "message), signed when it has a `secret`, at least once and in order, through an outbox in the store. " +
+      "Absent: nothing is sent."
+  ),
+  github: field(
+    WebhooksConfig.GithubSection,
+    "`POST /hooks/github` on the fleet's HTTP server (it needs an `mcp` or `dashboard` section): GitHub's " +
+      "deliveries, signed with `secret`, fire the routines and run templates `on` maps them to. Absent: none."
   ),
   // Checked by `readStore`, which names the bad field within it (a union's own message would not).
   store: field(

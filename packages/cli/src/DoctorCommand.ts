@@ -2,8 +2,9 @@
  * `flotta doctor`: is this machine ready? The claude binary in use and its version against the tested one,
  * whether credentials are present, whether the config is valid, the store `serve` would use: its kind,
  * place, size, schema version and health (read-only, so beside a running serve too; and as that serve sees it,
- * when one answers), and whether the CLI's sandbox works here (its tools, then one command run in it). Exits
- * non-zero when something blocks work (a missing sandbox does when the config has sandboxed entries).
+ * when one answers), the notification targets with their delivery state from that store and the triggers, and
+ * whether the CLI's sandbox works here (its tools, then one command run in it). Exits non-zero when something
+ * blocks work (a missing sandbox does when the config has sandboxed entries).
  */
 import { Command } from "@effect/cli"
 import { Command as Process, FileSystem } from "@effect/platform"
@@ -12,6 +13,8 @@ import { SandboxUnavailable, SpawnFailed } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
 import * as Sandbox from "@flotta/core/Sandbox"
 import type { Spec } from "@flotta/core/Spec"
+import * as Notifier from "@flotta/webhooks/Notifier"
+import { targetOf } from "@flotta/webhooks/WebhooksConfig"
 import { Config, Effect, Either, Option, Stream } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -128,6 +131,73 @@ export const storeLine = (
   }
 }
 
+type Say = { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> }
+
+/** One target's line: where it is, what it takes, and how its deliveries stand in the store. */
+export const notifyLine = (target: {
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly format: string
+  readonly signed: boolean
+}, status: Option.Option<Notifier.TargetStatus>): { readonly level: "ok" | "warn"; readonly text: string } => {
+  const head = `notify: ${target.url} (${target.format}${target.signed ? ", signed" : ""}) for ` +
+    target.events.join(", ")
+  if (Option.isNone(status)) return { level: "ok", text: `${head}: nothing sent yet` }
+  const s = status.value
+  const delivered = `${s.delivered} delivered` +
+    (s.lastDelivered === null ? "" : `, the last at ${s.lastDelivered.at}`)
+  const failing = s.failing === null
+    ? ""
+    : `; failing since ${s.failing.since} (${s.failing.attempts} ${
+      s.failing.attempts === 1 ? "attempt" : "attempts"
+    }, entry ${s.failing.seq}): ${s.failing.reason}`
+  const newest = s.dead.at(-1)
+  const dead = s.deadCount === 0
+    ? ""
+    : `; ${s.deadCount} dead ${s.deadCount === 1 ? "letter" : "letters"}` +
+      (newest === undefined ? "" : ` (the newest: ${newest.kind} of ${newest.agent}, ${newest.reason})`)
+  return {
+    level: s.failing === null && s.deadCount === 0 ? "ok" : "warn",
+    text: `${head}: ${delivered}${failing}${dead}`
+  }
+}
+
+/**
+ * The notifications (each target, with its delivery state as the store keeps it, read-only) and the triggers
+ * (GitHub's, and the routines a secret lets a caller fire).
+ */
+export const webhookLines = (config: ConfigFile.LoadedConfig, say: Say) =>
+  Effect.gen(function*() {
+    if (config.notify !== undefined) {
+      const targets = config.notify.map((target) => targetOf(target))
+      const where = Composition.storeFor(config, true)
+      const stored = StoreAccess.exists(where)
+        ? yield* Effect.scoped(
+          Effect.flatMap(StoreAccess.openReadOnly(where), (store) => Notifier.storedStatus(store, targets))
+        ).pipe(Effect.either)
+        : Either.right(targets.map(() => Option.none<Notifier.TargetStatus>()))
+      if (Either.isLeft(stored)) yield* say.warn(`notify: delivery state unreadable: ${stored.left.message}`)
+      for (const [i, target] of targets.entries()) {
+        const line = notifyLine(
+          { url: target.shown, events: target.events, format: target.format, signed: Option.isSome(target.secret) },
+          Either.isRight(stored) ? stored.right[i] ?? Option.none() : Option.none()
+        )
+        yield* (line.level === "ok" ? say.ok : say.warn)(line.text)
+      }
+    }
+    const secrets = (config.schedule?.routines ?? []).filter((r) => r.secret !== undefined).map((r) => r.name)
+    if (config.github === undefined && (config.schedule?.routines.length ?? 0) === 0) return
+    const github = config.github === undefined
+      ? "github off"
+      : `github on (${config.github.on.length} ${config.github.on.length === 1 ? "mapping" : "mappings"})`
+    const served = config.mcp !== undefined || config.dashboard !== undefined
+    yield* (served || secrets.length === 0 ? say.ok : say.warn)(
+      `triggers: ${github}; ` +
+        (secrets.length === 0 ? "no routine has a secret" : `routines with a secret: ${secrets.join(", ")}`) +
+        (served ? "" : " (no mcp or dashboard section: no server takes the hooks)")
+    )
+  })
+
 /** One line of the doctor's findings: `ok`, `warn` (works, but look) or `fail` (blocks work). */
 export interface Check {
   readonly level: "ok" | "warn" | "fail"
@@ -139,7 +209,8 @@ export interface Check {
 const LABELS = { ok: "ok  ", warn: "warn", fail: "FAIL" } as const
 
 const DESCRIPTION = "Check that this machine is ready: the claude binary and its version, credentials, the config, " +
-  "the store and the sandbox (with --json, the checks as JSON). Exits non-zero when something blocks work."
+  "the store, the notifications' delivery state and the triggers, and the sandbox (with --json, the checks as " +
+  "JSON). Exits non-zero when something blocks work."
 
 /** Each check as it is found (some take seconds), or with `json` all of them as one JSON object at the end. */
 const doctor = (flags: { readonly config: Option.Option<string>; readonly json: boolean }) =>
@@ -215,6 +286,7 @@ const doctor = (flags: { readonly config: Option.Option<string>; readonly json: 
           onSome: (h) => warn(`store: in use by the serve at ${url}, ${Views.describeHealth(h)}`)
         })
       }
+      yield* webhookLines(loaded.right, { ok, warn })
     }
 
     const sandboxed = Either.isRight(loaded)

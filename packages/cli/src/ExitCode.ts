@@ -20,9 +20,12 @@ export const EXIT_CODES = [
       "McpConfigError",
       "DashboardConfigError",
       "OtlpConfigError",
-      "ClusterConfigError"
+      "ClusterConfigError",
+      "WebhooksConfigError",
+      "NotifyNotConfigured"
     ],
-    meaning: "the config file or an environment variable is invalid, or a server it asks for cannot listen"
+    meaning: "the config file or an environment variable is invalid (or lacks the section a command needs), or a " +
+      "server it asks for cannot listen"
   },
   { code: 4, tags: ["SpawnFailed"], meaning: "claude could not be started" },
   { code: 5, tags: ["TurnFailed"], meaning: "the API answered with an error" },
@@ -53,6 +56,7 @@ export const EXIT_CODES = [
       "RoutineNotFound",
       "RoutineBusy",
       "RoutineRailed",
+      "RoutineOffHours",
       "ApprovalNotFound",
       "ApprovalExpired"
     ],
@@ -72,6 +76,11 @@ export const EXIT_CODES = [
     code: 15,
     tags: ["SandboxUnavailable"],
     meaning: "a sandboxed agent or run could not start: the sandbox cannot run here (`flotta doctor` says why)"
+  },
+  {
+    code: 16,
+    tags: ["NotificationFailed"],
+    meaning: "a notification target did not take `flotta notify test`'s notification"
   },
   { code: 130, tags: ["Interrupted"], meaning: "stopped by a signal (Ctrl-C)" }
 ] as const

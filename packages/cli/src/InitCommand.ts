@@ -1,10 +1,11 @@
 /**
  * `flotta init`: writes a commented starter config (JSON with comments) into the current directory: the
  * original flotta's dev fleet (read-only scout, librarian and reviewer sessions; the issue-runner and
- * issue-filer run templates), the store (`.flotta/state.db`), the MCP server, and a commented-out scheduler
- * with a find-and-file routine. When the project has a `.gitignore`, the store's files are added to it (a new
- * `.gitignore` is not made: that is the project's own choice); only the store's files, not all of `.flotta/`,
- * which may hold the config (`.flotta/config.json`).
+ * issue-filer run templates), the store (`.flotta/state.db`), the MCP server, commented-out notifications and
+ * GitHub trigger, and a commented-out scheduler with a find-and-file routine and a triggered one. When the
+ * project has a `.gitignore`, the store's files are added to it (a new `.gitignore` is not made: that is the
+ * project's own choice); only the store's files, not all of `.flotta/`, which may hold the config
+ * (`.flotta/config.json`).
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
@@ -70,10 +71,29 @@ export const STARTER =
   // The live dashboard at http://127.0.0.1:4099/ (the MCP server's host and token; "port" gives it its own).
   "dashboard": {}
 
+  // Notifications: the events a target names, POSTed to its "url" as JSON (the report entry) or as a Slack message,
+  // signed with its "secret" (X-Flotta-Signature), at least once and in order. \`flotta notify test\` sends one.
+  // ,"notify": [
+  //   { "url": "https://hooks.slack.com/services/T000/B000/XXXX", "format": "slack",
+  //     "events": ["approval_requested", "run_finished", "agent_crashed"] },
+  //   { "url": "https://ci.example.com/flotta-events", "events": ["*"], "secret": "replace-with-a-long-random-secret" }
+  // ]
+
+  // GitHub's webhook (payload URL http://<this host>:4099/hooks/github, content type application/json) fires runs
+  // and routines; "secret" is the webhook's (or FLOTTA_GITHUB_SECRET). GitHub must reach the MCP server's port.
+  // ,"github": { "secret": "replace-with-the-webhook-secret", "on": [
+  //   { "event": "issues.labeled", "label": "flotta", "run": "issue-runner" },
+  //   { "event": "check_run.completed", "conclusion": "failure", "routine": "fix-ci" }
+  // ] }
+
   // Working hours and recurring routines switch the scheduler on. Uncomment to try:
   // ,"schedule": { "timezone": "utc", "hours": { "mon": [["09:00", "17:00"]], "tue": [["09:00", "17:00"]] } },
   // "routines": [
   //   { "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:30" }, "maxBudgetUsd": 0.5 },
+  //   // No "every": fired only when triggered, by the github mapping above or by POST /hooks/routines/fix-ci with
+  //   // the MCP token or its own secret; "triggerAnyTime" lets a trigger fire it outside working hours too.
+  //   // { "name": "fix-ci", "action": "run", "template": "issue-runner",
+  //   //   "secret": "replace-with-a-long-random-secret", "triggerAnyTime": true, "maxBudgetUsd": 2 },
   //   // Find -> file: a read-only scan, then an issue-filer run per new task (at most 3 a day). It opens real
   //   // issues, so it ships disabled. Dry-run it first, a run that reports and files nothing:
   //   //   npx flotta run --worktree --allow Read,Bash "List the work here that no open issue covers yet (see gh issue list). File nothing."

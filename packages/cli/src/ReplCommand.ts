@@ -1,9 +1,10 @@
 /**
  * `flotta repl`: a Node REPL with a live fleet in scope as `fleet` (the Promise facade: `fleet.spawn(...)`,
  * `await fleet.ask(...)`, top-level await) and the config's sessions already up, with the config's MCP server
- * and scheduler (`fleet.scheduler`) unless `--no-mcp` / `--no-schedule`. Leaving the REPL (`.exit`, Ctrl-D,
- * end of input) shuts the fleet down. State lives where `serve` keeps it (the config's store, else
- * `.flotta/state.db`), so the two take turns with one project's fleet: one at a time holds its store.
+ * and scheduler (`fleet.scheduler`) unless `--no-mcp` / `--no-schedule`, and its webhooks (the notifications, and
+ * the triggers on the MCP server or dashboard). Leaving the REPL (`.exit`, Ctrl-D, end of input) shuts the fleet
+ * down. State lives where `serve` keeps it (the config's store, else `.flotta/state.db`), so the two take turns
+ * with one project's fleet: one at a time holds its store.
  */
 import { Command, Options } from "@effect/cli"
 import { fromLayer } from "@flotta/core/Client"
@@ -33,6 +34,7 @@ export const command = Command.make(
         mcp: !flags.noMcp,
         dashboard: !flags.noMcp,
         schedule: !flags.noSchedule,
+        webhooks: true,
         durable: true
       }
       const { config, on } = yield* ServeCommand.setUp(flags.config, features)
@@ -61,6 +63,9 @@ export const command = Command.make(
           Option.match(booted.mcp, { onNone: () => "", onSome: (url) => `; MCP at ${url}` }) +
           Option.match(booted.dashboard, { onNone: () => "", onSome: (url) => `; dashboard at ${url}` }) +
           (on.schedule ? "; fleet.scheduler is on" : "") +
+          (on.webhooks
+            ? `; ${ServeCommand.describeWebhooks(config, on, Option.orElse(booted.mcp, () => booted.dashboard))}`
+            : "") +
           `. Try: await fleet.spawn("scout"); await fleet.ask("scout", "hello"). Leave with .exit`
         ].join("\n")
       )

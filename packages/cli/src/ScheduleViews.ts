@@ -44,7 +44,9 @@ export const describeInterval = (ms: number): string => {
 const cadenceOf = (routine: RoutineStatus) =>
   "intervalMs" in routine.every
     ? `every ${describeInterval(routine.every.intervalMs)}`
-    : `daily ${routine.every.dailyAt}`
+    : "dailyAt" in routine.every
+    ? `daily ${routine.every.dailyAt}`
+    : "on trigger"
 
 /** One override in words, its times in the schedule's local time. */
 export const describeOverride = (override: Override, at: (iso: string) => string): string => {

@@ -1,8 +1,8 @@
 /**
- * `flotta serve`: boots the declared fleet, with the MCP server, the dashboard and the scheduler when the config has them,
- * logs to stderr, and runs until a signal (SIGINT, SIGTERM) closes every agent and the port. State lives in the
- * config's store, else `.flotta/state.db` in the project: what was live when the last serve stopped comes back
- * first, and serve says where state lives and what came back once it is ready.
+ * `flotta serve`: boots the declared fleet, with the MCP server, the dashboard, the webhooks and the scheduler when
+ * the config has them, logs to stderr, and runs until a signal (SIGINT, SIGTERM) closes every agent and the port.
+ * State lives in the config's store, else `.flotta/state.db` in the project: what was live when the last serve
+ * stopped comes back first, and serve says where state lives and what came back once it is ready.
  */
 import { Command, Options } from "@effect/cli"
 import * as Cluster from "@flotta/cluster/Cluster"
@@ -77,11 +77,35 @@ const clusterLines = (view: Option.Option<{ host: string; live: ReadonlyArray<st
     ]
   })
 
+/** What the webhooks do here, in words: where notifications go and where triggers are taken. */
+export const describeWebhooks = (
+  config: ConfigFile.LoadedConfig,
+  on: ReturnType<typeof Composition.enabled>,
+  server: Option.Option<string>
+) => {
+  if (!on.webhooks) return "webhooks off"
+  const targets = config.notify?.length ?? 0
+  const hooks = Option.map(server, (url) => new URL("/hooks/", url).href)
+  const triggers = on.mcp || on.dashboard
+    ? [
+      ...(on.schedule && (config.schedule?.routines.length ?? 0) > 0 ? ["routines/NAME"] : []),
+      ...(config.github === undefined ? [] : ["github"])
+    ]
+    : []
+  return [
+    `notifications to ${targets} ${targets === 1 ? "target" : "targets"}`,
+    ...(triggers.length === 0
+      ? []
+      : [`triggers at ${Option.getOrElse(hooks, () => "/hooks/")}{${triggers.join(",")}}`])
+  ].join(", ")
+}
+
 const json = Options.boolean("json").pipe(
   Options.withDescription(
     "Once the fleet is up, also print one line of JSON on stdout: the agents up and those that failed, the run " +
-      "templates, the MCP and dashboard URLs, whether the scheduler runs, the store and what came back from it " +
-      "(or, in a cluster, this host, the live hosts and the cluster's store). The lines for a person stay on stderr."
+      "templates, the MCP and dashboard URLs, whether the scheduler and the webhooks run, the store and what came " +
+      "back from it (or, in a cluster, this host, the live hosts and the cluster's store). The lines for a person " +
+      "stay on stderr."
   )
 )
 
@@ -95,6 +119,7 @@ export const command = Command.make(
         mcp: true,
         dashboard: true,
         schedule: true,
+        webhooks: true,
         durable: true,
         cluster: true
       }
@@ -115,6 +140,7 @@ export const command = Command.make(
             mcp: Option.getOrNull(Option.map(mcp, (server) => server.url)),
             dashboard: Option.getOrNull(dashboard),
             scheduler: on.schedule,
+            webhooks: on.webhooks,
             ...(on.cluster
               ? { cluster: Option.getOrNull(cluster) }
               : { store: yield* fleet.store, restored: fleet.restored })
@@ -126,7 +152,11 @@ export const command = Command.make(
             `flotta serve: ${live.length} agent(s) up${live.length > 0 ? ` (${live.join(", ")})` : ""}; ` +
             `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
             `dashboard ${Option.getOrElse(Option.map(dashboard, (url) => `at ${url}`), () => "off")}; ` +
-            `scheduler ${on.schedule ? "on" : "off"}. Stop with Ctrl-C.`,
+            `scheduler ${on.schedule ? "on" : "off"}; ` +
+            `${
+              describeWebhooks(config, on, Option.orElse(Option.map(mcp, (server) => server.url), () => dashboard))
+            }. ` +
+            "Stop with Ctrl-C.",
             ...(on.cluster ? clusterLines(cluster) : yield* stateLines("flotta serve"))
           ].join("\n")
         )
@@ -139,7 +169,7 @@ export const command = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Boot the configured fleet, with the MCP server, the dashboard and the scheduler when the config has them, " +
-      "and run until Ctrl-C or SIGTERM closes every agent. Its state lives in the config's store."
+    "Boot the configured fleet, with the MCP server, the dashboard, the webhooks and the scheduler when the " +
+      "config has them, and run until Ctrl-C or SIGTERM closes every agent. Its state lives in the config's store."
   )
 )

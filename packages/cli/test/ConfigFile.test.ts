@@ -224,3 +224,73 @@ describe("the store", () => {
       assert.isTrue(ConfigFile.ENVIRONMENT.some((o) => o.variable === "FLOTTA_STORE" && o.path[0] === "store"))
     }))
 })
+
+describe("the webhooks' sections", () => {
+  const SECRET = "0123456789abcdef-github"
+
+  it("notify and github decode into their sections (undefined when absent); a bad entry names its path", () => {
+    const decoded = Either.getOrThrow(ConfigFile.decode("f.json", {
+      mcp: {},
+      notify: [{ url: "https://hooks.example.com/a/b", events: ["run_finished", "approval_requested"] }],
+      github: { secret: SECRET, on: [{ event: "issues.labeled", label: "flotta", run: "issue-runner" }] }
+    }))
+    assert.deepStrictEqual(decoded.notify, [
+      { url: "https://hooks.example.com/a/b", events: ["run_finished", "approval_requested"] }
+    ])
+    assert.deepStrictEqual(decoded.github?.on.map((m) => m.run), ["issue-runner"])
+    const bare = Either.getOrThrow(ConfigFile.decode("f.json", {}))
+    assert.isUndefined(bare.notify)
+    assert.isUndefined(bare.github)
+
+    const cases: ReadonlyArray<readonly [Record<string, unknown>, RegExp]> = [
+      [{ notify: [{ url: "ftp://x", events: ["*"] }] }, /f\.json: notify\[0\]\.url: an http:\/\/ or https:\/\/ URL/],
+      [
+        { notify: [{ url: "https://x.example", events: ["*"] }, { url: "https://y.example", events: ["nope"] }] },
+        /f\.json: notify\[1\]\.events\[0\]: /
+      ],
+      [
+        { notify: [{ url: "https://x.example", events: ["*"], secret: "short" }] },
+        /notify\[0\]\.secret: a secret of at least 16 characters/
+      ],
+      [{ mcp: {}, github: { secret: SECRET, on: [{ event: "push", run: "x" }] } }, /f\.json: github\.on\[0\]\.event: /],
+      [
+        { mcp: {}, github: { secret: SECRET, on: [{ event: "issues", run: "x", routine: "y" }] } },
+        /github\.on\[0\]\.routine: name exactly one of `routine` and `run`/
+      ]
+    ]
+    for (const [raw, expected] of cases) {
+      const result = ConfigFile.decode("f.json", raw)
+      assert.isTrue(Either.isLeft(result), JSON.stringify(raw))
+      if (Either.isLeft(result)) assert.match(result.left.message, expected)
+    }
+  })
+
+  it("github needs a server to take the hooks: an mcp or a dashboard section", () => {
+    const github = { secret: SECRET, on: [] }
+    const alone = ConfigFile.decode("f.json", { github })
+    assert.isTrue(Either.isLeft(alone))
+    if (Either.isLeft(alone)) {
+      assert.strictEqual(
+        alone.left.message,
+        "f.json: github: the hooks need an HTTP server to listen on: add an mcp section (or a dashboard section)"
+      )
+    }
+    assert.isTrue(Either.isLeft(ConfigFile.decode("f.json", { github, mcp: { enabled: false } })))
+    assert.isTrue(Either.isRight(ConfigFile.decode("f.json", { github, dashboard: { port: 4100 } })))
+    // Notifications go out without a server.
+    assert.isTrue(
+      Either.isRight(ConfigFile.decode("f.json", { notify: [{ url: "https://x.example", events: ["*"] }] }))
+    )
+  })
+
+  it.scoped("FLOTTA_GITHUB_SECRET overrides github.secret, in a github section the file has", () =>
+    Effect.gen(function*() {
+      const dir = yield* project({ mcp: {}, github: { secret: SECRET, on: [] } })
+      const config = yield* load(dir, { FLOTTA_GITHUB_SECRET: "from-the-environment-0123" })
+      assert.strictEqual(config.github?.secret, "from-the-environment-0123")
+      const short = yield* Effect.flip(load(dir, { FLOTTA_GITHUB_SECRET: "short" }))
+      assert.match(short.message, /github\.secret: a secret of at least 16 characters/)
+      const without = yield* project({ mcp: {} })
+      assert.isUndefined((yield* load(without, { FLOTTA_GITHUB_SECRET: "from-the-environment-0123" })).github)
+    }))
+})

@@ -5,6 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { StoreShape, TurnRow } from "@flotta/core/Store"
 import * as StoreConfig from "@flotta/core/StoreConfig"
+import * as Notifier from "@flotta/webhooks/Notifier"
+import { targetOf } from "@flotta/webhooks/WebhooksConfig"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -166,5 +168,134 @@ describe("flotta init and .gitignore", () => {
       JSON.parse(ConfigFile.stripComments(InitCommand.STARTER))
     )
     assert.deepStrictEqual(Either.getOrThrow(decoded).store, { config: { sqlite: "/p/.flotta/state.db" } })
+  })
+})
+
+describe("doctor: the notifications and the triggers", () => {
+  const collect = () => {
+    const lines: Array<string> = []
+    const say = {
+      ok: (text: string) => Effect.sync(() => void lines.push(`ok ${text}`)),
+      warn: (text: string) => Effect.sync(() => void lines.push(`warn ${text}`))
+    }
+    return { lines, say }
+  }
+  const SECRET = "0123456789abcdef-secret"
+
+  it.scoped("each target with its delivery state, read from the store; the triggers and the routines' secrets", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const file = path.join(dir, "state.db")
+      const notify = [
+        { url: "https://hooks.example.com/services/T0/B0/secret-path", events: ["approval_requested", "run_finished"] },
+        { url: "https://ci.example.com/flotta/events", events: ["*"], secret: SECRET, format: "json" },
+        { url: "https://chat.example.com/hook/abc", events: ["agent_crashed"], format: "slack" }
+      ]
+      const config = Either.getOrThrow(ConfigFile.decode(path.join(dir, "flotta.config.json"), {
+        store: { sqlite: file },
+        mcp: {},
+        notify,
+        github: {
+          secret: SECRET,
+          on: [
+            { event: "issues.labeled", label: "flotta", run: "issue-runner" },
+            { event: "check_run.completed", conclusion: "failure", routine: "fix-ci" }
+          ]
+        },
+        schedule: { timezone: "utc", hours: { mon: ["09:00-17:00"] } },
+        routines: [
+          { name: "fix-ci", action: "prompt", agent: "scout", prompt: "Fix CI.", secret: SECRET },
+          { name: "nightly", action: "scan", every: { dailyAt: "02:00" } }
+        ]
+      }))
+
+      // Before the first serve: no store yet, nothing sent.
+      const before = collect()
+      yield* DoctorCommand.webhookLines(config, before.say)
+      assert.deepStrictEqual(before.lines, [
+        "ok notify: https://hooks.example.com/… (json) for approval_requested, run_finished: nothing sent yet",
+        "ok notify: https://ci.example.com/… (json, signed) for *: nothing sent yet",
+        "ok notify: https://chat.example.com/… (slack) for agent_crashed: nothing sent yet",
+        "ok triggers: github on (2 mappings); routines with a secret: fix-ci"
+      ])
+
+      // What a serve's notifier left in the store.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open({ sqlite: file })
+        const [first, second] = config.notify!.map((target) => targetOf(target))
+        store.saveState(Notifier.stateKey(first!), {
+          cursor: 12,
+          delivered: 4,
+          lastDelivered: { seq: 12, at: "2025-06-01T09:00:00.000Z" },
+          failing: null,
+          deadCount: 0,
+          dead: []
+        })
+        store.saveState(Notifier.stateKey(second!), {
+          cursor: 20,
+          delivered: 7,
+          lastDelivered: { seq: 19, at: "2025-06-01T10:00:00.000Z" },
+          failing: { since: "2025-06-01T10:05:00.000Z", attempts: 3, reason: "it answered 503", seq: 21 },
+          deadCount: 1,
+          dead: [{
+            seq: 20,
+            kind: "run_finished",
+            agent: "errand",
+            at: "2025-05-31T10:00:00.000Z",
+            deadAt: "2025-06-01T10:00:00.000Z",
+            deliveryId: `${second!.id}-20`,
+            reason: "it answered 503"
+          }]
+        })
+        assert.isTrue(yield* store.flush())
+      }))
+      const after = collect()
+      yield* DoctorCommand.webhookLines(config, after.say)
+      assert.deepStrictEqual(after.lines.slice(0, 3), [
+        "ok notify: https://hooks.example.com/… (json) for approval_requested, run_finished: 4 delivered, the last at " +
+        "2025-06-01T09:00:00.000Z",
+        "warn notify: https://ci.example.com/… (json, signed) for *: 7 delivered, the last at 2025-06-01T10:00:00.000Z; " +
+        "failing since 2025-06-01T10:05:00.000Z (3 attempts, entry 21): it answered 503; 1 dead letter (the newest: " +
+        "run_finished of errand, it answered 503)",
+        "ok notify: https://chat.example.com/… (slack) for agent_crashed: nothing sent yet"
+      ])
+      assert.notInclude(after.lines.join("\n"), "secret-path", "a webhook URL's path is never shown")
+    }))
+
+  it.effect("no notify, github or routines: nothing to say; routines alone: github off", () =>
+    Effect.gen(function*() {
+      const none = collect()
+      yield* DoctorCommand.webhookLines(Either.getOrThrow(ConfigFile.decode("/p/f.json", {})), none.say)
+      assert.deepStrictEqual(none.lines, [])
+      const routines = collect()
+      yield* DoctorCommand.webhookLines(
+        Either.getOrThrow(ConfigFile.decode("/p/f.json", {
+          schedule: { timezone: "utc", hours: {} },
+          routines: [{ name: "fix-ci", action: "prompt", agent: "scout", prompt: "Fix.", secret: SECRET }]
+        })),
+        routines.say
+      )
+      assert.deepStrictEqual(routines.lines, [
+        "warn triggers: github off; routines with a secret: fix-ci (no mcp or dashboard section: no server takes " +
+        "the hooks)"
+      ])
+    }))
+
+  it("the starter config's notify, github and triggered routine examples are valid once uncommented", () => {
+    // Every commented-out line of JSON uncommented (the routine example is commented twice); the prose stays.
+    const lines = InitCommand.STARTER.split("\n")
+    const start = lines.findIndex((line) => line.includes(",\"notify\""))
+    const text = lines.map((line, i) => {
+      const json = /^(\s*)(?:\/\/\s*)+([{}[\],"].*)$/.exec(line)
+      return json === null || i < start ? line : `${json[1]}${json[2]}`
+    }).join("\n")
+    const decoded = ConfigFile.decode("/p/flotta.config.json", JSON.parse(ConfigFile.stripComments(text)))
+    if (Either.isLeft(decoded)) return assert.fail(decoded.left.message)
+    const config = decoded.right
+    assert.deepStrictEqual(config.notify?.map((t) => t.format ?? "json"), ["slack", "json"])
+    assert.deepStrictEqual(config.github?.on.map((m) => m.run ?? m.routine), ["issue-runner", "fix-ci"])
+    const fixCi = config.schedule?.routines.find((r) => r.name === "fix-ci")
+    assert.isTrue(fixCi !== undefined && fixCi.triggerAnyTime === true && fixCi.secret !== undefined)
+    assert.deepStrictEqual(fixCi?.every, { triggered: true })
   })
 })

@@ -1,14 +1,14 @@
 /**
  * A host's housekeeping, every quarter lease for the life of the node: renew the lease and read who is live;
  * then, while the lease is surely held, stop copies no longer placed here (fence), move a dead host's agents
- * to the live host with the fewest (failover), and start what was moved here (take over). A host that could not
- * renew for a whole lease stops its agents and rejoins as a new incarnation. Beside it runs the copying of
- * reports and conversations (Replication).
+ * to the live host with the fewest (failover, by the one host that claims the loss, which reports `host_lost`),
+ * and start what was moved here (take over). A host that could not renew for a whole lease stops its agents and
+ * rejoins as a new incarnation. Beside it runs the copying of reports and conversations (Replication).
  */
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Clock, Effect, FiberSet, Option, Ref, Schedule, SubscriptionRef } from "effect"
 import { randomUUID } from "node:crypto"
-import type { Placement } from "./ClusterStore.js"
+import type { HostRow, Placement } from "./ClusterStore.js"
 import { Hosting } from "./Hosting.js"
 import type { HostingShape } from "./Hosting.js"
 import { tickOf } from "./Membership.js"
@@ -61,7 +61,7 @@ const tend = (h: HostingShape, background: FiberSet.FiberSet) =>
     live.add(me)
     const placements = yield* h.store.placements
     yield* fence(h, placements, incarnation, background)
-    yield* failover(h, placements, live)
+    yield* failover(h, placements, live, hosts)
     // Epoch 1 and no incarnation: a spawn in progress, which its caller's call finishes (or undoes).
     yield* takeOver(
       h,
@@ -118,19 +118,41 @@ const fence = (
     }
   })
 
-/** Gives each agent of a dead host to the live host with the fewest agents; the epoch decides between movers. */
-const failover = (h: HostingShape, placements: ReadonlyArray<Placement>, live: ReadonlySet<string>) =>
+/**
+ * Gives each agent of a dead host to the live host with the fewest agents. One live host claims each loss (of a
+ * host's incarnation) and moves its agents, reporting `host_lost` once; should the claimant die too, any live host
+ * moves what is left. The epoch decides between movers.
+ */
+const failover = (
+  h: HostingShape,
+  placements: ReadonlyArray<Placement>,
+  live: ReadonlySet<string>,
+  hosts: ReadonlyArray<HostRow>
+) =>
   Effect.gen(function*() {
     const orphans = placements.filter((p) => !live.has(p.host))
     if (orphans.length === 0) return
+    const me = h.membership.settings.host
     const counts = new Map([...live].map((host) => [host, 0]))
     for (const p of placements) if (counts.has(p.host)) counts.set(p.host, counts.get(p.host)! + 1)
-    for (const p of orphans) {
-      const [to] = [...counts.entries()].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))[0]!
-      if (yield* h.store.move(p.name, p.host, to, p.epoch)) {
-        counts.set(to, counts.get(to)! + 1)
-        yield* Effect.logInfo(`cluster: ${p.name} moves from ${p.host}, whose lease lapsed, to ${to}`)
+    for (const lost of new Set(orphans.map((p) => p.host))) {
+      const incarnation = hosts.find((r) => r.host === lost)?.incarnation ?? ""
+      const token = `${randomUUID()} ${me}`
+      const claimed = yield* h.store.settle(`host_lost ${lost} ${incarnation}`, token)
+      const claimant = claimed.slice(claimed.indexOf(" ") + 1)
+      if (claimant !== me && live.has(claimant)) continue
+      const moved: Array<string> = []
+      for (const p of orphans) {
+        if (p.host !== lost) continue
+        const [to] = [...counts.entries()].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))[0]!
+        if (yield* h.store.move(p.name, p.host, to, p.epoch)) {
+          counts.set(to, counts.get(to)! + 1)
+          moved.push(p.name)
+          yield* Effect.logInfo(`cluster: ${p.name} moves from ${p.host}, whose lease lapsed, to ${to}`)
+        }
       }
+      // Reported by the host whose claim was taken just now: once per loss, not again on a later tick.
+      if (claimed === token) yield* h.localLog.post("cluster", "host_lost", { host: lost, agents: moved, by: me })
     }
   })
 

@@ -273,6 +273,7 @@ export type ReportKind =
   | "cleared"
   | "session_writes_lost"
   | "budget_exceeded"
+  | "run_finished"
   | "assistant_text"
   | "tool_call"
   | "tool_result"

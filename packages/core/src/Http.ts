@@ -14,8 +14,8 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Data, Effect, Option, Predicate, Schema } from "effect"
-import type { Scope } from "effect"
+import { Cause, Context, Data, Effect, Option, Predicate, Schema } from "effect"
+import type { Redacted, Scope } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import { exact } from "./Decode.js"
@@ -57,6 +57,26 @@ export interface Routes {
   readonly router: HttpRouter.HttpRouter
   readonly notFound: HttpApp.Default
 }
+
+/** What a mounted part learns of the server it is mounted on: who it answers to and its token. */
+export interface MountedOn {
+  readonly host: string
+  readonly allowedHosts: ReadonlyArray<string>
+  readonly token: Option.Option<Redacted.Redacted<string>>
+}
+
+/**
+ * Routes a layer above the engine (the webhooks) mounts on whichever fleet server runs (the MCP server, the
+ * dashboard's own): each server builds them with its own settings, after its own routes.
+ */
+export class Mounts extends Context.Tag("@flotta/core/Http/Mounts")<
+  Mounts,
+  ReadonlyArray<(server: MountedOn) => Routes>
+>() {}
+
+/** The mounted parts for a server, when a layer provides some. */
+export const mountedOn = (server: MountedOn): Effect.Effect<ReadonlyArray<Routes>> =>
+  Effect.map(Effect.serviceOption(Mounts), (mounts) => Option.getOrElse(mounts, () => []).map((mount) => mount(server)))
 
 type Method = "GET" | "HEAD" | "POST" | "DELETE" | "PUT" | "PATCH"
 

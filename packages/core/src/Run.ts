@@ -4,7 +4,7 @@
  * turn, optionally in its own git worktree, within bounds (turns, budget, time). Async runs, and async
  * verifies, keep their outcome by name for `runResult`.
  */
-import { DateTime, Deferred, Effect, Either, FiberMap, Option } from "effect"
+import { DateTime, Deferred, Effect, Either, Exit, FiberMap, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
@@ -89,7 +89,10 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         return { name, options, attempts: attempts.length > 0 }
       })
 
-    const track = RunOutcome.track(store, () => closing)
+    /** Posts a run's one `run_finished` entry when it ends. */
+    const finishing = (name: string) => (entry: RunOutcome.RunFinished) => reports.post(name, "run_finished", entry)
+
+    const track = RunOutcome.track(store, () => closing, finishing)
 
     const diffs = RunDiffs.make({
       store,
@@ -220,7 +223,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
       )
 
     const attempting: RunAttempts.AttemptDeps = {
-      execute,
+      // Each attempt is a run of its own, and says when it finished.
+      execute: (name, options, onWorktree) =>
+        RunOutcome.reportingEnd(finishing(name), (given) => execute(name, options, given), onWorktree),
       registry,
       reports,
       git,
@@ -247,7 +252,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** Runs synchronously: the result, or the run's typed failure. */
     const run = Effect.fn("Runs.run")(function*(options: RunOptions) {
       const prepared = yield* prepare(options).pipe(Effect.mapError((e) => e as RunError))
-      return yield* perform(prepared)
+      return yield* RunOutcome.reportingEnd(finishing(prepared.name), (given) => perform(prepared, given))
     })
 
     /** Starts a run under supervision and returns its name at once. */
@@ -320,6 +325,8 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           errorMessage: error.message
         })
         yield* reports.post(row.name, "error", { error: { _tag: error._tag, message: error.message } })
+        const ended = RunOutcome.finished(Exit.fail(error), { worktree: row.worktree })
+        if (row.kind === "run") yield* reports.post(row.name, "run_finished", ended)
         if (row.worktree !== null) {
           yield* git.unlock(row.worktree)
         }

@@ -1,9 +1,11 @@
 /**
  * What a run (or a verify) ends with, as Schemas: its result (`RunResult`, `VerifyReport`) and the typed errors
  * it can fail with. And how an async run's outcome is kept in the store by name (`track`), then read back
- * (`outcomeOf`) for `runResult` after the run is gone, or after a restart of the host.
+ * (`outcomeOf`) for `runResult` after the run is gone, or after a restart of the host. And what a run's one
+ * `run_finished` report entry says (`finished`, posted by `reportingEnd` or after `track`).
  */
-import { Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
+import * as path from "node:path"
 import { PermissionDenial } from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
 import { RunErrorSchema } from "./Errors.js"
@@ -121,12 +123,19 @@ export const outcomeOf = (row: RunRow): Exit.Exit<Outcome, RunError | VerifyErro
 }
 
 /**
- * Keeps an async run in the store: running (with its worktree once it has one), then its outcome. Nothing is
- * written once `closing` says the fleet shuts down: a run it interrupts is restored as interrupted by the restart.
+ * Keeps an async run in the store: running (with its worktree once it has one), then its outcome, and then posts
+ * a run's `run_finished` entry (with `finishing`, under its name). Nothing is written once `closing` says the fleet
+ * shuts down: a run it interrupts is restored as interrupted by the restart (which posts the entry then).
  */
-export const track = (store: StoreShape, closing: () => boolean) => (name: string, kind: RunRow["kind"]) =>
+export const track = (
+  store: StoreShape,
+  closing: () => boolean,
+  finishing: (name: string) => (entry: RunFinished) => Effect.Effect<unknown>
+) =>
+(name: string, kind: RunRow["kind"]) =>
   Effect.gen(function*() {
-    const startedAt = DateTime.formatIso(yield* DateTime.now)
+    const started = yield* Clock.currentTimeMillis
+    const startedAt = DateTime.formatIso(DateTime.unsafeMake(started))
     let worktree: string | null = null
     const save = (fields: Partial<RunRow>) => {
       if (closing()) return
@@ -138,8 +147,10 @@ export const track = (store: StoreShape, closing: () => boolean) => (name: strin
         worktree = path
         save({})
       },
+      /** Keeps the outcome and, for a run (a verify is not one), says that it finished. */
       done: (exit: Exit.Exit<Outcome, RunError | VerifyError>) =>
-        Clock.currentTimeMillis.pipe(Effect.map((now) => {
+        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<unknown> => {
+          if (closing()) return Effect.void
           const finishedAt = DateTime.formatIso(DateTime.unsafeMake(now))
           if (Exit.isSuccess(exit)) save({ status: "succeeded", finishedAt, result: exit.value })
           else {
@@ -151,6 +162,82 @@ export const track = (store: StoreShape, closing: () => boolean) => (name: strin
               ...(failure === undefined ? {} : { error: storedError(failure) })
             })
           }
-        }))
+          return kind === "run" ? finishing(name)(finished(exit, { durationMs: now - started, worktree })) : Effect.void
+        })
     }
+  })
+
+/** What a run's one `run_finished` report entry says: how it ended, what it spent, where its work is. */
+export interface RunFinished {
+  readonly ok: boolean
+  /** What the run spent (a best-of-N run: every attempt together). */
+  readonly costUsd: number
+  /** From its start to its end, on this host (not known after a restart). */
+  readonly durationMs?: number
+  readonly branch?: string
+  /** Its worktree, while it exists. */
+  readonly worktree?: string
+  /** A best-of-N run: the winning attempt (its branch and worktree are the winner's). */
+  readonly attempt?: number
+  readonly error?: { readonly _tag: string; readonly message: string }
+}
+
+/** The `run_finished` entry of a run that ended with `exit`, given how long it took and the worktree it was given. */
+export const finished = (
+  exit: Exit.Exit<Outcome, { readonly _tag: string; readonly message: string }>,
+  known: { readonly durationMs?: number | undefined; readonly worktree?: string | null | undefined }
+): RunFinished => {
+  const timed = known.durationMs === undefined ? {} : { durationMs: known.durationMs }
+  if (Exit.isSuccess(exit)) {
+    const result = exit.value
+    if (result.kind === "verify") return { ok: true, costUsd: 0, ...timed }
+    const tree = result.worktree
+    return {
+      ok: true,
+      costUsd: result.totalCostUsd ?? result.costUsd,
+      ...timed,
+      ...(tree === undefined ? {} : { branch: tree.branch, ...(tree.removed ? {} : { worktree: tree.path }) }),
+      ...(result.attempt === undefined ? {} : { attempt: result.attempt })
+    }
+  }
+  const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  const error = failure !== undefined
+    ? { _tag: failure._tag, message: failure.message }
+    : Cause.isInterruptedOnly(exit.cause)
+    ? { _tag: "RunInterrupted", message: "the run was interrupted" }
+    : { _tag: "Defect", message: Cause.pretty(exit.cause) }
+  const spent = failure !== undefined && "costUsd" in failure && typeof failure.costUsd === "number"
+    ? failure.costUsd
+    : 0
+  // A worktree git could not make is no place to look.
+  const at = error._tag === "WorktreeFailed" ? undefined : known.worktree ?? undefined
+  return {
+    ok: false,
+    costUsd: spent,
+    ...timed,
+    ...(at === undefined ? {} : { branch: `worktree-${path.basename(at)}`, worktree: at }),
+    error
+  }
+}
+
+/**
+ * Runs a run to its end and then posts its `run_finished` entry (`post`, the report log's under its name), however
+ * it ended; the worktree it is given is passed on to `onWorktree`.
+ */
+export const reportingEnd = <E extends RunError>(
+  post: (entry: RunFinished) => Effect.Effect<unknown>,
+  run: (onWorktree: (path: string) => void) => Effect.Effect<RunResult, E>,
+  onWorktree: (path: string) => void = () => undefined
+): Effect.Effect<RunResult, E> =>
+  Effect.flatMap(Clock.currentTimeMillis, (started) => {
+    let worktree: string | undefined
+    const given = (at: string) => {
+      worktree = at
+      onWorktree(at)
+    }
+    return run(given).pipe(
+      Effect.onExit((exit) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => post(finished(exit, { durationMs: now - started, worktree })))
+      )
+    )
   })

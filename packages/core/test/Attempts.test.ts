@@ -74,6 +74,23 @@ describe("best of N", () => {
       ]
       assert.deepStrictEqual(spawned, { kind: "attempts", attempts: 3, pick: "first", checks: ["npm test"] })
       assert.deepInclude(ended as object, { attempt: 2 })
+      // The run says once that it finished, with its winner; each attempt, a run of its own, says so too.
+      const finished = (yield* f.reports({ agent: "fix", kinds: ["run_finished"] })).entries
+      assert.lengthOf(finished, 1)
+      assert.deepStrictEqual(finished[0]!.data, {
+        ok: true,
+        costUsd: result.totalCostUsd,
+        durationMs: 120_000,
+        branch: "worktree-fix-a2",
+        worktree: result.worktree?.path,
+        attempt: 2
+      })
+      const own = yield* f.reports({ kinds: ["run_finished"] })
+      assert.deepStrictEqual(
+        own.entries.map((e) => [e.agent, (e.data as { ok: boolean }).ok]).sort(),
+        [["fix", true], ["fix-a1", true], ["fix-a2", true], ["fix-a3", false]],
+        "an attempt whose check failed still ran to its end; the one stopped for the winner did not"
+      )
     }).pipe(Effect.provide(fleet(["2", "3"], seen))))
 
   it.effect("cheapest: every attempt finishes, and the cheapest that passed wins", () =>
@@ -119,6 +136,13 @@ describe("best of N", () => {
       assert.closeTo(error.costUsd, error.attempts.reduce((sum, a) => sum + a.costUsd, 0), 1e-9)
       const logged = (yield* f.reports({ agent: "hopeless", kinds: ["error"] })).entries
       assert.strictEqual((logged[0]?.data as { error: { _tag: string } }).error._tag, "NoAttemptPassed")
+      const finished = (yield* f.reports({ agent: "hopeless", kinds: ["run_finished"] })).entries
+      assert.deepStrictEqual(finished.map((e) => e.data), [{
+        ok: false,
+        costUsd: error.costUsd,
+        durationMs: 0,
+        error: { _tag: "NoAttemptPassed", message: error.message }
+      }])
     }).pipe(Effect.provide(Testing.layer({
       model,
       git: Testing.git({ check: ({ command }) => (command === "true" ? 0 : 1) })
@@ -136,6 +160,9 @@ describe("best of N", () => {
       assert.deepStrictEqual(stored.kind === "run" ? statuses(stored) : [], [[1, "passed"], [2, "interrupted"]])
       const [view] = yield* f.runs({ limit: 1 })
       assert.deepInclude(view, { name: "race", state: "succeeded" })
+      const finished = (yield* f.reports({ agent: "race", kinds: ["run_finished"] })).entries
+      assert.lengthOf(finished, 1, "the async run says once that it finished")
+      assert.deepInclude(finished[0]!.data as object, { ok: true, attempt: 1, branch: "worktree-race-a1" })
     }).pipe(Effect.provide(fleet([]))))
 
   it.effect("maxBudgetUsd bounds the whole run: each attempt gets an even share", () =>

@@ -130,6 +130,18 @@ describe("a restart of the host over a durable store", () => {
           const quick = yield* fleet.runResult("quick")
           assert.strictEqual(quick.kind === "run" ? quick.text : null, "quick|")
           assert.strictEqual(failure(yield* Effect.exit(fleet.runResult("nope")))?._tag, "RunNotFound")
+          // Each says once that it finished: the quick one when it did, the other after the restart (the stop
+          // that interrupted it says nothing, as it kept nothing).
+          const finished = (yield* fleet.reports({ kinds: ["run_finished"] })).entries
+          assert.deepStrictEqual(
+            finished.map((e) => [e.agent, (e.data as { ok: boolean }).ok]),
+            [["quick", true], ["job", false]]
+          )
+          assert.deepStrictEqual(finished[1]!.data, {
+            ok: false,
+            costUsd: 0,
+            error: { _tag: "HostRestarted", message: job!.message }
+          })
         })
       )
     }))

@@ -12,6 +12,12 @@ import { selectRuns, viewOf } from "../src/RunList.js"
 import * as Testing from "../src/Testing.js"
 import { eventually, failureOf, memoryFleet, scripted, tagOf, withAgents } from "./support.js"
 
+/** The data of a run's `run_finished` entries (one, when it has ended). */
+const finishedOf = (fleet: Flotta, name: string) =>
+  fleet.reports({ agent: name, kinds: ["run_finished"] }).pipe(
+    Effect.map((page) => page.entries.map((e) => e.data as Record<string, unknown>))
+  )
+
 describe("runs", () => {
   it.effect("a run takes one turn, returns its result, and is gone afterwards", () =>
     Effect.gen(function*() {
@@ -22,7 +28,12 @@ describe("runs", () => {
       assert.isString(result.sessionId)
       assert.deepStrictEqual(yield* fleet.list, [])
       const kinds = (yield* fleet.reports({ agent: "once" })).entries.map((e) => e.kind)
-      assert.deepStrictEqual(kinds, ["spawned", "result", "closed"])
+      assert.deepStrictEqual(kinds, ["spawned", "result", "closed", "run_finished"])
+      const [ended] = yield* finishedOf(fleet, "once")
+      assert.deepStrictEqual(Object.keys(ended!).sort(), ["costUsd", "durationMs", "ok"], "no worktree, no error")
+      assert.isTrue(ended!["ok"])
+      assert.strictEqual(ended!["costUsd"], result.costUsd)
+      assert.isNumber(ended!["durationMs"])
     }).pipe(Effect.provide(memoryFleet())))
 
   it("bounds and schema become CLI flags, after the options' own", () => {
@@ -62,7 +73,9 @@ describe("runs", () => {
       assert.strictEqual(error._tag, "StructuredOutputMissing")
       assert.match(error.message, /answered in text: "just words"/)
       const kinds = (yield* fleet.reports({ agent: "texty" })).entries.map((e) => e.kind)
-      assert.deepStrictEqual(kinds, ["spawned", "error", "closed"])
+      assert.deepStrictEqual(kinds, ["spawned", "error", "closed", "run_finished"])
+      const [ended] = yield* finishedOf(fleet, "texty")
+      assert.deepInclude(ended, { ok: false, error: { _tag: "StructuredOutputMissing", message: error.message } })
     }).pipe(Effect.provide(Testing.layer({
       model: ({ prompt }) => (prompt === "list" ? Testing.structured({ items: ["a", "b"] }) : "just words")
     }))))
@@ -70,12 +83,19 @@ describe("runs", () => {
   it.effect("maxTurns and maxBudgetUsd stop a run with what it had spent", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
-      const turns = failureOf(yield* Effect.exit(fleet.run({ prompt: "loop", maxTurns: 3 })))
+      const turns = failureOf(yield* Effect.exit(fleet.run({ prompt: "loop", maxTurns: 3, name: "turns" })))
       assert.strictEqual(turns._tag, "MaxTurnsReached")
       if (turns._tag === "MaxTurnsReached") assert.strictEqual(turns.turns, 3)
-      const budget = failureOf(yield* Effect.exit(fleet.run({ prompt: "loop", maxBudgetUsd: 0.0025 })))
+      const budget = failureOf(yield* Effect.exit(fleet.run({ prompt: "loop", maxBudgetUsd: 0.0025, name: "budget" })))
       assert.strictEqual(budget._tag, "BudgetExceeded")
       if (budget._tag === "BudgetExceeded") assert.closeTo(budget.costUsd, 0.003, 1e-9)
+      // Each says it finished, not ok, with its error and what it had spent.
+      const [byTurns] = yield* finishedOf(fleet, "turns")
+      assert.deepInclude(byTurns, { ok: false, error: { _tag: "MaxTurnsReached", message: turns.message } })
+      assert.closeTo(byTurns!["costUsd"] as number, 0.003, 1e-9)
+      const [byBudget] = yield* finishedOf(fleet, "budget")
+      assert.deepInclude(byBudget, { ok: false, error: { _tag: "BudgetExceeded", message: budget.message } })
+      assert.closeTo(byBudget!["costUsd"] as number, 0.003, 1e-9)
     }).pipe(Effect.provide(Testing.layer({
       model: function loop(input): Testing.Reply {
         return Testing.toolUse("Read", { file_path: "/etc/hostname" }, () => loop(input))
@@ -116,6 +136,10 @@ describe("runs", () => {
       const result = yield* fleet.awaitRun("later")
       assert.strictEqual(result.kind === "run" ? result.text : "", "slow done async")
       assert.strictEqual((yield* fleet.runResult("later")).kind, "run")
+      // Once, when it ended (not when its result was read), after 300 ms on the clock.
+      const ended = yield* finishedOf(fleet, "later")
+      assert.lengthOf(ended, 1)
+      assert.deepInclude(ended[0], { ok: true, costUsd: result.kind === "run" ? result.costUsd : -1, durationMs: 300 })
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.runResult("never-ran"))), "RunNotFound")
       assert.match(yield* fleet.runAsync({ prompt: "x" }), /^run-[0-9a-f]{8}$/)
     }).pipe(Effect.provide(memoryFleet())))
@@ -126,6 +150,10 @@ describe("runs", () => {
       yield* fleet.runAsync({ prompt: "error 500", name: "doomed" })
       yield* Effect.exit(fleet.awaitRun("doomed"))
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.runResult("doomed"))), "TurnFailed")
+      const ended = yield* finishedOf(fleet, "doomed")
+      assert.lengthOf(ended, 1)
+      assert.deepInclude(ended[0], { ok: false })
+      assert.strictEqual((ended[0]!["error"] as { _tag: string })._tag, "TurnFailed")
     }).pipe(Effect.provide(memoryFleet())))
 
   it.effect("a run's timeout interrupts it: TurnTimeout with what it had spent", () =>
@@ -143,6 +171,12 @@ describe("runs", () => {
         assert.isString(error.sessionId)
         assert.isNumber(error.costUsd)
       }
+      assert.deepStrictEqual(yield* finishedOf(fleet, "bounded"), [{
+        ok: false,
+        costUsd: error._tag === "TurnTimeout" ? error.costUsd ?? 0 : -1,
+        durationMs: 60_000,
+        error: { _tag: "TurnTimeout", message: error.message }
+      }])
     }).pipe(Effect.provide(memoryFleet())))
 
   it.effect("runs() lists the async runs and verifies, newest first: state, cost, error tag; sync runs are not kept", () =>
@@ -234,6 +268,37 @@ describe("runs", () => {
     assert.deepStrictEqual(selectRuns(views, { state: "succeeded" }).map((v) => v.name), ["tidy"])
   })
 
+  it.effect("a run that fails before its agent exists, or whose caller stops it, still says it finished", () =>
+    Effect.gen(function*() {
+      const fleet = yield* Flotta
+      const where = "/no/such/repository"
+      const error = failureOf(
+        yield* Effect.exit(fleet.run({ prompt: "x", name: "nowhere", cwd: where, worktree: true }))
+      )
+      assert.strictEqual(error._tag, "NotAGitRepo")
+      assert.deepStrictEqual(yield* finishedOf(fleet, "nowhere"), [{
+        ok: false,
+        costUsd: 0,
+        durationMs: 0,
+        error: { _tag: "NotAGitRepo", message: error.message }
+      }])
+      // A sync run whose caller goes away is interrupted: it says so once.
+      const fiber = yield* Effect.fork(fleet.run({ prompt: "hang", name: "abandoned" }))
+      yield* eventually(
+        fleet.status("abandoned").pipe(Effect.option),
+        (s) => s._tag === "Some" && s.value.current !== null
+      )
+      yield* Fiber.interrupt(fiber)
+      const ended = yield* finishedOf(fleet, "abandoned")
+      assert.deepStrictEqual(ended.map((e) => [e["ok"], (e["error"] as { _tag: string })._tag]), [[
+        false,
+        "RunInterrupted"
+      ]])
+      // Refused before it began (a bad option): no run, so nothing finished.
+      yield* Effect.exit(fleet.run({ prompt: "", name: "refused" }))
+      assert.deepStrictEqual(yield* finishedOf(fleet, "refused"), [])
+    }).pipe(Effect.provide(memoryFleet())))
+
   it.effect("a template's fields apply and the call's options override them", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
@@ -259,5 +324,10 @@ describe("runs and sessions share one registry", () => {
       assert.strictEqual(info._tag === "Some" ? info.value.lifecycle : "", "run")
       assert.isTrue(yield* fleet.interrupt(name))
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.awaitRun(name))), "TurnInterrupted")
+      const ended = yield* finishedOf(fleet, name)
+      assert.deepStrictEqual(ended.map((e) => [e["ok"], (e["error"] as { _tag: string })._tag]), [[
+        false,
+        "TurnInterrupted"
+      ]])
     }).pipe(Effect.provide(Testing.layer({ model: scripted }))))
 })

@@ -19,7 +19,7 @@ export class Dashboard extends Context.Tag("@flotta/dashboard/Dashboard")<Dashbo
 /** Serves the settings on their own port until the scope closes. */
 export const serve = Effect.fn("Dashboard.serve")(function*(settings: DashboardConfig.DashboardSettings) {
   const handle = yield* Server.make(settings)
-  const bound = yield* Http.serve([handle], {
+  const bound = yield* Http.serve([handle, ...(yield* Http.mountedOn(settings))], {
     port: settings.port,
     host: settings.host,
     fail: (reason) =>

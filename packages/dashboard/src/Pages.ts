@@ -6,10 +6,11 @@
  * `CostsPage`); the sign-in and not-found pages are here.
  *
  * Accessible names are part of the contract (tests drive the page by role and name): the tables "Agents",
- * "Routines", "Reports", "Files", "Top agents", "Top models", "Top runs" and "Top routines", the section "Patch",
- * the section "Transcript", one article "Approval <id>" per approval, the textboxes "Prompt", "Message", "Minutes",
- * "Agent", "Kind", "Since", "Until" and "Token", and the buttons "Send", "Interrupt", "Close", "Approve", "Deny",
- * "Pause", "Resume", "Keep going", "Stop for today", "Run now", "Filter", "Show" and "Sign in".
+ * "Routines", "Triggers", "Notifications", "Reports", "Files", "Top agents", "Top models", "Top runs" and
+ * "Top routines", the section "Patch", the section "Transcript", one article "Approval <id>" per approval, the
+ * textboxes "Prompt", "Message", "Minutes", "Agent", "Kind", "Since", "Until" and "Token", and the buttons "Send",
+ * "Interrupt", "Close", "Approve", "Deny", "Pause", "Resume", "Keep going", "Stop for today", "Run now", "Filter",
+ * "Show" and "Sign in".
  * Actions are forms with `data-action` that post to the action URLs: the script sends them by fetch, and
  * without it they post and come back by redirect.
  */

@@ -1,6 +1,7 @@
 /**
  * `/schedule`: the scheduler's state (mode, working hours, overrides, what runs), its routines and findings,
- * and the steering buttons above them; a notice when no scheduler runs.
+ * and the steering buttons above them; a notice when no scheduler runs. Below the routines, with a scheduler or
+ * without: the webhooks' triggers, and the notifications' delivery state when a notifier runs (`WebhooksSection`).
  */
 import type { Finding, Override, RoutineStatus, SchedulerStatus } from "@flotta/scheduler/Steering"
 import { Effect, Option } from "effect"
@@ -8,9 +9,15 @@ import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { action, at, dollars, duration, empty, pill, since } from "./PageParts.js"
 import * as Views from "./Views.js"
+import { notificationsView, triggersView } from "./WebhooksSection.js"
+import * as WebhooksViews from "./WebhooksViews.js"
 
 const cadence = (r: RoutineStatus) =>
-  "intervalMs" in r.every ? `every ${duration(r.every.intervalMs)}` : `daily at ${r.every.dailyAt}`
+  "intervalMs" in r.every
+    ? `every ${duration(r.every.intervalMs)}`
+    : "dailyAt" in r.every
+    ? `daily at ${r.every.dailyAt}`
+    : "on trigger"
 
 const overrideText = (o: Override) => {
   switch (o.kind) {
@@ -47,7 +54,7 @@ const findingView = (f: Finding) =>
 <span class="muted">${f.routine ?? "ad-hoc scan"} · seen ${f.sightings}× · last ${at(f.foundAt)}</span>
 ${f.detail.length > 0 && html`<p>${f.detail}</p>`}</li>`
 
-const statusView = (s: SchedulerStatus, findings: ReadonlyArray<Finding>) => {
+const statusView = (s: SchedulerStatus) => {
   const spent = s.routines.reduce((sum, r) => sum + r.spentTodayUsd, 0)
   const budget = s.routines.reduce((sum, r) => sum + (r.dailyBudgetUsd ?? 0), 0)
   return html`<dl class="facts-grid">
@@ -85,14 +92,16 @@ ${
 <thead><tr><th scope="col">Name</th><th scope="col">Action</th><th scope="col">Cadence</th><th scope="col">State</th><th scope="col">Next fire</th><th scope="col">Last outcome</th><th scope="col" class="num">Spent today</th><th scope="col" class="num">Per fire</th><th scope="col"><span class="sr-only">Fire</span></th></tr></thead>
 <tbody>${s.routines.length === 0 ? empty(9, "No routines are configured.") : s.routines.map(routineRow)}</tbody>
 </table>
-${s.rejected.map((r) => html`<p class="error">Skipped routine ${r.path}: ${r.message}</p>`)}
-<h2>Findings</h2>
+${s.rejected.map((r) => html`<p class="error">Skipped routine ${r.path}: ${r.message}</p>`)}`
+}
+
+const findingsView = (findings: ReadonlyArray<Finding>) =>
+  html`<h2>Findings</h2>
 ${
     findings.length === 0
       ? html`<p class="muted">No findings yet.</p>`
       : html`<ul class="findings">${findings.map(findingView)}</ul>`
   }`
-}
 
 /** The title and the steering buttons, above the live status: a refresh keeps the minutes typed. */
 const steering = html`<h1>Schedule</h1>
@@ -107,20 +116,31 @@ ${action("/schedule/stop-for-today", "Stop for today")}
 </section>`
 
 export const schedulePage = Effect.map(
-  Views.schedule,
-  Option.match({
-    onNone: (): Page => ({
-      status: 200,
-      title: "Schedule",
-      before: html`<h1>Schedule</h1>`,
-      live:
-        html`<p class="notice">The scheduler is off: add a <code>schedule</code> section to the config to run routines.</p>`
-    }),
-    onSome: ({ findings, status }): Page => ({
-      status: 200,
-      title: "Schedule",
-      before: steering,
-      live: statusView(status, findings)
+  Effect.all({
+    schedule: Views.schedule,
+    triggers: WebhooksViews.triggers,
+    notifications: WebhooksViews.notifications
+  }),
+  ({ notifications, schedule, triggers }): Page => {
+    const webhooks = html`${triggersView(triggers)}
+${Option.match(notifications, { onNone: () => null, onSome: notificationsView })}`
+    return Option.match(schedule, {
+      onNone: (): Page => ({
+        status: 200,
+        title: "Schedule",
+        before: html`<h1>Schedule</h1>`,
+        live:
+          html`<p class="notice">The scheduler is off: add a <code>schedule</code> section to the config to run routines.</p>
+${webhooks}`
+      }),
+      onSome: ({ findings, status }): Page => ({
+        status: 200,
+        title: "Schedule",
+        before: steering,
+        live: html`${statusView(status)}
+${webhooks}
+${findingsView(findings)}`
+      })
     })
-  })
+  }
 )

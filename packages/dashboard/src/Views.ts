@@ -1,7 +1,7 @@
 /**
- * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler. Plain data, no
- * markup: `Pages` renders it. An agent that goes away between two reads (closed meanwhile) is left out or
- * shown as gone, never an error.
+ * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (the webhooks' part is
+ * `WebhooksViews`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
+ * meanwhile) is left out or shown as gone, never an error.
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
@@ -176,6 +176,23 @@ export const summary = (entry: Pick<ReportEntry, "data">): string => {
       return clip(`${error["_tag"]}: ${String(error["message"])}`)
     }
     if (typeof data["reason"] === "string") return clip(data["reason"])
+    if (typeof data["source"] === "string" && Array.isArray(data["fired"])) { // the webhooks' triggers
+      const what = [data["source"], data["event"] ?? data["routine"]].filter(Predicate.isString).join(" ")
+      const fired = data["fired"].filter(Predicate.isRecord).map((f) =>
+        typeof f["name"] === "string" ? f["name"] : [f["routine"], f["fireId"]].filter(Predicate.isString).join(" ")
+      )
+      const refused = Array.isArray(data["refused"]) && data["refused"].length > 0
+        ? `, ${data["refused"].length} refused`
+        : ""
+      const outcome = data["duplicate"] === true
+        ? "duplicate"
+        : data["unmapped"] === true
+        ? "unmapped"
+        : fired.length > 0
+        ? `fired ${fired.join(", ")}`
+        : "fired nothing"
+      return clip(`${what}: ${outcome}${refused}`)
+    }
     if (typeof data["action"] === "string") { // the scheduler's fires and overrides
       const ok = typeof data["ok"] === "boolean" ? (data["ok"] ? "ok" : "failed") : undefined
       return [data["routine"], data["action"], data["phase"], ok].filter((w) => typeof w === "string").join(" ") + cost

@@ -75,6 +75,21 @@
       if (typeof data.prompt === "string") return clip(data.prompt)
       if (typeof data.error?._tag === "string") return clip(`${data.error._tag}: ${String(data.error.message)}`)
       if (typeof data.reason === "string") return clip(data.reason)
+      if (typeof data.source === "string" && Array.isArray(data.fired)) {
+        const what = [data.source, data.event ?? data.routine].filter((w) => typeof w === "string").join(" ")
+        const fired = data.fired.filter((f) => f && typeof f === "object" && !Array.isArray(f)).map((f) =>
+          typeof f.name === "string" ? f.name : [f.routine, f.fireId].filter((w) => typeof w === "string").join(" ")
+        )
+        const refused = Array.isArray(data.refused) && data.refused.length > 0 ? `, ${data.refused.length} refused` : ""
+        const outcome = data.duplicate === true
+          ? "duplicate"
+          : data.unmapped === true
+          ? "unmapped"
+          : fired.length > 0
+          ? `fired ${fired.join(", ")}`
+          : "fired nothing"
+        return clip(`${what}: ${outcome}${refused}`)
+      }
       if (typeof data.action === "string") {
         const ok = typeof data.ok === "boolean" ? (data.ok ? "ok" : "failed") : undefined
         return [data.routine, data.action, data.phase, ok].filter((w) => typeof w === "string").join(" ") + cost

@@ -31,7 +31,8 @@ export class SharedRoutes extends Context.Tag("@flotta/mcp/SharedRoutes")<Shared
 export const serve = Effect.fn("McpServer.serve")(function*(settings: McpConfig.McpSettings) {
   const handler = yield* McpHandler.make(settings)
   const shared = yield* Effect.serviceOption(SharedRoutes)
-  const bound = yield* Http.serve([...Option.toArray(shared), handler.routes], {
+  const mounted = yield* Http.mountedOn(settings)
+  const bound = yield* Http.serve([...Option.toArray(shared), handler.routes, ...mounted], {
     port: settings.port,
     host: settings.host,
     // Bounds on receiving a request (not on answering it: a wait streams its answer for up to 50 s).

@@ -2,6 +2,9 @@
  * What a fire does, by action: `scan` (a read-only run that reports tasks), `dispatch_scan` (a scan, then a
  * run of a template for each task not seen before), `run` and `prompt`; and the budget each fire gets. All of
  * it goes through the fleet's public operations (`FleetOps`), so a fire is what a caller could do by hand.
+ * A triggered fire's text (what the event says) goes into the prompt of the run, the turn or the scan, cut to
+ * 16 KiB: in place of the prompt's `{{event}}`, or after the prompt and a blank line. Fires with no text (the
+ * schedule's, the manual ones) leave the prompt as it is.
  */
 import type { TurnResult } from "@flotta/core/Agent"
 import { decodeAt, exact } from "@flotta/core/Decode"
@@ -96,6 +99,33 @@ export const ScanOptionsSchema = Schema.Struct({
   timeoutMs: exact(Schema.Number.pipe(Schema.int(), Schema.positive()))
 })
 
+// ---------------------------------------------------------------------------------------------- a trigger's text
+
+/** Where a routine's prompt wants a trigger's text (what the event says). */
+export const EVENT_PLACEHOLDER = "{{event}}"
+
+/** The most of an event's text a prompt gets, in bytes of UTF-8. */
+export const MAX_EVENT_BYTES = 16 * 1024
+
+/** The text cut to at most `max` bytes of UTF-8 between two characters, with a note when it was cut. */
+export const capText = (text: string, max = MAX_EVENT_BYTES): string => {
+  const bytes = new TextEncoder().encode(text)
+  if (bytes.length <= max) return text
+  let end = max
+  // The byte after the cut continues a character (10xxxxxx): cut before that character starts instead.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--
+  return `${new TextDecoder().decode(bytes.subarray(0, end))}\n[the event's text was cut: the first ${end} of its ` +
+    `${bytes.length} bytes are above]`
+}
+
+/** The prompt with the event's text in place of `{{event}}`, or after it and a blank line; alone without text. */
+export const withEvent = (prompt: string, text: string | undefined): string =>
+  text === undefined
+    ? prompt
+    : prompt.includes(EVENT_PLACEHOLDER)
+    ? prompt.replaceAll(EVENT_PLACEHOLDER, () => text)
+    : `${prompt}\n\n${text}`
+
 // ---------------------------------------------------------------------------------------------- budgets
 
 /** Spend is summed in floating point (0.1 + 0.2 is 0.30000000000000004): a budget counts as reached this close. */
@@ -186,13 +216,16 @@ export const make = (deps: {
           return Effect.succeed(spec)
         })
 
+      /** What the event says (a trigger's fire only). */
+      const text = target._tag === "Routine" ? target.text : undefined
+
       const scan = (label: string | null, params: ScanParams) =>
         Effect.gen(function*() {
           const name = runName(label ?? "scan")
           tally.runs.push(name)
           const result = yield* spend(fleet.run({
             name,
-            prompt: params.prompt ?? defaultScanPrompt(params.focus),
+            prompt: withEvent(params.prompt ?? defaultScanPrompt(params.focus), text),
             ...(label === null ? {} : { routine: label }),
             appendSystemPrompt: scanInstructions(params.focus),
             permission: "read_only",
@@ -257,9 +290,12 @@ export const make = (deps: {
             return chosen
           }))
           const outcomes: Array<DispatchOutcome> = []
+          // A pause stops the schedule's dispatches, and a trigger's unless the routine may fire at any time.
+          const obeysPause = trigger === "schedule" ||
+            ((trigger === "webhook" || trigger === "github") && routine.triggerAnyTime !== true)
           for (const [i, task] of chosen.entries()) {
             const left = remaining()
-            const paused = trigger === "schedule" && (yield* deps.paused)
+            const paused = obeysPause && (yield* deps.paused)
             if (paused || (left !== undefined && left <= 0.0001)) {
               for (const t of chosen.slice(i)) {
                 claimed.delete(t.key)
@@ -311,12 +347,17 @@ export const make = (deps: {
           return dispatch(routine)
         case "run":
           return Effect.gen(function*() {
-            if (routine.template !== undefined) yield* checkTemplate(routine.name, routine.template)
+            const spec = routine.template === undefined
+              ? undefined
+              : yield* checkTemplate(routine.name, routine.template)
             const name = runName(routine.name)
             tally.runs.push(name)
+            // The event's text joins the routine's prompt, or else its template's.
+            const base = routine.prompt ?? spec?.prompt
             const result = yield* spend(fleet.run({
               name,
               ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
+              ...(text === undefined ? {} : { prompt: base === undefined ? text : withEvent(base, text) }),
               routine: routine.name,
               ...placement(routine),
               ...bounded()
@@ -327,7 +368,7 @@ export const make = (deps: {
           return Effect.gen(function*() {
             const turnId = yield* fleet.prompt(
               routine.agent,
-              routine.prompt,
+              withEvent(routine.prompt, text),
               routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }
             )
             tally.result = { ...tally.result, turnId }

@@ -182,7 +182,7 @@ export const stretchEnd = (settings: Settings, s: State, now: number) => {
   return first !== undefined && first.from <= now ? first.until : now
 }
 
-/** When a routine fires next if nothing changes. */
+/** When a routine fires next if nothing changes (never, for one fired only on trigger). */
 export const nextFire = (
   settings: Settings,
   s: State,
@@ -190,9 +190,9 @@ export const nextFire = (
   now: number
 ): number | undefined => {
   const { zone } = settings
-  if (s.mode === "paused") return undefined
-  const railedUntil = r.railed ? nextMidnight(zone, now) : now
   const every = r.routine.every
+  if (s.mode === "paused" || "triggered" in every) return undefined
+  const railedUntil = r.railed ? nextMidnight(zone, now) : now
   if ("dailyAt" in every) {
     for (let day = localDay(zone, now); day <= localDay(zone, now) + 14; day++) {
       const instant = dailyInstant(zone, every.dailyAt, day)
@@ -227,6 +227,8 @@ export const nextWake = (settings: Settings & { readonly tickMs: number }, s: St
   const isWorking = workingNow(settings, s, now)
   for (const r of s.routines.values()) {
     const every = r.routine.every
+    // A routine fired only on trigger never falls due: nothing to wake for.
+    if ("triggered" in every) continue
     if ("dailyAt" in every) {
       const today = localDay(zone, now)
       const first = [0, 1, 2].map((d) => dailyInstant(zone, every.dailyAt, today + d)).find((t) => t > now)

@@ -13,7 +13,7 @@ import type { Extension, Runner } from "@flotta/core/Client"
 import { Effect, Layer } from "effect"
 import { Scheduler } from "./Scheduler.js"
 import * as SchedulerConfig from "./SchedulerConfig.js"
-import type { FindingsQuery, ScanOptions, WindowInput } from "./Steering.js"
+import type { FindingsQuery, ScanOptions, TriggerInput, WindowInput } from "./Steering.js"
 
 /** The steering operations as Promises, run on a fleet's runtime that holds the scheduler. */
 export const promises = (run: Runner) => {
@@ -30,6 +30,11 @@ export const promises = (run: Runner) => {
     stopForToday: () => steer((s) => s.stopForToday),
     /** Fires a routine now, ignoring cadence and hours, and waits for its outcome. */
     runRoutine: (name: string) => steer((s) => s.runRoutine(name)),
+    /**
+     * Fires a routine from outside (what a webhook does) and resolves with the fire's id as soon as it has
+     * started; refused outside working hours or while paused unless the routine has `triggerAnyTime`.
+     */
+    trigger: (name: string, input: TriggerInput) => steer((s) => s.trigger(name, input)),
     scanNow: (options: ScanOptions = {}) => steer((s) => s.scanNow(options)),
     findings: (query?: FindingsQuery) => steer((s) => s.findings(query))
   }

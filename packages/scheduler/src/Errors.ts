@@ -43,6 +43,20 @@ export class RoutineRailed extends Schema.TaggedError<RoutineRailed>()("RoutineR
   }
 }
 
+/** A trigger outside working hours or while the scheduler is paused, for a routine without `triggerAnyTime`. */
+export class RoutineOffHours extends Schema.TaggedError<RoutineOffHours>()("RoutineOffHours", {
+  name: Schema.String,
+  reason: Schema.String,
+  /** When working time starts next, when that is known (not while paused). */
+  until: Schema.optionalWith(Schema.String, { exact: true })
+}) {
+  override get message() {
+    const when = this.until === undefined ? "" : ` (working time starts at ${this.until})`
+    return `routine "${this.name}" was not triggered: ${this.reason}${when}; ` +
+      "set triggerAnyTime: true on the routine to let a trigger fire it at any time"
+  }
+}
+
 export class RoutineRefused extends Schema.TaggedError<RoutineRefused>()("RoutineRefused", {
   name: Schema.String,
   reason: Schema.String

@@ -2,33 +2,38 @@
  * A fire's life: it starts (the routine is marked running, its per-fire budget set, a `fire` entry written),
  * runs its action in the background, and ends (a `fire_result` entry, the spend added to the routine's day,
  * and the daily rail when that spend crosses the routine's daily budget). Manual fires (`runRoutine`,
- * `scanNow`) take the same path and wait for the outcome. The day's spend survives a restart: it is read back
- * from the report log at boot.
+ * `scanNow`) take the same path and wait for the outcome. A trigger from outside (`trigger`: a webhook's, GitHub's)
+ * takes it too, past the same checks (`admit`) and within working time, and returns the fire's id at once. The
+ * day's spend survives a restart: it is read back from the report log at boot.
  */
 import { decodeAt } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import type { ReportLog } from "@flotta/core/ReportLog"
-import { Clock, Deferred, Effect, Either, Exit, FiberSet, Queue, Ref } from "effect"
-import type { Scope } from "effect"
+import { Clock, Deferred, Effect, Either, Exit, FiberSet, Option, Queue, Ref } from "effect"
+import type { Redacted, Scope } from "effect"
 import type { Actions, Tally } from "./Actions.js"
-import { budgetOf, EPSILON, failureView, ScanOptionsSchema } from "./Actions.js"
-import { nextMidnight } from "./Calendar.js"
-import { RoutineBusy, RoutineNotFound, RoutineRailed } from "./Errors.js"
+import { budgetOf, capText, EPSILON, failureView, ScanOptionsSchema } from "./Actions.js"
+import * as Calendar from "./Calendar.js"
+import { RoutineBusy, RoutineNotFound, RoutineOffHours, RoutineRailed } from "./Errors.js"
 import { hex } from "./internal/ids.js"
 import type { Failure, RoutineState, Running, Shared, State, Steer, Target } from "./internal/state.js"
 import { withRoutine } from "./internal/state.js"
 import type { Routine } from "./Routine.js"
 import { ReportKinds, schedulerEntries } from "./Steering.js"
-import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions } from "./Steering.js"
+import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions, Steering, TriggerInput } from "./Steering.js"
 import type { TimeZone } from "./WorkingHours.js"
 import { dayStart, formatDate, formatLocal, iso, localDay } from "./WorkingHours.js"
 
 export interface Fires {
-  /** Starts a fire in the background (call it holding the lock) and returns where its outcome lands. */
+  /**
+   * Starts a fire in the background (call it holding the lock) and returns where its outcome lands. `detail`
+   * (a trigger's facts) is kept in the `fire` entry.
+   */
   readonly start: (
     target: Target,
     trigger: FireTrigger,
-    now: number
+    now: number,
+    detail?: Record<string, unknown>
   ) => Effect.Effect<{ readonly fireId: string; readonly done: Deferred.Deferred<FireOutcome> }>
 }
 
@@ -129,7 +134,7 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
         }
       })).pipe(Effect.zipRight(Queue.offer(poke, undefined)))
 
-    const start: Fires["start"] = (target, trigger, now) =>
+    const start: Fires["start"] = (target, trigger, now, detail) =>
       Effect.gen(function*() {
         const fireId = `fire-${hex(4)}`
         const routineName = target._tag === "Routine" ? target.routine.name : null
@@ -176,7 +181,8 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
             action,
             trigger,
             localTime: formatLocal(zone, now),
-            ...(budget === undefined ? {} : { budgetUsd: budget })
+            ...(budget === undefined ? {} : { budgetUsd: budget }),
+            ...(detail === undefined ? {} : { detail })
           })
           return yield* actions.perform(target, fireId, trigger, budget, tally)
         })
@@ -196,41 +202,57 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
     return { start }
   })
 
+/** A routine's state by name, or RoutineNotFound naming the routines there are. */
+export const findRoutine = (
+  shared: Pick<Shared, "state">,
+  name: string
+): Effect.Effect<RoutineState, RoutineNotFound> =>
+  Effect.gen(function*() {
+    const s: State = yield* Ref.get(shared.state)
+    const r = s.routines.get(name)
+    if (r === undefined) return yield* new RoutineNotFound({ name, known: [...s.routines.keys()] })
+    return r
+  })
+
+/**
+ * What a fire by hand or by trigger must pass (call it holding the lock): no fire of the routine is running,
+ * and its daily rail does not hold. A refusal is recorded as a `skip` (with `extra` in it) and fails.
+ */
+export const admit = (
+  shared: Shared,
+  r: RoutineState,
+  trigger: FireTrigger,
+  now: number,
+  extra: Record<string, unknown> = {}
+): Effect.Effect<void, RoutineBusy | RoutineRailed> =>
+  Effect.gen(function*() {
+    const { record, zone } = shared
+    const name = r.routine.name
+    const skip = (reason: string, more: Record<string, unknown> = {}) =>
+      record(ReportKinds.skip, { routine: name, reason, trigger, localTime: formatLocal(zone, now), ...extra, ...more })
+    if (r.running !== null) {
+      yield* skip("previous fire still running", { running: r.running.fireId })
+      return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: iso(r.running.since) })
+    }
+    if (r.railed) {
+      yield* skip("daily budget rail")
+      return yield* new RoutineRailed({
+        name,
+        spentUsd: r.spentUsd,
+        dailyBudgetUsd: r.routine.dailyBudgetUsd!,
+        until: iso(Calendar.nextMidnight(zone, now))
+      })
+    }
+  })
+
 /** The manual fires: they ignore cadence and hours (and a pause), and wait for the outcome. */
 export const manual = (shared: Shared, fires: Fires, steer: Steer) => {
-  const { record, state, zone } = shared
-
   const runRoutine = Effect.fn("Scheduler.runRoutine")(function*(name: string) {
     yield* Effect.annotateCurrentSpan("name", name)
     const { done } = yield* steer((now) =>
       Effect.gen(function*() {
-        const s: State = yield* Ref.get(state)
-        const r = s.routines.get(name)
-        if (r === undefined) return yield* new RoutineNotFound({ name, known: [...s.routines.keys()] })
-        if (r.running !== null) {
-          yield* record(ReportKinds.skip, {
-            routine: name,
-            reason: "previous fire still running",
-            trigger: "manual",
-            localTime: formatLocal(zone, now),
-            running: r.running.fireId
-          })
-          return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: iso(r.running.since) })
-        }
-        if (r.railed) {
-          yield* record(ReportKinds.skip, {
-            routine: name,
-            reason: "daily budget rail",
-            trigger: "manual",
-            localTime: formatLocal(zone, now)
-          })
-          return yield* new RoutineRailed({
-            name,
-            spentUsd: r.spentUsd,
-            dailyBudgetUsd: r.routine.dailyBudgetUsd!,
-            until: iso(nextMidnight(zone, now))
-          })
-        }
+        const r = yield* findRoutine(shared, name)
+        yield* admit(shared, r, "manual", now)
         return yield* fires.start({ _tag: "Routine", routine: r.routine }, "manual", now)
       })
     )
@@ -250,4 +272,58 @@ export const manual = (shared: Shared, fires: Fires, steer: Steer) => {
   })
 
   return { runRoutine, scanNow } as const
+}
+
+export interface Triggers {
+  readonly trigger: Steering["trigger"]
+  /** A routine's own secret (`secret` in its config), for the webhooks layer to check a caller against. */
+  readonly routineSecret: (name: string) => Effect.Effect<Option.Option<Redacted.Redacted<string>>, RoutineNotFound>
+}
+
+/**
+ * Fires from outside: `trigger` keeps to working time and to a pause unless the routine has `triggerAnyTime`
+ * (each refusal a `skip` entry), passes `admit` like `runRoutine`, and returns once the fire has started; what the
+ * event says goes into the fire's prompt (`Actions.withEvent`). `routineSecret` is the one way to a routine's own
+ * secret; nothing else shows it.
+ */
+export const triggers = (shared: Shared, fires: Fires, steer: Steer): Triggers => {
+  const { record, state, zone } = shared
+
+  const trigger = Effect.fn("Scheduler.trigger")(function*(name: string, input: TriggerInput) {
+    yield* Effect.annotateCurrentSpan({ name, source: input.source })
+    return yield* steer((now) =>
+      Effect.gen(function*() {
+        const r = yield* findRoutine(shared, name)
+        const s = yield* Ref.get(state)
+        const extra = input.detail === undefined ? {} : { detail: input.detail }
+        if (r.routine.triggerAnyTime !== true && !Calendar.workingNow(shared, s, now)) {
+          const paused = s.mode === "paused"
+          const reason = paused ? "the scheduler is paused" : "outside working hours"
+          // While paused, working time starts again only when someone resumes.
+          const starts = paused ? undefined : Calendar.nextEdge(Calendar.calendarOf(shared, s), now)
+          yield* record(ReportKinds.skip, {
+            routine: name,
+            reason,
+            trigger: input.source,
+            localTime: formatLocal(zone, now),
+            ...extra
+          })
+          return yield* new RoutineOffHours({ name, reason, ...(starts === undefined ? {} : { until: iso(starts) }) })
+        }
+        yield* admit(shared, r, input.source, now, extra)
+        // A blank text is no text: the prompt stays as it is.
+        const text = input.text === undefined || input.text.trim().length === 0 ? {} : { text: capText(input.text) }
+        const target = { _tag: "Routine", routine: r.routine, ...text } as const
+        const { fireId } = yield* fires.start(target, input.source, now, input.detail)
+        return { fireId } as const
+      })
+    )
+  })
+
+  const routineSecret = Effect.fn("Scheduler.routineSecret")(function*(name: string) {
+    const r = yield* findRoutine(shared, name)
+    return Option.fromNullable(r.routine.secret)
+  })
+
+  return { trigger, routineSecret }
 }

@@ -50,7 +50,8 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
             firesAt = now
             r = { ...r, workedMs: 0 }
           }
-        } else {
+        } else if ("dailyAt" in every) {
+          // (A routine fired only on trigger never falls due.)
           const c = Calendar.dailyCrossing(zone, every.dailyAt, prev, now)
           if (
             c !== undefined && (r.lastSlot === null || c.instant > r.lastSlot) &&

@@ -5,6 +5,9 @@
  * Safety by construction: a routine gets write authority only from a named `run` template (checked for a
  * worktree when it fires) or from an inline write permission that comes with `worktree: true`. Scans are
  * always read-only.
+ *
+ * A routine without `every` (or with `{ "triggered": true }`) never falls due: it fires when triggered from
+ * outside (`POST /hooks/routines/NAME`, `POST /hooks/github`) or by hand. Its `secret` is kept `Redacted`.
  */
 import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
@@ -33,18 +36,39 @@ const required = <A, I>(schema: Schema.Schema<A, I>, description: string) =>
 /** What `every` accepts (`decodeEvery` checks it, with messages of its own). */
 export const CadenceSchema = Schema.Union(
   Schema.Struct({ intervalMs: PositiveInt.pipe(Schema.greaterThanOrEqualTo(1000)) }),
-  Schema.Struct({ dailyAt: Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/)) })
+  Schema.Struct({ dailyAt: Schema.String.pipe(Schema.pattern(/^\d{2}:\d{2}$/)) }),
+  Schema.Struct({ triggered: Schema.Literal(true) })
+)
+
+const SECRET_MESSAGE = "a string of at least 16 characters"
+/** A per-routine secret: checked as written, then kept `Redacted` (so no view, entry or log shows it). */
+const Secret = Schema.Redacted(
+  Schema.String.annotations({ message: () => SECRET_MESSAGE }).pipe(
+    Schema.minLength(16, { message: () => SECRET_MESSAGE })
+  )
 )
 
 const Common = {
   name: required(Name("a routine name"), "The routine's name, unique among the routines."),
   action: Schema.Literal("scan", "run", "dispatch_scan", "prompt"),
   /** Decoded on its own first (see `decodeEvery`); kept here so excess-property checks know it. */
-  every: Schema.propertySignature(Schema.Unknown).annotations({
+  every: Schema.optionalWith(Schema.Unknown, { exact: true }).annotations({
     description: "When it fires: `{ \"intervalMs\": n }` after every n ms of working time; " +
-      "`{ \"dailyAt\": \"HH:MM\" }` once per working day, at that local time.",
+      "`{ \"dailyAt\": \"HH:MM\" }` once per working day, at that local time. Absent (or " +
+      "`{ \"triggered\": true }`): never on a schedule, only when triggered (`POST /hooks/routines/NAME`, " +
+      "`POST /hooks/github`) or by hand.",
     [ShapeAnnotationId]: CadenceSchema
   }),
+  secret: optional(
+    Secret,
+    "A secret of this routine's own (16 characters or more): a caller of `POST /hooks/routines/NAME` may " +
+      "present it instead of the server's token. Never shown in status, reports or saved state."
+  ),
+  triggerAnyTime: optional(
+    Schema.Boolean,
+    "A trigger fires it outside working hours and while the scheduler is paused too (default: a trigger " +
+      "then is refused and recorded as a skip)."
+  ),
   maxBudgetUsd: optional(Dollars, "Dollars at most per fire."),
   dailyBudgetUsd: optional(
     Dollars,
@@ -140,9 +164,12 @@ const decodeAction = (
   }
 }
 
-const EVERY_HINT = "expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }"
+const EVERY_HINT = "expected { \"intervalMs\": <ms of working time> }, { \"dailyAt\": \"HH:MM\" } or " +
+  "{ \"triggered\": true } (or no every)"
 
 const decodeEvery = (every: unknown, at: string): Either.Either<Cadence, { path: string; message: string }> => {
+  // No cadence: the routine fires only when triggered (or by hand).
+  if (every === undefined) return Either.right({ triggered: true })
   if (!Predicate.isRecord(every)) return Either.left({ path: at, message: EVERY_HINT })
   const keys = Object.keys(every)
   if (keys.length !== 1) return Either.left({ path: at, message: `${EVERY_HINT}: give exactly one of them` })
@@ -157,6 +184,11 @@ const decodeEvery = (every: unknown, at: string): Either.Either<Cadence, { path:
     return typeof time === "string" && parseClock(time) !== undefined
       ? Either.right({ dailyAt: time })
       : Either.left({ path: `${at}.dailyAt`, message: "a local time of day, \"HH:MM\" (00:00 to 23:59)" })
+  }
+  if ("triggered" in every) {
+    return every["triggered"] === true
+      ? Either.right({ triggered: true })
+      : Either.left({ path: `${at}.triggered`, message: "true (or leave every out): fired only when triggered" })
   }
   return Either.left({ path: `${at}.${keys[0]}`, message: `unknown cadence: ${EVERY_HINT}` })
 }

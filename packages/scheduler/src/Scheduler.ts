@@ -6,7 +6,8 @@
  * All time is Effect's Clock, so `TestClock` drives it. This module wires the parts together:
  * - `Calendar`: what hours and overrides make of time (working or not, next fire, next wake);
  * - `Heartbeat`: the loop that sleeps until the next change and fires what fell due;
- * - `Fires` and `Actions`: a fire's life, and what each action does, within its budgets;
+ * - `Fires` and `Actions`: a fire's life (on schedule, by hand, or triggered from outside), and what each action
+ *   does, within its budgets;
  * - `Overrides`: keep going, work on a day, stop for today, pause and resume.
  * Every wake, stop, fire, skip, override and rail is a span and an entry in the report log under `scheduler`.
  *
@@ -122,6 +123,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     const status = statusOf(shared, rejected)
     const overrides = Overrides.make(shared, heartbeat.steer, status)
     const manual = Fires.manual(shared, fires, heartbeat.steer)
+    const triggers = Fires.triggers(shared, fires, heartbeat.steer)
 
     yield* record(ReportKinds.started, {
       mode: resumed.mode,
@@ -165,6 +167,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
       status: Effect.withSpan(status, "Scheduler.status"),
       ...overrides,
       ...manual,
+      ...triggers,
       findings: Effect.fn("Scheduler.findings")(function*(query: FindingsQuery = {}) {
         return yield* readFindings(reports, query)
       })
@@ -172,7 +175,8 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
   })
 
 /**
- * The running scheduler: every steering operation and `findings()`. Built over the engine (`Flotta`,
+ * The running scheduler: every steering operation and `findings()`, and for the webhooks layer `trigger` (a fire
+ * from outside) and `routineSecret` (a routine's own secret, `Redacted`). Built over the engine (`Flotta`,
  * `ReportLog`, and the `Store` its state is saved in); `Scheduler.layer(config)` is `Layer.empty` when the config has no schedule, so no timer runs.
  */
 export class Scheduler extends Effect.Service<Scheduler>()("@flotta/scheduler/Scheduler", {

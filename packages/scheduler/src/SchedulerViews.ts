@@ -24,14 +24,23 @@ export const RoutineAction = describe(
   "scan, run, dispatch_scan or prompt"
 )
 export type RoutineAction = typeof RoutineAction.Type
-export const FireTrigger = describe(Schema.Literal("schedule", "manual"), "schedule or manual")
+export const FireTrigger = describe(
+  Schema.Literal("schedule", "manual", "webhook", "github"),
+  "schedule, manual (runRoutine, scanNow), webhook (POST /hooks/routines/NAME) or github (POST /hooks/github)"
+)
 export type FireTrigger = typeof FireTrigger.Type
+/** The triggers that come from outside (`trigger`), as opposed to the schedule and the manual fires. */
+export const TriggerSource = Schema.Literal("webhook", "github")
+export type TriggerSource = typeof TriggerSource.Type
 export const Priority = Schema.Literal("low", "medium", "high")
 export type Priority = typeof Priority.Type
 
 export const Cadence = Schema.Union(
   Schema.Struct({ intervalMs: describe(Schema.Number, "Every this much working time") }),
-  Schema.Struct({ dailyAt: describe(Schema.String, "Once per working day at this local time") })
+  Schema.Struct({ dailyAt: describe(Schema.String, "Once per working day at this local time") }),
+  Schema.Struct({
+    triggered: describe(Schema.Literal(true), "Never on a schedule: only when triggered (a webhook) or by hand")
+  })
 )
 export type Cadence = typeof Cadence.Type
 
@@ -76,7 +85,10 @@ export const RoutineStatus = Schema.Struct({
   action: RoutineAction,
   every: Cadence,
   state: Schema.Literal("idle", "running", "railed"),
-  nextFireAt: describe(NullableIso, "When it fires next if nothing changes; null: paused or no working time ahead"),
+  nextFireAt: describe(
+    NullableIso,
+    "When it fires next if nothing changes; null: paused, no working time ahead, or fired only on trigger"
+  ),
   workedMs: exact(describe(Schema.Number, "Working time counted since its last fire")),
   spentTodayUsd: Schema.Number,
   maxBudgetUsd: Schema.NullOr(Schema.Number),

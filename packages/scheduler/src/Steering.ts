@@ -6,8 +6,16 @@
 import type { InvalidSpec } from "@flotta/core/Errors"
 import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import { Effect, Predicate } from "effect"
-import type { InvalidSchedule, RoutineBusy, RoutineNotFound, RoutineRailed } from "./Errors.js"
-import type { Finding, FireOutcome, KeyedTask, Override, Priority, SchedulerStatus } from "./SchedulerViews.js"
+import type { InvalidSchedule, RoutineBusy, RoutineNotFound, RoutineOffHours, RoutineRailed } from "./Errors.js"
+import type {
+  Finding,
+  FireOutcome,
+  KeyedTask,
+  Override,
+  Priority,
+  SchedulerStatus,
+  TriggerSource
+} from "./SchedulerViews.js"
 
 /** The report log's agent for everything the scheduler records. */
 export const SCHEDULER_AGENT = "scheduler"
@@ -45,6 +53,7 @@ export type {
   RunningFire,
   SchedulerStatus,
   Task,
+  TriggerSource,
   Weekday,
   WindowView
 } from "./SchedulerViews.js"
@@ -71,6 +80,20 @@ export interface ScanOptions {
   readonly timeoutMs?: number
 }
 
+/** A fire from outside (a webhook): what fired it, and what the event says. */
+export interface TriggerInput {
+  /** What fired it: `POST /hooks/routines/NAME` (webhook) or `POST /hooks/github` (github). */
+  readonly source: TriggerSource
+  /**
+   * What the event says, already rendered by the caller: it replaces `{{event}}` in the routine's prompt (the
+   * scan's, the run's or its template's, the turn's), or else follows the prompt after a blank line. Cut to
+   * 16 KiB, with a note that it was cut.
+   */
+  readonly text?: string
+  /** Small JSON-able facts kept in the `fire` entry under `detail`: `{ event: "check_run.completed", delivery }`. */
+  readonly detail?: Record<string, unknown>
+}
+
 /** What a scheduler offers the facade. */
 export interface Steering {
   readonly status: Effect.Effect<SchedulerStatus>
@@ -81,6 +104,16 @@ export interface Steering {
   readonly resume: Effect.Effect<SchedulerStatus>
   readonly stopForToday: Effect.Effect<Override>
   readonly runRoutine: (name: string) => Effect.Effect<FireOutcome, RoutineNotFound | RoutineBusy | RoutineRailed>
+  /**
+   * Fires a routine from outside and returns as soon as the fire has started (its outcome is a `fire_result`
+   * entry). Outside working hours or while paused it is refused (RoutineOffHours, a `skip` entry) unless the
+   * routine has `triggerAnyTime`; a fire still running (RoutineBusy) and the daily rail (RoutineRailed) refuse
+   * it as they refuse `runRoutine`.
+   */
+  readonly trigger: (
+    name: string,
+    input: TriggerInput
+  ) => Effect.Effect<{ readonly fireId: string }, RoutineNotFound | RoutineBusy | RoutineRailed | RoutineOffHours>
   readonly scanNow: (options: ScanOptions) => Effect.Effect<FireOutcome, InvalidSpec>
   /** Every distinct task the scans found, newest first; read from the report log. */
   readonly findings: (query?: FindingsQuery) => Effect.Effect<ReadonlyArray<Finding>>

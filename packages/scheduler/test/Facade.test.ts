@@ -89,9 +89,9 @@ describe("routines through the fleet (in-memory Claude, TestClock)", () => {
         assert.deepStrictEqual((yield* scheduler.findings()).map((f) => [f.title, f.routine]), [
           ["Fix the README", "survey"]
         ])
-        // The runs went through the fleet: they are in the report log under their own names.
+        // The runs went through the fleet: they are in the report log under their own names (with how each ended).
         const greetRun = yield* fleet.reports({ agent: byRoutine[0]!.runs[0]! })
-        assert.deepStrictEqual(greetRun.entries.map((e) => e.kind), ["spawned", "result", "closed"])
+        assert.deepStrictEqual(greetRun.entries.map((e) => e.kind), ["spawned", "result", "closed", "run_finished"])
         // The prompt routine's turn is in the standing session's transcript.
         assert.deepStrictEqual((yield* fleet.transcript("helper")).map((t) => t.prompt), ["how are things?"])
         const override = yield* scheduler.keepGoing(60)
@@ -203,7 +203,10 @@ describe("the Promise facade with the scheduler", () => {
     assert.isUndefined(plain.scheduler)
 
     const fleet = fromLayer(Testing.layer(), {
-      scheduler: SchedulerClient.extension({ schedule: { timezone: "utc", hours: ALL_WEEK } })
+      scheduler: SchedulerClient.extension({
+        schedule: { timezone: "utc", hours: ALL_WEEK },
+        routines: [{ name: "hook", action: "scan" }]
+      })
     })
     fleets.push(fleet)
     const scheduler = fleet.scheduler!
@@ -216,6 +219,11 @@ describe("the Promise facade with the scheduler", () => {
     assert.isTrue((await scheduler.resume()).working)
     const unknown = await scheduler.runRoutine("nope").then(() => null, (e: unknown) => e)
     assert.strictEqual((unknown as { _tag: string })._tag, "RoutineNotFound")
+    const untriggered = await scheduler.trigger("nope", { source: "webhook" }).then(() => null, (e: unknown) => e)
+    assert.strictEqual((untriggered as { _tag: string })._tag, "RoutineNotFound")
+    // A trigger resolves with the fire's id once it has started, not with its outcome.
+    const { fireId } = await scheduler.trigger("hook", { source: "webhook", text: "an event" })
+    assert.match(fireId, /^fire-[0-9a-f]{8}$/)
     assert.deepStrictEqual(await scheduler.findings(), [])
 
     const bad = fromLayer(Testing.layer(), {

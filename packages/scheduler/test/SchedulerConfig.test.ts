@@ -58,7 +58,7 @@ describe("routines", () => {
       rejectedOf([
         "scan everything",
         { name: "Bad Name", action: "scan", every: { intervalMs: 60_000 } },
-        { name: "no-every", action: "scan" },
+        { name: "not-triggered", action: "scan", every: { triggered: false } },
         { name: "both", action: "scan", every: { intervalMs: 60_000, dailyAt: "09:00" } },
         { name: "too-fast", action: "scan", every: { intervalMs: 5 } },
         { name: "weekly", action: "scan", every: { weekly: "mon" } },
@@ -70,13 +70,15 @@ describe("routines", () => {
       [
         "routines[0]: expected an object describing a routine",
         "routines[1].name: a routine name: 1 to 63 characters: a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
-        "routines[2].every: expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }",
-        "routines[3].every: expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }: give exactly one of them",
+        "routines[2].every.triggered: true (or leave every out): fired only when triggered",
+        "routines[3].every: expected { \"intervalMs\": <ms of working time> }, { \"dailyAt\": \"HH:MM\" } or " +
+        "{ \"triggered\": true } (or no every): give exactly one of them",
         "routines[4].every.intervalMs: a whole number of milliseconds, at least 1000",
-        "routines[5].every.weekly: unknown cadence: expected { \"intervalMs\": <ms of working time> } or { \"dailyAt\": \"HH:MM\" }",
-        "routines[6].maxDispach: is unexpected, expected: \"name\" | \"action\" | \"every\" | \"maxBudgetUsd\" | " +
-        "\"dailyBudgetUsd\" | \"cwd\" | \"model\" | \"env\" | \"maxTurns\" | \"timeoutMs\" | \"focus\" | \"prompt\" | " +
-        "\"template\" | \"maxDispatch\"",
+        "routines[5].every.weekly: unknown cadence: expected { \"intervalMs\": <ms of working time> }, " +
+        "{ \"dailyAt\": \"HH:MM\" } or { \"triggered\": true } (or no every)",
+        "routines[6].maxDispach: is unexpected, expected: \"name\" | \"action\" | \"every\" | \"secret\" | " +
+        "\"triggerAnyTime\" | \"maxBudgetUsd\" | \"dailyBudgetUsd\" | \"cwd\" | \"model\" | \"env\" | \"maxTurns\" | " +
+        "\"timeoutMs\" | \"focus\" | \"prompt\" | \"template\" | \"maxDispatch\"",
         "routines[7].template: is missing",
         "routines[8].prompt: is missing",
         "routines[9].dailyBudgetUsd: a positive number of dollars"
@@ -180,7 +182,10 @@ describe("the schedule section", () => {
       assert.strictEqual(bad.left._tag, "InvalidSpec")
       assert.strictEqual(bad.left.path, "schedule.timezone")
     }
-    const good = SchedulerConfig.read({ schedule, routines: [{ name: "x", action: "scan" }] })
+    const good = SchedulerConfig.read({
+      schedule,
+      routines: [{ name: "x", action: "scan", every: { dailyAt: "9am" } }]
+    })
     assert.isTrue(Either.isRight(good) && Option.isSome(good.right) && good.right.value.rejected.length === 1)
   })
 })

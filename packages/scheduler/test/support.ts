@@ -113,14 +113,26 @@ export const template = (input: Record<string, unknown>): Spec.Spec => {
   return spec.right
 }
 
-/** Builds a scheduler from config JSON (as in flotta.config.json) over the report log and a fake fleet. */
-export const start = (config: Record<string, unknown>, fleet: FakeFleet = fakeFleet()) =>
+/**
+ * Builds a scheduler from config JSON (as in flotta.config.json) over the report log and a fake fleet (and the
+ * store its state is saved in, when given). `scheduler` is all of it; `steering` its steering face.
+ */
+export const start = (
+  config: Record<string, unknown>,
+  fleet: FakeFleet = fakeFleet(),
+  store?: Scheduler.SchedulerDeps["store"]
+) =>
   Effect.gen(function*() {
     const read = SchedulerConfig.read(config)
     if (Either.isLeft(read) || Option.isNone(read.right)) throw new Error(`bad test config: ${String(read)}`)
     const reports = yield* ReportLog
-    const steering: Steering = yield* Scheduler.make(read.right.value, { fleet, reports })
-    return { steering, fleet, reports }
+    const scheduler = yield* Scheduler.make(read.right.value, {
+      fleet,
+      reports,
+      ...(store === undefined ? {} : { store })
+    })
+    const steering: Steering = scheduler
+    return { steering, scheduler, fleet, reports }
   })
 
 /** Sets the clock to `iso`, then builds a scheduler there (see `start`). */

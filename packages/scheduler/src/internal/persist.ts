@@ -43,7 +43,8 @@ const SavedOverride = Schema.Struct({
 
 const SavedCadence = Schema.Union(
   Schema.Struct({ intervalMs: Schema.Number }),
-  Schema.Struct({ dailyAt: Schema.String })
+  Schema.Struct({ dailyAt: Schema.String }),
+  Schema.Struct({ triggered: Schema.Literal(true) })
 )
 
 const SavedRoutine = Schema.Struct({
@@ -125,10 +126,16 @@ export interface Resumed {
 const sameCadence = (a: Cadence, b: Cadence) =>
   "intervalMs" in a
     ? "intervalMs" in b && a.intervalMs === b.intervalMs
-    : "dailyAt" in b && a.dailyAt === b.dailyAt
+    : "dailyAt" in a
+    ? "dailyAt" in b && a.dailyAt === b.dailyAt
+    : "triggered" in b
 
 const describeCadence = (every: Cadence) =>
-  "intervalMs" in every ? `every ${every.intervalMs} ms of working time` : `daily at ${every.dailyAt}`
+  "intervalMs" in every
+    ? `every ${every.intervalMs} ms of working time`
+    : "dailyAt" in every
+    ? `daily at ${every.dailyAt}`
+    : "on trigger"
 
 /** The newest `dailyAt` slot in `(from, to]` on a work day (looking back two days at most). */
 const missedSlot = (
@@ -252,6 +259,9 @@ export const restore = (input: {
       // (within a millisecond of working time), never one at the boot itself.
       next = { ...next, workedMs: Math.min(saved.workedMs, every.intervalMs - 1) }
       restored[name] = { workedMs: next.workedMs, lastFire: saved.lastFire }
+    } else if ("triggered" in every) {
+      // No cursor: it never falls due; only its last fire comes back.
+      restored[name] = { lastFire: saved.lastFire }
     } else {
       next = { ...next, lastSlot: saved.lastSlot }
       if (Option.isSome(lastEval) && lastEval.value < bootAt) {

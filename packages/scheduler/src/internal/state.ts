@@ -61,9 +61,12 @@ export interface State {
   readonly adhoc: ReadonlyMap<string, Running>
 }
 
-/** What a fire is for: a configured routine, or an ad-hoc scan. */
+/**
+ * What a fire is for: a configured routine, or an ad-hoc scan. `text` (a trigger's only) is what the event
+ * says, already cut to size: it goes into the prompt (see `Actions.withEvent`).
+ */
 export type Target =
-  | { readonly _tag: "Routine"; readonly routine: Routine }
+  | { readonly _tag: "Routine"; readonly routine: Routine; readonly text?: string }
   | { readonly _tag: "Scan"; readonly options: ScanOptions }
 
 /** The state with one routine's entry replaced. */
