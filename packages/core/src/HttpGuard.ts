@@ -66,7 +66,8 @@ export const sessionCookie = (rules: Pick<Rules, "token" | "cookie">): string | 
     ? undefined
     : `${rules.cookie}=${sessionOf(rules.token.value)}; HttpOnly; SameSite=Strict; Path=/`
 
-const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
+/** The token of an `Authorization: Bearer` header, if the request carries one. */
+export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers["authorization"] ?? "")
   return match === null ? undefined : match[1]!
 }

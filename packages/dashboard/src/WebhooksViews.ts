@@ -1,8 +1,8 @@
 /**
  * What the schedule page shows of the webhooks (`@flotta/webhooks`), as plain data: the last triggers the report
  * log holds (agent `hooks`, kinds `trigger` and `trigger_refused`), decoded, each with what it fired or why it
- * fired nothing; and, when a notifier runs, each target's delivery state, with the secret parts of its URL (the
- * path and query: a Slack webhook's is its key) taken out of everything shown.
+ * fired nothing; and, when a notifier runs, each target's delivery state as it keeps it (a URL by its origin
+ * only: a Slack webhook's path is its key).
  */
 import { Flotta } from "@flotta/core/Flotta"
 import type { ReportEntry } from "@flotta/core/ReportLog"
@@ -142,41 +142,13 @@ export const triggers: Effect.Effect<ReadonlyArray<TriggerRow>, never, Flotta> =
   (fleet) => fleet.reports({ agent: HOOKS_AGENT, kinds: ["trigger", "trigger_refused"], last: TRIGGERS_SHOWN })
 ).pipe(Effect.map((page) => page.entries.map(triggerRow).reverse()))
 
-/** A webhook URL as it may be shown: its origin only (a webhook's path is often its secret). */
-export const originOf = (url: string): string => {
-  try {
-    return `${new URL(url).origin}/…`
-  } catch {
-    return "(a URL)"
-  }
-}
-
-/** Takes the targets' URLs, and their paths and queries, out of a text (an error may quote them). */
-const scrubber = (urls: ReadonlyArray<string>) => {
-  const secrets = urls.flatMap((url): ReadonlyArray<readonly [string, string]> => {
-    try {
-      const { pathname, search } = new URL(url)
-      return [[url, originOf(url)], ...(pathname.length + search.length > 1 ? [[pathname + search, "…"] as const] : [])]
-    } catch {
-      return [[url, originOf(url)]]
-    }
-  }).sort(([a], [b]) => b.length - a.length)
-  return (text: string) => secrets.reduce((out, [secret, shown]) => out.replaceAll(secret, shown), text)
-}
-
-/** Each notification target's delivery state, or none when no notifier runs; a URL shows only its origin. */
+/**
+ * Each notification target's delivery state, or none when no notifier runs: a URL shows only its origin, and a
+ * reason never quotes the rest (`Delivery.scrub`).
+ */
 export const notifications: Effect.Effect<Option.Option<ReadonlyArray<TargetStatus>>> = Effect.serviceOption(
   Notifier
 ).pipe(Effect.flatMap(Option.match({
   onNone: () => Effect.succeedNone,
-  onSome: (notifier) => {
-    const scrub = scrubber(notifier.targets.map((target) => target.url))
-    return Effect.map(notifier.status, (targets) =>
-      Option.some(targets.map((target): TargetStatus => ({
-        ...target,
-        url: originOf(target.url),
-        failing: target.failing === null ? null : { ...target.failing, reason: scrub(target.failing.reason) },
-        dead: target.dead.map((letter) => ({ ...letter, reason: scrub(letter.reason) }))
-      }))))
-  }
+  onSome: (notifier) => Effect.map(notifier.status, Option.some)
 })))

@@ -5,7 +5,7 @@
  * another try; any other answer is final.
  */
 import type { ReportEntry } from "@flotta/core/ReportLog"
-import { Data, Effect, Option, Redacted } from "effect"
+import { Data, Effect, Option, Predicate, Redacted } from "effect"
 import { createHmac } from "node:crypto"
 import type { Target } from "./WebhooksConfig.js"
 
@@ -35,7 +35,7 @@ export const deliveryId = (target: Pick<Target, "id">, entry: Pick<ReportEntry, 
 
 /** What the event says, in a line a person reads. */
 export const headline = (entry: ReportEntry): string => {
-  const data = (typeof entry.data === "object" && entry.data !== null ? entry.data : {}) as Record<string, unknown>
+  const data: Readonly<Record<string, unknown>> = Predicate.isRecord(entry.data) ? entry.data : {}
   const said = (key: string) => (typeof data[key] === "string" ? String(data[key]) : undefined)
   switch (entry.kind) {
     case "approval_requested": {
@@ -92,6 +92,17 @@ export const bodyOf = (target: Target, entry: ReportEntry): string => {
   return JSON.stringify({ text: Option.match(link, { onNone: () => line, onSome: (url) => `${line} <${url}|open>` }) })
 }
 
+/**
+ * A reason as it may be kept and shown: the target's URL, and its path and query (often its secret), replaced by
+ * what people see of it. An error may quote the URL it was about.
+ */
+export const scrub = (target: Pick<Target, "url" | "shown">, reason: string): string => {
+  const { pathname, search } = new URL(target.url)
+  const secret = pathname + search
+  const out = reason.replaceAll(target.url, target.shown)
+  return secret.length > 1 ? out.replaceAll(secret, "/…") : out
+}
+
 const retryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
 
 /** POSTs a body to a target once, signed; succeeds on a 2xx with the status. */
@@ -120,11 +131,14 @@ export const post = (target: Target, body: string, id: string): Effect.Effect<nu
       new DeliveryFailed({
         url: target.shown,
         status: null,
-        reason: error instanceof Error && error.cause instanceof Error
-          ? `${error.message}: ${error.cause.message}`
-          : error instanceof Error
-          ? error.message
-          : String(error),
+        reason: scrub(
+          target,
+          error instanceof Error && error.cause instanceof Error
+            ? `${error.message}: ${error.cause.message}`
+            : error instanceof Error
+            ? error.message
+            : String(error)
+        ),
         retryable: true
       })
   }).pipe(

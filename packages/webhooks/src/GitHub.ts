@@ -3,18 +3,14 @@
  * mapping reads (decoded by Schema: GitHub's shapes, every other field ignored), which mappings an event matches,
  * and the event told in words for the prompt of what it fires.
  */
+import { same } from "@flotta/core/HttpGuard"
 import { Either, Schema } from "effect"
-import { timingSafeEqual } from "node:crypto"
 import { signature } from "./Delivery.js"
 import type { GithubMapping } from "./WebhooksConfig.js"
 
 /** The body is the one GitHub signed with the secret. */
-export const verify = (secret: string, body: string, header: string | undefined): boolean => {
-  if (header === undefined) return false
-  const expected = Buffer.from(signature(secret, body))
-  const given = Buffer.from(header.trim())
-  return given.length === expected.length && timingSafeEqual(given, expected)
-}
+export const verify = (secret: string, body: string, header: string | undefined): boolean =>
+  header !== undefined && same(header.trim(), signature(secret, body))
 
 const Label = Schema.Struct({ name: Schema.String })
 const User = Schema.Struct({ login: Schema.String })

@@ -91,6 +91,9 @@ export const wants = (target: Target, entry: Pick<ReportEntry, "kind">) =>
     onSome: (kinds) => kinds.includes(entry.kind)
   })
 
+/** A target's kinds as a report query or subscription takes them (none: every kind). */
+const kindsOf = (target: Target) => Option.match(target.kinds, { onNone: () => ({}), onSome: (kinds) => ({ kinds }) })
+
 export interface NotifierOptions {
   /** An event still undelivered this long after it happened is a dead letter (default a day). */
   readonly deadAfter?: Duration.DurationInput
@@ -216,11 +219,7 @@ export const make = (
     const follow = (target: Target, state: Ref.Ref<TargetState>, wake: Queue.Queue<void>) =>
       Effect.gen(function*() {
         const { cursor } = yield* Ref.get(state)
-        const page = yield* log.reports({
-          since: cursor,
-          ...Option.match(target.kinds, { onNone: () => ({}), onSome: (kinds) => ({ kinds }) }),
-          limit: 100
-        })
+        const page = yield* log.reports({ since: cursor, ...kindsOf(target), limit: 100 })
         const wanted = page.entries.filter((entry) => wants(target, entry))
         for (const entry of wanted) yield* deliver(target, state, entry)
         if (page.entries.length === 0) {
@@ -232,12 +231,13 @@ export const make = (
         if ((yield* Ref.get(state)).cursor < last) yield* step(target, state, (s) => ({ ...s, cursor: last }))
       }).pipe(Effect.forever)
 
-    // One live feed wakes every target; a target reads what it missed from the log itself.
-    yield* log.stream({ keptOnly: true }).pipe(
-      Stream.runForEach(() => Effect.forEach(followers, ({ wake }) => Queue.offer(wake, undefined))),
-      Effect.forkScoped
-    )
     for (const { state, target, wake } of followers) {
+      // Woken only by the kinds it takes (a turn's entries wake no `approval_requested` target); what it
+      // missed, it reads from the log itself.
+      yield* log.stream({ keptOnly: true, ...kindsOf(target) }).pipe(
+        Stream.runForEach(() => Queue.offer(wake, undefined)),
+        Effect.forkScoped
+      )
       yield* follow(target, state, wake).pipe(
         Effect.withSpan("notify.follow", { attributes: { "flotta.notify.target": target.shown } }),
         Effect.forkScoped

@@ -15,6 +15,7 @@ import type { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
 import * as HttpGuard from "@flotta/core/HttpGuard"
 import type { ReportLog } from "@flotta/core/ReportLog"
+import { withEvent } from "@flotta/scheduler/Actions"
 import type { Scheduler } from "@flotta/scheduler/Scheduler"
 import { Effect, Either, Option, Redacted } from "effect"
 import * as GitHub from "./GitHub.js"
@@ -24,9 +25,6 @@ import { DEFAULT_MAX_BODY } from "./WebhooksConfig.js"
 
 /** The largest body a routine trigger reads. */
 export const MAX_ROUTINE_BODY = 64 * 1024
-
-/** The most of a routine trigger's body its prompt gets. */
-const MAX_PROMPT_BODY = 16 * 1024
 
 export interface TriggerDeps {
   readonly fleet: Flotta
@@ -51,11 +49,6 @@ const errorView = (error: { readonly _tag: string; readonly message: string }) =
 
 /** The HTTP status a scheduler's refusal of a fire is. */
 const statusOfRefusal = (tag: string) => tag === "RoutineNotFound" ? 404 : tag === "SchedulerNotEnabled" ? 503 : 409
-
-const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers["authorization"] ?? "")
-  return match === null ? undefined : match[1]!
-}
 
 /** The routes, built for the server they are mounted on. */
 export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Routes => {
@@ -96,7 +89,7 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
       return yield* refused("webhook", 503, "SchedulerNotEnabled", "the scheduler is not running", { routine })
     }
     const secret = yield* scheduler.value.routineSecret(routine).pipe(Effect.either)
-    const given = bearerOf(request)
+    const given = HttpGuard.bearerOf(request)
     const keys = [
       ...Option.toArray(server.token),
       ...(Either.isRight(secret) ? Option.toArray(secret.right) : [])
@@ -128,13 +121,11 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
         return yield* refused("webhook", 400, "BadRequest", "the body must be JSON (or empty)", { routine })
       }
     }
-    const shown = payload === undefined ? "" : JSON.stringify(payload, null, 2)
+    // The scheduler cuts a long text to what a prompt takes.
     const fired = yield* scheduler.value.trigger(routine, {
       source: "webhook",
       ...(payload === undefined ? {} : {
-        text: `The request that fired this routine:\n\`\`\`json\n${
-          shown.length > MAX_PROMPT_BODY ? `${shown.slice(0, MAX_PROMPT_BODY)}\n[… cut]` : shown
-        }\n\`\`\``
+        text: `The request that fired this routine:\n\`\`\`json\n${JSON.stringify(payload, null, 2)}\n\`\`\``
       }),
       detail: { path: `/hooks/routines/${routine}` }
     }).pipe(Effect.either)
@@ -225,12 +216,7 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
   const startRun = (template: string, told: string) =>
     Effect.gen(function*() {
       const spec = yield* fleet.template(template)
-      const base = spec?.prompt
-      const prompt = base === undefined
-        ? told
-        : base.includes("{{event}}")
-        ? base.replaceAll("{{event}}", told)
-        : `${base}\n\n${told}`
+      const prompt = spec?.prompt === undefined ? told : withEvent(spec.prompt, told)
       return yield* fleet.runAsync({ template, prompt })
     })
 

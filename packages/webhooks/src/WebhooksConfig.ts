@@ -146,7 +146,9 @@ export const targetOf = (target: NotifyTarget, dashboardUrl?: string): Target =>
     id: targetId(target.url),
     url: target.url,
     shown: `${new URL(target.url).origin}/…`,
-    kinds: every ? Option.none() : Option.some(target.events.map((event) => EVENTS[event as keyof typeof EVENTS])),
+    kinds: every
+      ? Option.none()
+      : Option.some(target.events.flatMap((event) => event === "*" ? [] : [EVENTS[event]])),
     events: target.events,
     secret: Option.map(Option.fromNullable(target.secret), Redacted.make),
     format: target.format ?? "json",

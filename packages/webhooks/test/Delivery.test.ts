@@ -34,4 +34,20 @@ describe("a delivery's body", () => {
       assert.deepStrictEqual(JSON.parse(Delivery.bodyOf(target, entry)), { ...entry, link: "http://h:1/runs/fix%201" })
       assert.strictEqual(Delivery.deliveryId(target, entry), `${target.id}-3`)
     }))
+
+  it.effect("a failure's reason never quotes the URL's path, query or credentials: the error here quotes the URL", () =>
+    Effect.gen(function*() {
+      const target = targetOf({
+        url: "http://user:pw-SECRET@127.0.0.1:9/hook/KEY-SECRET?x=QUERY-SECRET",
+        events: ["*"]
+      })
+      const failed = yield* Effect.flip(Delivery.post(target, "{}", "id"))
+      assert.notMatch(failed.reason, /SECRET/)
+      assert.notMatch(failed.message, /SECRET/)
+      assert.strictEqual(failed.url, "http://127.0.0.1:9/…")
+      assert.strictEqual(
+        Delivery.scrub(target, `refused ${target.url} (GET /hook/KEY-SECRET?x=QUERY-SECRET)`),
+        "refused http://127.0.0.1:9/… (GET /…)"
+      )
+    }))
 })
