@@ -15,7 +15,6 @@ import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Option, Schema } from "effect"
 import * as AgentCommands from "./AgentCommands.js"
 import * as Answers from "./Answers.js"
-import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
 import type { Connection } from "./Connection.js"
 import {
@@ -33,6 +32,7 @@ import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
+import * as StoreTarget from "./StoreTarget.js"
 import * as Views from "./Views.js"
 
 const name = Flags.nameArgument("name", "The agent's name.")
@@ -235,7 +235,7 @@ export const withSource = <A, E, R>(
     const endpoint = endpointOf(flags, config)
     const client = yield* Effect.either(connectTo(endpoint))
     if (Either.isRight(client)) return yield* body(serverSource(client.right))
-    const stored = Composition.storeFor(config, true)
+    const stored = StoreTarget.storeFor(config, true)
     if (Option.isNone(flags.url) && stored !== "memory" && "sqlite" in stored && StoreAccess.exists(stored)) {
       yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
       return yield* body(storeSource(yield* StoreAccess.openReadOnly(stored)))

@@ -2,7 +2,8 @@
  * The one composition `serve`, `repl`, `mcp` and `run` use: the engine for the config's `fleet` section, and
  * on top of it the MCP server (`mcp` section), the dashboard (`dashboard`), the webhooks (`notify`, `github`,
  * and the routines' triggers) and the scheduler (`schedule`) when the config has them and the command wants
- * them; an absent one is `Layer.empty`. Telemetry (`telemetry`) is beneath them all. With `--simulate`, the
+ * them; an absent one is `Layer.empty`, and its package is not even loaded (a one-shot run loads no server, no
+ * scheduler and no cluster code). Telemetry (`telemetry`) is beneath them all. With `--simulate`, the
  * children are the real claude CLI pointed at the built-in scripted model on 127.0.0.1 (no account, no spend,
  * nothing of ~/.claude touched). The platform (`NodeContext`) is provided here, at the edge.
  *
@@ -11,39 +12,38 @@
  * stdio server each client starts for itself, must never contend with a running serve for its store (one host
  * holds a store at a time).
  */
-import { FileSystem } from "@effect/platform"
-import { NodeContext } from "@effect/platform-node"
-import * as Cluster from "@flotta/cluster/Cluster"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { ClusterConfigError } from "@flotta/cluster/ClusterConfig"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flotta from "@flotta/core/Flotta"
 import * as Otlp from "@flotta/core/Otlp"
 import type { StoreConfig, StoreOptions } from "@flotta/core/Store"
-import * as Dashboard from "@flotta/dashboard/Dashboard"
 import type { DashboardConfigInput } from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
-import * as McpServer from "@flotta/mcp/McpServer"
-import { Scheduler } from "@flotta/scheduler/Scheduler"
-import * as Webhooks from "@flotta/webhooks/Webhooks"
 import { Effect, Layer, Option } from "effect"
-import * as path from "node:path"
-import { DEFAULT_STORE_FILE } from "./ConfigFile.js"
 import type { LoadedConfig } from "./ConfigFile.js"
 import * as Output from "./Output.js"
 import * as Simulator from "./Simulator.js"
+import { storeFor } from "./StoreTarget.js"
 
 /**
  * The child environment of a simulated fleet; the simulator lives as long as the surrounding scope. The CLI's
  * own state (its sessions' conversations) is kept under `root` when given, so that a restarted fleet can resume
- * them; else in a temporary directory that goes with the scope.
+ * them; else in a temporary directory that goes with the scope. A command says on stderr that it simulates
+ * (`quiet`: a library does not).
  */
-export const simulatedEnv = (root?: string) =>
+export const simulatedEnv = (root?: string, options: { readonly quiet?: boolean } = {}) =>
   Effect.gen(function*() {
     const simulator = yield* Simulator.start()
     const fs = yield* FileSystem.FileSystem
     if (root !== undefined) yield* fs.makeDirectory(root, { recursive: true })
     const dir = root ?? (yield* fs.makeTempDirectoryScoped({ prefix: "flotta-simulate-" }))
-    yield* Output.stderr(
-      `flotta: simulating: claude talks to a scripted model at ${simulator.url} (no account, no cost)`
-    )
+    if (options.quiet !== true) {
+      yield* Output.stderr(
+        `flotta: simulating: claude talks to a scripted model at ${simulator.url} (no account, no cost)`
+      )
+    }
     // A subscription-style login: the CLI then reads the usage limiter's headers, so `LIMIT <s> <text>` parks.
     return yield* Simulator.offlineEnv(simulator.url, dir, "subscription")
   })
@@ -54,10 +54,6 @@ export const simulatedEnv = (root?: string) =>
  */
 export const simulationRoot = (store: StoreConfig): string | undefined =>
   store !== "memory" && "sqlite" in store ? `${store.sqlite}.simulate` : undefined
-
-/** The store a command uses: the config's, else `.flotta/state.db` in the project; memory unless `durable`. */
-export const storeFor = (config: LoadedConfig, durable: boolean): StoreConfig =>
-  durable ? (config.store?.config ?? { sqlite: path.join(config.dir, DEFAULT_STORE_FILE) }) : "memory"
 
 /** The store's options: its retention, from the config. */
 export const storeOptions = (config: LoadedConfig): StoreOptions =>
@@ -131,6 +127,15 @@ export const configuredDashboardUrl = (
 }
 
 /**
+ * A feature's layer, from its package loaded only when the feature is on (else `Layer.empty`). Its services are
+ * reached with `Effect.serviceOption` (see `dashboardUrl`), as a feature the config may leave out should be.
+ */
+const feature = <E, R>(
+  on: boolean,
+  make: () => Promise<Layer.Layer<never, E, R>>
+): Effect.Effect<Layer.Layer<never, E, R>> => on ? Effect.promise(make) : Effect.succeed(Layer.empty)
+
+/**
  * The engine, with the scheduler, the webhooks, the dashboard and the MCP server on top when the config has them
  * and `features` asks. Telemetry (`Otlp.layer`) is beneath it all: every span is exported, and the last are
  * flushed once all else has closed.
@@ -142,28 +147,48 @@ export const layer = (config: LoadedConfig, features: Features) =>
     const durable = features.durable === true && !on.cluster
     const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
     const local = Flotta.layer(fleetOptions(config, env, durable))
-    const engine = on.cluster
-      ? Cluster.layer(config.cluster, { baseDir: config.dir, env }).pipe(Layer.provideMerge(local))
+    const engine: Layer.Layer<
+      Layer.Layer.Success<typeof local>,
+      Layer.Layer.Error<typeof local> | ClusterConfigError | StoreUnavailable,
+      Layer.Layer.Context<typeof local>
+    > = on.cluster
+      ? yield* Effect.promise(() => import("@flotta/cluster/Cluster")).pipe(
+        Effect.map((Cluster) =>
+          Cluster.layer(config.cluster, { baseDir: config.dir, env }).pipe(Layer.provideMerge(local))
+        )
+      )
       : local
     const mcp = on.mcp ? config.mcp : undefined
     // The MCP server and the dashboard are built over the scheduler: they run on the context they capture when
     // they start, so that is where they find the scheduler (or, when it is off, answer SchedulerNotEnabled).
-    const dashboard = on.dashboard && config.dashboard !== undefined
-      ? dashboardLayer(config.dashboard, mcp)
-      : Layer.empty
+    const server = yield* feature(mcp !== undefined, () =>
+      import("@flotta/mcp/McpServer").then((McpServer) => McpServer.layer(mcp!)))
+    const dashboard = yield* feature(
+      on.dashboard && config.dashboard !== undefined,
+      () =>
+        dashboardLayer(config.dashboard!, mcp)
+    )
     // The webhooks mount their routes on the MCP server and the dashboard (so they sit below both), and fire
     // the scheduler's routines (so they sit above it).
-    const webhooks = on.webhooks
-      ? Webhooks.layer({
-        notify: config.notify,
-        github: config.github,
-        dashboardUrl: configuredDashboardUrl(config, on)
-      })
-      : Layer.empty
-    return McpServer.layer(mcp).pipe(
+    const webhooks = yield* feature(on.webhooks, () =>
+      import("@flotta/webhooks/Webhooks").then((Webhooks) =>
+        Webhooks.layer({
+          notify: config.notify,
+          github: config.github,
+          dashboardUrl: configuredDashboardUrl(config, on)
+        })
+      ))
+    const scheduler = yield* feature(
+      on.schedule && config.schedule !== undefined,
+      () =>
+        import("@flotta/scheduler/Scheduler").then(({ Scheduler }) =>
+          Scheduler.layer(config.schedule!)
+        )
+    )
+    return server.pipe(
       Layer.provideMerge(dashboard),
       Layer.provideMerge(webhooks),
-      Layer.provideMerge(Scheduler.layer(on.schedule ? config.schedule : undefined)),
+      Layer.provideMerge(scheduler),
       Layer.provideMerge(engine)
     )
   })).pipe(Layer.provide(Otlp.layer(config.telemetry)), Layer.provide(NodeContext.layer))
@@ -173,18 +198,30 @@ export const layer = (config: LoadedConfig, features: Features) =>
  * the MCP server's host, token and allowed names, and the MCP server hands it every path but `/mcp`); else on
  * its own server (without MCP, at the MCP defaults).
  */
-const dashboardLayer = (dashboard: DashboardConfigInput, mcp: McpConfig.McpConfigInput | undefined) => {
-  if (dashboard.port !== undefined || mcp === undefined) return Dashboard.layer(dashboard)
-  const shared = Layer.unwrapEffect(Effect.map(McpConfig.make(mcp), (server) => Dashboard.shared(dashboard, server)))
-  return Layer.effect(McpServer.SharedRoutes, Effect.map(Dashboard.Dashboard, (d) => d.handle)).pipe(
-    Layer.provideMerge(shared)
+const dashboardLayer = (dashboard: DashboardConfigInput, mcp: McpConfig.McpConfigInput | undefined) =>
+  Promise.all([import("@flotta/dashboard/Dashboard"), import("@flotta/mcp/McpServer")]).then(
+    ([Dashboard, McpServer]) => {
+      if (dashboard.port !== undefined || mcp === undefined) return Dashboard.layer(dashboard)
+      const shared = Layer.unwrapEffect(
+        Effect.map(McpConfig.make(mcp), (server) => Dashboard.shared(dashboard, server))
+      )
+      return Layer.effect(McpServer.SharedRoutes, Effect.map(Dashboard.Dashboard, (d) => d.handle)).pipe(
+        Layer.provideMerge(shared)
+      )
+    }
   )
-}
+
+/** The MCP server's address, when one runs. */
+export const mcpUrl: Effect.Effect<Option.Option<string>> = Effect.gen(function*() {
+  const { McpServer } = yield* Effect.promise(() => import("@flotta/mcp/McpServer"))
+  return Option.map(yield* Effect.serviceOption(McpServer), (server) => server.url)
+})
 
 /** The dashboard's address, when one runs: its own, or `/` of the MCP server it shares. */
-export const dashboardUrl = Effect.gen(function*() {
-  const dashboard = yield* Effect.serviceOption(Dashboard.Dashboard)
+export const dashboardUrl: Effect.Effect<Option.Option<string>> = Effect.gen(function*() {
+  const { Dashboard } = yield* Effect.promise(() => import("@flotta/dashboard/Dashboard"))
+  const dashboard = yield* Effect.serviceOption(Dashboard)
   if (Option.isNone(dashboard)) return Option.none<string>()
-  const mcp = yield* Effect.serviceOption(McpServer.McpServer)
-  return Option.orElse(dashboard.value.url, () => Option.map(mcp, (server) => new URL("/", server.url).href))
+  if (Option.isSome(dashboard.value.url)) return dashboard.value.url
+  return Option.map(yield* mcpUrl, (url) => new URL("/", url).href)
 })

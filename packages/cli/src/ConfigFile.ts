@@ -102,22 +102,32 @@ export const locate = Effect.fn("ConfigFile.locate")(function*(dir: string, expl
 })
 
 /**
- * A TypeScript config, compiled on the fly (tsx), so users get type checking without a build step. It is loaded on
- * the process's own loader (not a namespaced one), so that the config's `import { defineConfig } from "@flotta/cli"`
- * gets the modules already loaded, not a second copy; and once per file and process. A CommonJS project's config
- * needs a fresh URL on a Node without type stripping (else tsx's require of it is a cycle on Node 20), and must
- * keep its plain URL on a Node with it (Node 24 takes the query for part of the file's name).
+ * A TypeScript config, so users get type checking without a build step. A Node that strips types itself (22.18,
+ * 23.6 and later) imports it as it is; an older one compiles it with tsx, when the project (or this install) has
+ * it: `flotta` itself does not depend on tsx, whose esbuild wants an install script. It is loaded on the process's
+ * own loader (not a namespaced one), so that the config's `import { defineConfig } from "@flotta/cli"` gets the
+ * modules already loaded, not a second copy; and once per file and process. Under tsx, a CommonJS project's
+ * config needs a fresh URL (else tsx's require of it is a cycle on Node 20).
  */
 const typeScriptConfigs = new Map<string, Promise<{ readonly default?: unknown }>>()
 const importTypeScript = (file: string) => {
-  const loaded = typeScriptConfigs.get(file) ??
-    import("tsx/esm/api").then(({ register }) => {
-      const unregister = register()
-      const plain = pathToFileURL(file).href
-      const typeStripping = (process.features as { readonly typescript?: unknown }).typescript
-      const url = typeof typeStripping === "string" ? plain : `${plain}?t=${process.hrtime.bigint()}`
-      return (import(url) as Promise<{ readonly default?: unknown }>).finally(() => unregister())
-    })
+  const plain = pathToFileURL(file).href
+  const typeStripping = (process.features as { readonly typescript?: unknown }).typescript
+  const loaded = typeScriptConfigs.get(file) ?? (typeof typeStripping === "string"
+    ? import(plain) as Promise<{ readonly default?: unknown }>
+    : import("tsx/esm/api").then(
+      ({ register }) => {
+        const unregister = register()
+        const url = `${plain}?t=${process.hrtime.bigint()}`
+        return (import(url) as Promise<{ readonly default?: unknown }>).finally(() => unregister())
+      },
+      () => {
+        throw new Error(
+          `this Node (${process.version}) cannot strip TypeScript's types: use Node 22.18 or later, install tsx ` +
+            "in the project (npm i -D tsx), or write the config as flotta.config.json"
+        )
+      }
+    ))
   typeScriptConfigs.set(file, loaded)
   return loaded
 }
@@ -125,10 +135,10 @@ const importTypeScript = (file: string) => {
 const readRaw = (file: string) =>
   Effect.gen(function*() {
     if (file.endsWith(".ts") || file.endsWith(".mts")) {
-      // A TypeScript config is compiled on the fly (tsx), so users get type checking without a build step.
       const module = yield* Effect.tryPromise({
         try: () => importTypeScript(file),
-        catch: (e) => new ConfigFileError({ file, path: "", reason: `cannot load: ${String(e)}` })
+        catch: (e) =>
+          new ConfigFileError({ file, path: "", reason: `cannot load: ${e instanceof Error ? e.message : String(e)}` })
       })
       const value = module.default
       return Predicate.hasProperty(value, "default") ? value.default : value

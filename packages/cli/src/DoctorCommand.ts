@@ -18,12 +18,12 @@ import { targetOf } from "@flotta/webhooks/WebhooksConfig"
 import { Config, Effect, Either, Option, Stream } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as Composition from "./Composition.js"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Connection from "./Connection.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
+import * as StoreTarget from "./StoreTarget.js"
 import * as Views from "./Views.js"
 
 const env = (name: string) =>
@@ -170,7 +170,7 @@ export const webhookLines = (config: ConfigFile.LoadedConfig, say: Say) =>
   Effect.gen(function*() {
     if (config.notify !== undefined) {
       const targets = config.notify.map((target) => targetOf(target))
-      const where = Composition.storeFor(config, true)
+      const where = StoreTarget.storeFor(config, true)
       const stored = StoreAccess.exists(where)
         ? yield* Effect.scoped(
           Effect.flatMap(StoreAccess.openReadOnly(where), (store) => Notifier.storedStatus(store, targets))
@@ -271,7 +271,7 @@ const doctor = (flags: { readonly config: Option.Option<string>; readonly json: 
     if (Option.isSome(baseUrl)) yield* ok(`endpoint: ANTHROPIC_BASE_URL=${baseUrl.value}`)
 
     if (Either.isRight(loaded)) {
-      const inspected = yield* Effect.either(StoreAccess.inspect(Composition.storeFor(loaded.right, true)))
+      const inspected = yield* Effect.either(StoreAccess.inspect(StoreTarget.storeFor(loaded.right, true)))
       if (Either.isLeft(inspected)) {
         yield* bad(`store: ${inspected.left.message}`)
         failure ??= inspected.left

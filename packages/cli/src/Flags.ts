@@ -8,7 +8,7 @@
  */
 import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
-import { NAME_PATTERN } from "@flotta/core/Registry"
+import { NAME_PATTERN } from "@flotta/core/AgentView"
 import { Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
 
 /** A value as a message shows it: quoted as JSON (so an empty or odd value is visible), long ones cut short. */

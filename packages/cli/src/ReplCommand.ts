@@ -8,7 +8,6 @@
  */
 import { Command, Options } from "@effect/cli"
 import { fromLayer } from "@flotta/core/Client"
-import * as McpServer from "@flotta/mcp/McpServer"
 import * as SchedulerClient from "@flotta/scheduler/Client"
 import { Effect, Option } from "effect"
 import * as repl from "node:repl"
@@ -44,12 +43,12 @@ export const command = Command.make(
       const booted = yield* Effect.flatten(Effect.promise(() =>
         fleet.runtime.runPromiseExit(Effect.gen(function*() {
           const { live } = yield* ServeCommand.boot(config)
-          const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+          const mcp = on.mcp ? yield* Composition.mcpUrl : Option.none<string>()
           const state = yield* ServeCommand.stateLines("flotta repl")
           const dashboard = yield* Composition.dashboardUrl
           return {
             live,
-            mcp: Option.map(mcp, (server) => server.url),
+            mcp,
             dashboard,
             state
           }

@@ -10,7 +10,6 @@ import type { Policy } from "@flotta/core/Permission"
 import type { RunOptions } from "@flotta/core/Run"
 import { Effect, Option } from "effect"
 import * as path from "node:path"
-import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as Composition from "./Composition.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -176,7 +175,13 @@ export const command = Command.make(
       }
       const { changed, result } = yield* Effect.flatMap(Flotta, (fleet) =>
         Effect.zipRight(
-          asks ? ApprovalCommands.answerAtTerminal(fleet, spinner.hold) : Effect.void,
+          // Only a run that asks a person loads the approvals' questions.
+          asks
+            ? Effect.flatMap(
+              Effect.promise(() => import("./ApprovalCommands.js")),
+              (approvals) => approvals.answerAtTerminal(fleet, spinner.hold)
+            )
+            : Effect.void,
           fleet.run(runOptions).pipe(
             // A run in a worktree says what it changed, from the diff the fleet recorded as it ended.
             Effect.bindTo("result"),

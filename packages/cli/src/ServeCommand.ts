@@ -5,11 +5,8 @@
  * stopped comes back first, and serve says where state lives and what came back once it is ready.
  */
 import { Command, Options } from "@effect/cli"
-import * as Cluster from "@flotta/cluster/Cluster"
 import { Flotta } from "@flotta/core/Flotta"
-import * as McpServer from "@flotta/mcp/McpServer"
-import * as Stdio from "@flotta/mcp/Stdio"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as Composition from "./Composition.js"
 import type * as ConfigFile from "./ConfigFile.js"
 import * as ExitCode from "./ExitCode.js"
@@ -59,7 +56,8 @@ export const stateLines = (prefix: string) =>
 
 /** This node's host, the live hosts and the cluster's store (`flotta serve` in a cluster). */
 const clusterView = Effect.gen(function*() {
-  const joined = yield* Effect.serviceOption(Cluster.Cluster)
+  const { Cluster } = yield* Effect.promise(() => import("@flotta/cluster/Cluster"))
+  const joined = yield* Effect.serviceOption(Cluster)
   if (Option.isNone(joined)) return Option.none()
   const cluster = joined.value
   const hosts = yield* Effect.orElseSucceed(cluster.hosts, () => [])
@@ -126,7 +124,7 @@ export const command = Command.make(
       const { config, on } = yield* setUp(flags.config, features)
       const program = Effect.gen(function*() {
         const booted = yield* boot(config)
-        const mcp = yield* Effect.serviceOption(McpServer.McpServer)
+        const mcp = on.mcp ? yield* Composition.mcpUrl : Option.none<string>()
         const dashboard = yield* Composition.dashboardUrl
         const fleet = yield* Flotta
         const { live } = booted
@@ -137,7 +135,7 @@ export const command = Command.make(
             agents: live,
             failed: booted.failed,
             templates: booted.templates,
-            mcp: Option.getOrNull(Option.map(mcp, (server) => server.url)),
+            mcp: Option.getOrNull(mcp),
             dashboard: Option.getOrNull(dashboard),
             scheduler: on.schedule,
             webhooks: on.webhooks,
@@ -150,12 +148,10 @@ export const command = Command.make(
         yield* Output.stderr(
           [
             `flotta serve: ${live.length} agent(s) up${live.length > 0 ? ` (${live.join(", ")})` : ""}; ` +
-            `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (server) => `at ${server.url}` })}; ` +
+            `MCP ${Option.match(mcp, { onNone: () => "off", onSome: (url) => `at ${url}` })}; ` +
             `dashboard ${Option.getOrElse(Option.map(dashboard, (url) => `at ${url}`), () => "off")}; ` +
             `scheduler ${on.schedule ? "on" : "off"}; ` +
-            `${
-              describeWebhooks(config, on, Option.orElse(Option.map(mcp, (server) => server.url), () => dashboard))
-            }. ` +
+            `${describeWebhooks(config, on, Option.orElse(mcp, () => dashboard))}. ` +
             "Stop with Ctrl-C.",
             ...(on.cluster ? clusterLines(cluster) : yield* stateLines("flotta serve"))
           ].join("\n")
@@ -164,7 +160,11 @@ export const command = Command.make(
       })
       return yield* program.pipe(
         Effect.provide(Composition.layer(config, features)),
-        Effect.provide(Stdio.stderrLogger)
+        Effect.provide(Layer.unwrapEffect(
+          Effect.promise(() => import("@flotta/mcp/Stdio")).pipe(
+            Effect.map((Stdio) => Stdio.stderrLogger)
+          )
+        ))
       )
     })
 ).pipe(

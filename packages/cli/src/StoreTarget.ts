@@ -3,7 +3,7 @@
  * `store.retainDays`), or one string (`FLOTTA_STORE`, `--store`); the default SQLite file of `serve` and `repl`.
  */
 import { exact, fieldIssues, shown } from "@flotta/core/Decode"
-import { PostgresSchemaName } from "@flotta/core/PostgresStore"
+import { PostgresSchemaName } from "@flotta/core/Store"
 import type { StoreConfig } from "@flotta/core/Store"
 import { Either, ParseResult, Predicate, Schema } from "effect"
 import * as path from "node:path"
@@ -157,3 +157,12 @@ export const readStoreTarget = (
   }
   return Either.right({ sqlite: path.resolve(base, value) })
 }
+
+/**
+ * The store a command uses: the config's, else `.flotta/state.db` in the project (`dir`); memory unless `durable`
+ * (`serve` and `repl` are; a one-shot fleet is not).
+ */
+export const storeFor = (
+  config: { readonly store?: StoreSection | undefined; readonly dir: string },
+  durable: boolean
+): StoreConfig => durable ? (config.store?.config ?? { sqlite: path.join(config.dir, DEFAULT_STORE_FILE) }) : "memory"

@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Composition from "../src/Composition.js"
+import * as StoreTarget from "../src/StoreTarget.js"
 import * as ConfigFile from "../src/ConfigFile.js"
 import * as DoctorCommand from "../src/DoctorCommand.js"
 import * as InitCommand from "../src/InitCommand.js"
@@ -74,10 +75,10 @@ describe("where each command keeps state", () => {
   )
 
   it("serve and repl: the config's store, else .flotta/state.db in the project; run and mcp: memory", () => {
-    assert.deepStrictEqual(Composition.storeFor(config, true), { sqlite: "/p/.flotta/state.db" })
-    assert.deepStrictEqual(Composition.storeFor(withStore, true), { sqlite: "/p/data/fleet.db" })
-    assert.strictEqual(Composition.storeFor(config, false), "memory")
-    assert.strictEqual(Composition.storeFor(withStore, false), "memory")
+    assert.deepStrictEqual(StoreTarget.storeFor(config, true), { sqlite: "/p/.flotta/state.db" })
+    assert.deepStrictEqual(StoreTarget.storeFor(withStore, true), { sqlite: "/p/data/fleet.db" })
+    assert.strictEqual(StoreTarget.storeFor(config, false), "memory")
+    assert.strictEqual(StoreTarget.storeFor(withStore, false), "memory")
     assert.deepStrictEqual(Composition.fleetOptions(withStore, {}, true).storeOptions, { retainDays: 3 })
     assert.strictEqual(Composition.fleetOptions(withStore, {}).store, "memory")
   })

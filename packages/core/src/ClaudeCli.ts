@@ -103,18 +103,25 @@ const live = (executable: ClaudeExecutable) =>
     return { executable, checkSandbox, start }
   })
 
-/** The native packages of `@anthropic-ai/claude-code`, by platform (as its own install script names them). */
-const platformKey = (): string => {
-  if (process.platform !== "linux") return `${process.platform}-${process.arch}`
-  // glibc's runtime version is absent from the report on musl (Alpine).
-  const glibc = decodeReport(process.report?.getReport()).pipe(Option.flatMap((report) => report.header))
-  return `linux-${process.arch}${Option.isNone(glibc) ? "-musl" : ""}`
-}
+/**
+ * The native package of `@anthropic-ai/claude-code` this platform needs, named as its install script names them
+ * (`linux-x64`, `linux-x64-musl`, `darwin-arm64`, ...). On Linux npm installs only the package whose libc matches,
+ * so the glibc and the musl one are both tried, and Node's report (which costs ~10 ms) decides only if both are
+ * there.
+ */
+const platformKeys = (): ReadonlyArray<string> =>
+  process.platform === "linux"
+    ? [`linux-${process.arch}`, `linux-${process.arch}-musl`]
+    : [`${process.platform}-${process.arch}`]
 
 /** The part of Node's diagnostic report that tells glibc from musl. */
 const decodeReport = Schema.decodeUnknownOption(Schema.Struct({
   header: Schema.optionalWith(Schema.Struct({ glibcVersionRuntime: Schema.String }), { as: "Option" })
 }))
+
+/** Whether this Linux runs on musl (Alpine): glibc's runtime version is absent from Node's report there. */
+const isMusl = (): boolean =>
+  Option.isNone(decodeReport(process.report?.getReport()).pipe(Option.flatMap((report) => report.header)))
 
 /** A package manifest's `bin`: one path, or paths by command. */
 const decodeManifest = Schema.decodeUnknownOption(Schema.Struct({
@@ -140,40 +147,50 @@ const isNativeExecutable = (file: string): boolean => {
 
 /**
  * The `claude` binary the pinned dependency ships, when it is installed. The native binary lives in the platform
- * package (`@anthropic-ai/claude-code-linux-x64`, ...); the wrapper's own `bin/claude.exe` is only a placeholder
- * until its postinstall copies the binary over it, and npm 12 runs no such script unless the project allows it.
- * So the platform package is read first, and the wrapper's bin is taken only when it is a native binary.
+ * package (`@anthropic-ai/claude-code-linux-x64`, ...), which is either a dependency of ours (the `flotta` package
+ * depends on the platform packages directly: they have no install script) or the wrapper's
+ * (`@anthropic-ai/claude-code`, whose own `bin/claude.exe` is only a placeholder until its postinstall copies the
+ * binary over it, and npm 12 runs no such script unless the project allows it). So the platform package is read
+ * first, from here and from the wrapper, and the wrapper's bin is taken only when it is a native binary.
  * `from` is where the dependency is looked up from (this module, unless a test says otherwise).
  */
 export const dependencyBinary = (from: string = import.meta.url): Option.Option<string> => {
-  let manifest: string
   const require = createRequire(from)
-  try {
-    manifest = require.resolve("@anthropic-ai/claude-code/package.json")
-  } catch {
-    return Option.none()
-  }
+  const wrapper = Option.liftThrowable(() => require.resolve("@anthropic-ai/claude-code/package.json"))()
   const binary = process.platform === "win32" ? "claude.exe" : "claude"
-  try {
-    const platformManifest = createRequire(manifest).resolve(
-      `@anthropic-ai/claude-code-${platformKey()}/package.json`
-    )
-    const native = path.join(path.dirname(platformManifest), binary)
-    if (isNativeExecutable(native)) return Option.some(native)
-  } catch {
-    // no platform package (installed with --omit=optional, or an unsupported platform): try the wrapper's bin
+  const lookups = [require, ...Option.toArray(Option.map(wrapper, (manifest) => createRequire(manifest)))]
+  const natives = platformKeys().flatMap((key) => {
+    for (const lookup of lookups) {
+      try {
+        const native = path.join(
+          path.dirname(lookup.resolve(`@anthropic-ai/claude-code-${key}/package.json`)),
+          binary
+        )
+        if (isNativeExecutable(native)) return [{ key, native }]
+      } catch {
+        // not installed here (--omit=optional, another libc, an unsupported platform)
+      }
+    }
+    return []
+  })
+  if (natives.length === 1) return Option.some(natives[0]!.native)
+  if (natives.length > 1) {
+    const musl = isMusl()
+    const chosen = natives.find(({ key }) => key.endsWith("-musl") === musl) ?? natives[0]!
+    return Option.some(chosen.native)
   }
-  try {
-    const bin = Option.flatMap(
-      decodeManifest(require(manifest)),
-      ({ bin }) => Option.fromNullable(typeof bin === "string" ? bin : bin?.["claude"])
-    )
-    if (Option.isNone(bin)) return Option.none()
-    const wrapperBin = path.join(path.dirname(manifest), bin.value)
-    return isNativeExecutable(wrapperBin) ? Option.some(wrapperBin) : Option.none()
-  } catch {
-    return Option.none()
-  }
+  // No platform package: the wrapper's bin, once its postinstall made it the binary.
+  return Option.flatMap(wrapper, (manifest) => {
+    try {
+      const bin = Option.flatMap(
+        decodeManifest(require(manifest)),
+        ({ bin }) => Option.fromNullable(typeof bin === "string" ? bin : bin?.["claude"])
+      )
+      return Option.filter(Option.map(bin, (b) => path.join(path.dirname(manifest), b)), isNativeExecutable)
+    } catch {
+      return Option.none()
+    }
+  })
 }
 
 export const resolve = (configuredPath?: string): Effect.Effect<ClaudeExecutable> =>

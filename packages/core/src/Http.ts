@@ -2,8 +2,8 @@
  * What the fleet's HTTP servers (the MCP endpoint, the dashboard) share: one stack, `HttpRouter` routes served by
  * `NodeHttpServer` for the life of a scope (`serve`), a path's methods as one route that answers 405 with `Allow`
  * for the others (`methods`), a body read under a bound (`bodyText`), a fetch-style handler's `Response` as the
- * answer (`respondWeb`), the loopback and origin names the guards (`HttpGuard`) compare, and the config fields of
- * a server section (`ServerFields`). This is the one module that touches `node:http`.
+ * answer (`respondWeb`), and the host names the guards (`HttpGuard`) compare (the plain rules of a server section
+ * are ServerSection's). This is the one module that touches `node:http`.
  */
 import type { HttpApp } from "@effect/platform"
 import {
@@ -14,32 +14,9 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Context, Data, Effect, Option, Predicate, Schema } from "effect"
+import { Cause, Context, Data, Effect, Option, Predicate } from "effect"
 import type { Redacted, Scope } from "effect"
 import * as http from "node:http"
-import * as net from "node:net"
-import { exact } from "./Decode.js"
-
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"])
-
-export const isLoopback = (host: string): boolean => {
-  if (LOOPBACK_NAMES.has(host.toLowerCase())) return true
-  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
-  if (net.isIPv4(bare)) return bare.startsWith("127.")
-  if (net.isIPv6(bare)) return bare === "::1" || bare.toLowerCase().startsWith("::ffff:127.")
-  return false
-}
-
-/** An origin as the guards compare it: its hostname (`https://a.example:8443` → `a.example`). */
-export const originHostname = (entry: string): string => {
-  const trimmed = entry.trim()
-  if (/^[a-z][a-z0-9+.-]*:\/\/\*$/i.test(trimmed) || !trimmed.includes("://")) return trimmed.toLowerCase()
-  try {
-    return new URL(trimmed).hostname.toLowerCase()
-  } catch {
-    return trimmed.toLowerCase()
-  }
-}
 
 /** The hostname of a Host header or a configured name (`[::1]:4099` → `[::1]`); none when it is not one. */
 export const hostnameOf = (host: string): Option.Option<string> => {
@@ -324,28 +301,3 @@ export const serve = <E>(
     const port = address._tag === "TcpAddress" ? address.port : options.port
     return { origin: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, host, port }
   })
-
-/**
- * The fields every server section of the config file has (`mcp`, `dashboard`): where it listens, who may call.
- * Their descriptions are the config reference's prose; a section may describe a field its own way.
- */
-export const ServerFields = {
-  enabled: exact(Schema.Boolean).annotations({ description: "`false` turns the section off, as if it were absent." }),
-  port: exact(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535))).annotations({
-    description: "The port to listen on (0 picks a free one)."
-  }),
-  host: exact(Schema.String.pipe(Schema.minLength(1))).annotations({
-    description: "The address to listen on (default 127.0.0.1). Anything but loopback needs a `token`."
-  }),
-  token: exact(Schema.String.pipe(Schema.minLength(16, { message: () => "at least 16 characters" }))).annotations({
-    description: "A bearer token every request must carry (`Authorization: Bearer <token>`)."
-  }),
-  allowedOrigins: exact(Schema.Array(Schema.String)).annotations({
-    description: "Origins allowed besides the loopback ones, as hostnames (any port): `https://app.example.com` " +
-      "is read as its hostname, and `<scheme>://*` allows a whole scheme (browser extensions). A request from " +
-      "any other Origin gets 403."
-  }),
-  allowedHosts: exact(Schema.Array(Schema.String)).annotations({
-    description: "Host header names allowed besides the loopback ones and the bound host (against DNS rebinding)."
-  })
-}

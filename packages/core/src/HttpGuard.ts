@@ -16,7 +16,8 @@ import { HttpServerRequest } from "@effect/platform"
 import type { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { hostnameOf, isLoopback } from "./Http.js"
+import { hostnameOf } from "./Http.js"
+import { isLoopback } from "./ServerSection.js"
 
 export interface Rules {
   /** The address the server is bound to. */

@@ -1,7 +1,7 @@
 /**
  * The Postgres store, for a fleet whose state is shared: optionally in a schema of its own, held by one host
  * at a time through an advisory lock on a connection kept for the store's life. Owns the rule for a schema
- * name (`PostgresSchemaName`), which the cli's config check uses too.
+ * name (`PostgresSchemaName`, in Store, which the cli's config check uses too).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -13,18 +13,8 @@ import type { StoreError } from "./Errors.js"
 import { causeText } from "./internal/sqlSchema.js"
 import { migrate } from "./internal/sqlSchema.js"
 import { make as makeSqlStore } from "./internal/sqlStore.js"
-import { describeConfig, Store } from "./Store.js"
+import { describeConfig, PostgresSchemaName, Store } from "./Store.js"
 import type { StoreOptions, StoreShape } from "./Store.js"
-
-/**
- * A schema the store may live in: a plain lower-case identifier. The store creates it quoted but reaches it
- * through `search_path`, which folds case, so an upper-case name would name two different schemas.
- */
-export const PostgresSchemaName = Schema.String.pipe(
-  Schema.pattern(/^[a-z_][a-z0-9_]{0,62}$/, {
-    message: () => "a schema name is lower-case letters, digits and '_', not starting with a digit, at most 63"
-  })
-)
 
 /** Where a Postgres store is: the server's URL, and optionally a schema of it. */
 export type PostgresTarget = string | { readonly url: string; readonly schema?: string }

@@ -116,6 +116,16 @@ export interface StoreShape {
   readonly prune: (days: number) => Effect.Effect<PruneReport>
 }
 
+/**
+ * A schema the store may live in: a plain lower-case identifier. The store creates it quoted but reaches it
+ * through `search_path`, which folds case, so an upper-case name would name two different schemas.
+ */
+export const PostgresSchemaName = Schema.String.pipe(
+  Schema.pattern(/^[a-z_][a-z0-9_]{0,62}$/, {
+    message: () => "a schema name is lower-case letters, digits and '_', not starting with a digit, at most 63"
+  })
+)
+
 /** Where a durable store is: the config's `store` value. */
 export type StoreConfig =
   | "memory"

@@ -49,6 +49,19 @@ describe("the claude binary of the pinned dependency", () => {
     assert.isTrue(Option.isNone(dependencyBinary(from)))
   })
 
+  it("is the platform package's when it is a dependency of its own, with no wrapper (the flotta package)", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-claude-bin-"))
+    const platform = path.join(root, "node_modules", ...PLATFORM.split("/"))
+    fs.mkdirSync(platform, { recursive: true })
+    fs.writeFileSync(path.join(platform, "package.json"), JSON.stringify({ name: PLATFORM }))
+    fs.writeFileSync(path.join(platform, "claude"), ELF)
+    const from = pathToFileURL(path.join(root, "main.js")).href
+    assert.deepStrictEqual(dependencyBinary(from), Option.some(path.join(platform, "claude")))
+    // A placeholder there (not a native binary) is not taken.
+    fs.writeFileSync(path.join(platform, "claude"), STUB)
+    assert.isTrue(Option.isNone(dependencyBinary(from)))
+  })
+
   it("is none when the dependency is not installed", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "flotta-claude-bin-"))
     assert.isTrue(Option.isNone(dependencyBinary(pathToFileURL(path.join(root, "main.js")).href)))

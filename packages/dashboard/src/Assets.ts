@@ -1,10 +1,12 @@
 /**
  * `/assets/<file>`: the client script and stylesheet from the package's `static/`, and uPlot from its npm
  * package, so the page needs no CDN and works offline. `static/` is found from this module's own directory,
- * which is `src/` under vitest and `dist/` once built: both sit beside it. Each file is read once, then served
- * from memory.
+ * which is `src/` under vitest and `dist/` once built: both sit beside it (and in the `flotta` bundle, whose
+ * `static/` holds uPlot's files too, beside its chunks' directory). Each file is read once, then served from
+ * memory.
  */
 import { Effect, Option } from "effect"
+import { existsSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
@@ -15,7 +17,10 @@ export interface Asset {
 }
 
 const staticFile = (name: string) => () => fileURLToPath(new URL(`../static/${name}`, import.meta.url))
-const uplotFile = (name: string) => () => createRequire(import.meta.url).resolve(`uplot/dist/${name}`)
+const uplotFile = (name: string) => () => {
+  const bundled = staticFile(name)()
+  return existsSync(bundled) ? bundled : createRequire(import.meta.url).resolve(`uplot/dist/${name}`)
+}
 
 const JS = "text/javascript; charset=utf-8"
 const CSS = "text/css; charset=utf-8"

@@ -11,7 +11,7 @@
  */
 import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
-import { NAME_PATTERN } from "@flotta/core/Registry"
+import { NAME_PATTERN } from "@flotta/core/AgentView"
 import type { Rejected } from "@flotta/core/Spec"
 import { ShapeAnnotationId } from "@flotta/core/Spec"
 import { Either, Predicate, Schema } from "effect"

@@ -4,7 +4,7 @@
  * descriptions are the config reference's prose.
  */
 import { exact } from "@flotta/core/Decode"
-import { NAME_PATTERN } from "@flotta/core/Registry"
+import { NAME_PATTERN } from "@flotta/core/AgentView"
 import { Data, Option, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
 
