@@ -6,9 +6,11 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/client"
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { FLOTTA, runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
+import { FLOTTA, ROOT, runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
 import { freePort, isAlive, waitUntil } from "./support/realCli.js"
 
 let dir: string
@@ -91,10 +93,57 @@ describe("flotta serve and the client commands", () => {
       await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       const withToken = await runFlotta(project, ["list"]) // the config's token
       assert.strictEqual(withToken.code, 0, withToken.stderr)
+      const url = `http://127.0.0.1:${port}/mcp`
       const wrong = await runFlotta(project, ["list", "--token", "wrong-token-wrong-token"])
-      assert.strictEqual(wrong.code, 12)
+      assert.strictEqual(wrong.code, 17, wrong.stderr)
+      assert.strictEqual(
+        wrong.stderr,
+        `flotta: Unauthorized: the flotta server at ${url} refused the token (HTTP 401: Unauthorized: send ` +
+          "Authorization: Bearer <token>): check --token, FLOTTA_MCP_TOKEN or the config's mcp.token\n"
+      )
+      assert.notInclude(wrong.stderr, "wrong-token", "the token is never printed")
+      // No config here, so no token is sent at all.
+      const elsewhere = path.join(dir, "guarded-elsewhere")
+      fs.mkdirSync(elsewhere)
+      const none = await runFlotta(elsewhere, ["status", "scout", "--url", url])
+      assert.strictEqual(none.code, 17, none.stderr)
+      assert.include(none.stderr, `Unauthorized: the flotta server at ${url} needs a token, and none was sent`)
+      // reports would read the store when no serve answers; this one answered.
+      const reports = await runFlotta(project, ["reports", "--token", "wrong-token-wrong-token"])
+      assert.strictEqual(reports.code, 17, reports.stderr)
+      assert.notInclude(reports.stderr, "reading the store")
     } finally {
       await stop(child, out)
+    }
+    // Once the serve has stopped, nothing answers: that is no refusal.
+    const gone = await runFlotta(project, ["list"])
+    assert.strictEqual(gone.code, 12, gone.stderr)
+    assert.match(gone.stderr, /^flotta: ServerUnreachable: no flotta server answered at http:\/\/127\.0\.0\.1:\d+\/mcp/)
+  })
+
+  it("names a refusal by any server at the URL (401 or 403) Unauthorized, not unreachable", async () => {
+    const refusing = http.createServer((request, response) => {
+      const status = request.headers["authorization"] === undefined ? 401 : 403
+      request.resume()
+      response.writeHead(status, { "content-type": "text/plain" }).end("go away")
+    })
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", resolve))
+    const { port } = refusing.address() as AddressInfo
+    const url = `http://127.0.0.1:${port}/mcp`
+    try {
+      const [none, wrong] = await runFlottaAll(dir, [
+        ["list", "--url", url],
+        ["list", "--url", url, "--token", "some-token-or-other"]
+      ])
+      assert.strictEqual(none!.code, 17, none!.stderr)
+      assert.include(
+        none!.stderr,
+        `the flotta server at ${url} needs a token, and none was sent (HTTP 401: Unauthorized)`
+      )
+      assert.strictEqual(wrong!.code, 17, wrong!.stderr)
+      assert.include(wrong!.stderr, `the flotta server at ${url} refused the token (HTTP 403: Forbidden)`)
+    } finally {
+      await new Promise((resolve) => refusing.close(resolve))
     }
   })
 })
@@ -150,12 +199,60 @@ describe("flotta repl", () => {
       }
       assert.include(out.stdout, "'ECHO: from the repl'")
       assert.include(out.stdout, "'booted,typed'")
+      assert.include(out.stderr, "Try: await fleet.list(); await fleet.ask(\"booted\", \"hello\"). Leave with .exit")
       child.stdin!.write(".exit\n")
       await waitUntil(() => out.exited, 20_000, "the REPL to exit")
       assert.strictEqual(out.exit, 0, out.stderr)
     } finally {
       await stop(child, out)
     }
+  })
+
+  it("with init's config: the banner's first steps (the README's words) work; piped lines run in order, then it ends", async () => {
+    const project = path.join(dir, "repl-init")
+    fs.mkdirSync(project)
+    assert.strictEqual((await runFlotta(project, ["init"])).code, 0)
+    const { child, out } = start(["repl", "--simulate", "--no-mcp"], project)
+    try {
+      await waitUntil(
+        () => (out.stdout.includes("flotta> ") && out.stderr.includes("Leave with .exit")) || out.exited,
+        60_000,
+        "the REPL prompt"
+      )
+      const steps = /Try: (.+)\. Leave with \.exit/.exec(out.stderr)?.[1]?.split("; ")
+      assert.deepStrictEqual(steps, ["await fleet.list()", "await fleet.ask(\"scout\", \"hello\")"], out.stderr)
+      const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ")
+      assert.include(readme, steps!.map((step) => `\`${step}\``).join(", then "), "the README says the same")
+      child.stdin!.end(
+        [
+          ...steps!,
+          "await fleet.spawn(\"scout\")",
+          "await fleet.ask(\"scout\", \"SLOW 300 first\")",
+          "\"second\"",
+          "await fleet.spawn(\"helper\").then((a) => a.name)",
+          "(await fleet.list()).map((a) => a.name).sort().join(\",\")",
+          "\"pids \" + (await fleet.list()).map((a) => a.pid).join(\" \")"
+        ].join("\n") + "\n"
+      )
+      await waitUntil(() => out.exited, 60_000, "the REPL to end with its input")
+      assert.strictEqual(out.exit, 0, out.stderr)
+    } finally {
+      await stop(child, out)
+    }
+    assert.include(out.stdout, "name: 'scout'")
+    assert.include(out.stdout, "'ECHO: hello'")
+    const refusals = out.stdout.match(/Uncaught .*/g) ?? []
+    assert.deepStrictEqual(refusals, [
+      "Uncaught AgentAlreadyExists: an agent named \"scout\" already exists: close it first or pick another name"
+    ])
+    assert.notInclude(out.stdout, "Proxy")
+    assert.isBelow(out.stdout.indexOf("'SLOW DONE first'"), out.stdout.indexOf("'second'"), "in order")
+    assert.include(out.stdout, "'helper'")
+    assert.include(out.stdout, "'helper,librarian,reviewer,scout'")
+    const pids = (/'pids ([\d ]+)'/.exec(out.stdout)?.[1] ?? "").split(" ").map(Number)
+    assert.lengthOf(pids, 4)
+    // The fleet closed with the REPL: no child outlives it.
+    await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000, "the agents' claude processes to exit")
   })
 
   it("boots the config's MCP server and scheduler too, and leaves them off with --no-mcp and --no-schedule", async () => {
@@ -188,6 +285,8 @@ describe("flotta repl", () => {
     assert.include(on.stderr, `MCP at http://127.0.0.1:${port}/mcp`)
     assert.include(on.stderr, "fleet.scheduler is on")
     assert.include(on.stdout, "'working'")
+    // No agent is up: the first step starts one.
+    assert.include(on.stderr, "Try: await fleet.spawn(\"scout\"); await fleet.ask(\"scout\", \"hello\")")
     const off = await session(["--no-mcp", "--no-schedule"], "fleet.scheduler === undefined")
     assert.notInclude(off.stderr, "MCP at")
     assert.notInclude(off.stderr, "fleet.scheduler is on")

@@ -220,13 +220,22 @@ const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
       continue
     }
     if (command === "repl") {
-      const repl = await startBackground(project, env, args, (out) => out.stdout.includes("flotta> "))
-      repl.child.stdin!.write("await fleet.spawn(\"from-the-docs\")\n")
-      await waitUntil(() => (repl.out.stdout.match(/flotta> /g) ?? []).length >= 2, 60_000, "the REPL to answer")
-      assert.include(repl.out.stdout, "name: 'from-the-docs'")
-      repl.child.stdin!.write(".exit\n")
-      await waitUntil(() => repl.out.exited, 20_000, "the REPL to exit")
+      const repl = await startBackground(
+        project,
+        env,
+        args,
+        (out) => out.stdout.includes("flotta> ") && out.stderr.includes("Leave with .exit")
+      )
+      // The banner's first steps, which the page gives in the same words, then an agent of the page's own; the
+      // REPL runs them in order and ends with its input.
+      const steps = /Try: (.+)\. Leave with \.exit/.exec(repl.out.stderr)?.[1]?.split("; ") ?? []
+      assert.isAbove(steps.length, 0, repl.out.stderr)
+      assert.include(read(page).replace(/\s+/g, " "), steps.map((s) => `\`${s}\``).join(", then "), `${page}: ${line}`)
+      repl.child.stdin!.end([...steps, "await fleet.spawn(\"from-the-docs\")"].join("\n") + "\n")
+      await waitUntil(() => repl.out.exited, 60_000, "the REPL to run its input and end")
       assert.strictEqual(repl.out.code, 0, repl.out.stderr)
+      assert.notInclude(repl.out.stdout, "Uncaught", `${page}: ${line}: the banner's first steps fail`)
+      assert.include(repl.out.stdout, "name: 'from-the-docs'")
       ran.push(line)
       continue
     }

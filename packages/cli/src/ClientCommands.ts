@@ -27,7 +27,7 @@ import {
   endpointOf,
   withClient
 } from "./Connection.js"
-import type { ServerUnreachable, ToolFailed } from "./Connection.js"
+import type { ServerUnreachable, ToolFailed, Unauthorized } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
@@ -166,13 +166,16 @@ export interface Source {
     query: { readonly cursor: number; readonly limit: number; readonly agent: Option.Option<string> }
   ) => Effect.Effect<
     { readonly entries: ReadonlyArray<ReportEntry>; readonly next: number },
-    ToolFailed | ServerUnreachable
+    ToolFailed | ServerUnreachable | Unauthorized
   >
   readonly transcript: (
     name: string,
     last: number | undefined
-  ) => Effect.Effect<Transcript, ToolFailed | ServerUnreachable | StoreAccess.NotInStore>
-  readonly diff: (name: string) => Effect.Effect<RunDiff, ToolFailed | ServerUnreachable | RunNotFound | NoDiff>
+  ) => Effect.Effect<Transcript, ToolFailed | ServerUnreachable | Unauthorized | StoreAccess.NotInStore>
+  readonly diff: (name: string) => Effect.Effect<
+    RunDiff,
+    ToolFailed | ServerUnreachable | Unauthorized | RunNotFound | NoDiff
+  >
 }
 
 const serverSource = (client: Client): Source => ({
@@ -236,7 +239,11 @@ export const withSource = <A, E, R>(
     const client = yield* Effect.either(connectTo(endpoint))
     if (Either.isRight(client)) return yield* body(serverSource(client.right))
     const stored = StoreTarget.storeFor(config, true)
-    if (Option.isNone(flags.url) && stored !== "memory" && "sqlite" in stored && StoreAccess.exists(stored)) {
+    // A serve that answered (and refused the token) is no reason to read behind its back: its refusal stands.
+    if (
+      client.left._tag === "ServerUnreachable" && Option.isNone(flags.url) && stored !== "memory" &&
+      "sqlite" in stored && StoreAccess.exists(stored)
+    ) {
       yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
       return yield* body(storeSource(yield* StoreAccess.openReadOnly(stored)))
     }

@@ -3,13 +3,14 @@
  * config's `mcp` section with its environment variables, FLOTTA_MCP_PORT / FLOTTA_MCP_HOST / FLOTTA_MCP_TOKEN,
  * applied, else 127.0.0.1:4099), the connection flags every client command shares (`--url`, `--token`, `--json`,
  * `--config`), one tool call (a typed refusal keeps the fleet's own tag, hence its exit code), and `withClient`,
- * which prints a command's compact view for a person, or with `--json` the server's structured answer.
+ * which prints a command's compact view for a person, or with `--json` the server's structured answer. A server
+ * that answers 401 or 403 refused the token (`Unauthorized`); one that does not answer is `ServerUnreachable`.
  */
 import { type Args, Command, Options } from "@effect/cli"
 import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
 import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Client, SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Effect, Option, type ParseResult, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
@@ -25,6 +26,38 @@ export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("
   override get message() {
     return `no flotta server answered at ${this.url} (${this.reason}): start one with \`flotta serve\`, or pass --url`
   }
+}
+
+/** The server answered, but refused the token this command sent (or that it sent none): HTTP 401 or 403. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  url: Schema.String,
+  status: Schema.Number,
+  tokenSent: Schema.Boolean,
+  reason: Schema.String
+}) {
+  override get message() {
+    const refused = this.tokenSent ? "refused the token" : "needs a token, and none was sent"
+    return `the flotta server at ${this.url} ${refused} (HTTP ${this.status}: ${this.reason}): check --token, ` +
+      `FLOTTA_MCP_TOKEN or the config's mcp.token`
+  }
+}
+
+/** What a refusal's body says: the server's JSON-RPC error message (a flotta serve's), else its status text. */
+const RefusalBody = Schema.parseJson(Schema.Struct({ error: Schema.Struct({ message: Schema.String }) }))
+
+/**
+ * Why a request to `url` failed: Unauthorized when the server answered 401 or 403, else ServerUnreachable (no
+ * answer, or one that is no MCP server's).
+ */
+export const failureOf = (url: string, tokenSent: boolean) => (e: unknown): Unauthorized | ServerUnreachable => {
+  if (e instanceof SdkHttpError && (e.status === 401 || e.status === 403)) {
+    const reason = Option.match(Schema.decodeUnknownOption(RefusalBody)(e.data["text"]), {
+      onNone: () => e.statusText || (e.status === 401 ? "Unauthorized" : "Forbidden"),
+      onSome: (body) => body.error.message
+    })
+    return new Unauthorized({ url, status: e.status, tokenSent, reason })
+  }
+  return new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
 }
 
 /** The server refused a tool call with a typed failure; `_tag` is the fleet's own (AgentNotFound, ...). */
@@ -94,7 +127,7 @@ export const connectTo = ({ token, url }: { readonly url: string; readonly token
         const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
         return client.connect(transport).then(() => client)
       },
-      catch: (e) => new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
+      catch: failureOf(url, Option.isSome(token))
     }),
     (client) => Effect.promise(() => client.close().catch(() => undefined))
   )
@@ -140,10 +173,10 @@ export const call = <A, I>(
   tool: string,
   args: Record<string, unknown>,
   answer: Schema.Schema<A, I>
-): Effect.Effect<A, ToolFailed | ServerUnreachable> =>
+): Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized> =>
   Effect.tryPromise({
     try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }),
-    catch: (e) => new ServerUnreachable({ url: "the server", reason: e instanceof Error ? e.message : String(e) })
+    catch: failureOf("the server", true)
   }).pipe(
     Effect.flatMap((raw) => {
       const unexpected = (error: ParseResult.ParseError) => {
@@ -225,7 +258,7 @@ export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
  */
 export const withClient = <A>(
   flags: Connection,
-  body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable>,
+  body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized>,
   render: (value: A) => string,
   options: { readonly storeHealth?: boolean } = {}
 ) =>

@@ -82,6 +82,11 @@ export const EXIT_CODES = [
     tags: ["NotificationFailed"],
     meaning: "a notification target did not take `flotta notify test`'s notification"
   },
+  {
+    code: 17,
+    tags: ["Unauthorized"],
+    meaning: "a running `flotta serve` refused the token (HTTP 401 or 403): --token, FLOTTA_MCP_TOKEN or mcp.token"
+  },
   { code: 130, tags: ["Interrupted"], meaning: "stopped by a signal (Ctrl-C)" }
 ] as const
 

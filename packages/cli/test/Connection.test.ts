@@ -3,9 +3,10 @@
  * from its report log over MCP (a client stand-in answers the tools; no socket, no process).
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Client } from "@modelcontextprotocol/client"
+import { type Client, SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client"
 import { Effect, Option, Schema } from "effect"
 import * as Connection from "../src/Connection.js"
+import * as ExitCode from "../src/ExitCode.js"
 
 /** A client whose `flotta_reports` pages through `entries`, `limit` at a time, recording what it was asked. */
 const fakeClient = (entries: ReadonlyArray<{ kind: string; data: unknown }>, asked: Array<unknown> = []) =>
@@ -81,4 +82,43 @@ describe("a serve's refusal", () => {
         "TurnFailed: turn t1 of \"a\" failed (HTTP 500)."
       )
     }))
+})
+
+describe("a request the server refused", () => {
+  const url = "http://127.0.0.1:4099/mcp"
+  const answered = (status: number, text: string, statusText: string) =>
+    new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
+      status,
+      statusText,
+      text
+    })
+
+  it("is Unauthorized on 401 or 403 (with the serve's reason, or the status text), with an exit code of its own", () => {
+    const body = JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "send the token" }, id: null })
+    const refused = Connection.failureOf(url, true)(answered(401, body, "Unauthorized"))
+    assert.strictEqual(refused._tag, "Unauthorized")
+    assert.strictEqual(
+      refused.message,
+      `the flotta server at ${url} refused the token (HTTP 401: send the token): check --token, FLOTTA_MCP_TOKEN or ` +
+        "the config's mcp.token"
+    )
+    const forbidden = Connection.failureOf(url, false)(answered(403, "<html>no</html>", "Forbidden"))
+    assert.strictEqual(
+      forbidden.message,
+      `the flotta server at ${url} needs a token, and none was sent (HTTP 403: Forbidden): check --token, ` +
+        "FLOTTA_MCP_TOKEN or the config's mcp.token"
+    )
+    assert.strictEqual(ExitCode.exitCodeFor("Unauthorized"), 17)
+    assert.notStrictEqual(ExitCode.exitCodeFor("Unauthorized"), ExitCode.exitCodeFor("ServerUnreachable"))
+  })
+
+  it("is ServerUnreachable for any other answer, or none", () => {
+    assert.strictEqual(
+      Connection.failureOf(url, true)(answered(404, "Not Found", "Not Found"))._tag,
+      "ServerUnreachable"
+    )
+    const none = Connection.failureOf(url, true)(new TypeError("fetch failed"))
+    assert.strictEqual(none._tag, "ServerUnreachable")
+    assert.include(none.message, `no flotta server answered at ${url} (fetch failed)`)
+  })
 })
