@@ -31,8 +31,11 @@ const OPTIONAL = [
 const REQUIRE = "import { createRequire as __flottaRequire } from \"node:module\"; " +
   "const require = __flottaRequire(import.meta.url);"
 
-// Replaced by a module that says it is absent (see stubs/): loaded by a server module, never used by flotta.
-const STUBS = { undici: path.join(here, "stubs", "undici.js") }
+// Replaced by modules that say they are absent (see stubs/): imported by a dependency, never used by flotta.
+const STUBS = {
+  undici: path.join(here, "stubs", "undici.js"),
+  "fast-check": path.join(here, "stubs", "fast-check.js")
+}
 
 const common = {
   bundle: true,
@@ -60,10 +63,10 @@ const cli = await esbuild.build({
   entryPoints: { Main: path.join(packages, "cli", "dist", "Main.js") },
   outdir: path.join(dist, "cli"),
   external: OPTIONAL,
-  metafile: process.env["FLOTTA_BUNDLE_META"] !== undefined
+  metafile: true
 })
-// What each chunk holds, for a person deciding what to load lazily (bench/startup.ts reads it too).
-if (cli.metafile !== undefined) fs.writeFileSync(process.env["FLOTTA_BUNDLE_META"], JSON.stringify(cli.metafile))
+// What each chunk holds (not packed): test/command-loads.test.ts reads which packages a command loaded.
+fs.writeFileSync(path.join(dist, "cli-meta.json"), JSON.stringify(cli.metafile))
 await esbuild.build({
   ...common,
   entryPoints: { index: path.join(dist, "index.js") },

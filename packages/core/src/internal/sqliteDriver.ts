@@ -198,9 +198,10 @@ const betterSqlite3Driver = (from: string | undefined): Driver => {
     manifest = require.resolve("better-sqlite3/package.json")
   } catch {
     throw new DriverUnavailable(
-      `Node ${process.version} has no node:sqlite, and better-sqlite3 (an optional dependency of @flotta/core) ` +
-        `is not installed${from === undefined ? "" : ` where it was looked for (${from})`}`,
-      `Install it with \`npm install better-sqlite3@12.11.1\`, ${NEWER_NODE}`
+      `Node ${process.version} has no node:sqlite, and better-sqlite3 12 (the SQLite driver flotta needs on Node ` +
+        `20) is not installed${from === undefined ? "" : ` where it was looked for (${from})`}`,
+      "Install it beside flotta with `npm install better-sqlite3@12` (with -g for a global flotta: " +
+        `\`npm install -g flotta better-sqlite3@12\`), ${NEWER_NODE}`
     )
   }
   const packageDir = path.dirname(manifest)
