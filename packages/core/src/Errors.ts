@@ -32,13 +32,24 @@ export class AgentAlreadyExists extends Schema.TaggedError<AgentAlreadyExists>()
   }
 }
 
+/**
+ * No live agent has the name. When the store still has one of that name closed, `closed` says why and when: its
+ * info and transcript can still be read, and nothing else can be done with it.
+ */
 export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNotFound", {
   name: Schema.String,
-  live: Schema.Array(Schema.String)
+  live: Schema.Array(Schema.String),
+  closed: Schema.optionalWith(
+    Schema.Struct({ reason: Schema.String, at: Schema.optionalWith(Schema.String, { exact: true }) }),
+    { exact: true }
+  )
 }) {
   override get message() {
     const live = this.live.length === 0 ? "no agents are live" : `live agents: ${this.live.join(", ")}`
-    return `no agent named "${this.name}" (${live})`
+    if (this.closed === undefined) return `no agent named "${this.name}" (${live})`
+    const at = this.closed.at === undefined ? "" : ` at ${this.closed.at}`
+    return `agent "${this.name}" was closed${at} (${this.closed.reason}): only its info and transcript can still ` +
+      `be read (${live})`
   }
 }
 

@@ -13,7 +13,7 @@ import type { AgentClosed, TurnError } from "../Errors.js"
 import type { StoreShape } from "../Store.js"
 import type { AgentOptions } from "./agentOptions.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
-import { outcomeOf } from "./restoredTurns.js"
+import { outcomeOf, ownTurns } from "./restoredTurns.js"
 
 export interface Dormant {
   /** As it was when it fell asleep (status `hibernated`, no process). */
@@ -70,7 +70,7 @@ export const handle = (
 ): Agent => {
   const { info, row } = dormant
   const name = info.name
-  const turns = deps.store.turns(name)
+  const turns = Effect.map(deps.store.turns(name), (rows) => ownTurns(row, rows))
   /** A stored turn's outcome: its result, its error, or the turn still pending. */
   const outcome = (found: TurnRow | undefined, turnId: string) =>
     Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult> => {
