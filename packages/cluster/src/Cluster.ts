@@ -174,6 +174,35 @@ const fleet = (settings: ClusterSettings) =>
         return yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))
       })
 
+    /**
+     * A closed agent's info: its placement is freed, and the host that closed it keeps its record in its own store.
+     * This host's and every other live host's are asked at once; when a name was used on several, the newest close
+     * wins. `missing` when none has it.
+     */
+    const closedInfo = (name: string, missing: AgentNotFound) =>
+      Effect.gen(function*() {
+        const answers = yield* Effect.forEach(
+          (yield* liveNow).map((r) => r.host),
+          (host) =>
+            Effect.option(
+              host === me
+                ? Effect.map(local.info(name), withHost(me))
+                : remote(host, name, agentClient(Protocol.agentId(host, name)).info({ name }))
+            ),
+          { concurrency: "unbounded" }
+        )
+        const closed = answers.flatMap((a) => (Option.isSome(a) && a.value.status === "closed" ? [a.value] : []))
+          .sort((a, b) => (b.closedAt ?? "").localeCompare(a.closedAt ?? ""))
+        return closed[0] ?? (yield* missing)
+      })
+
+    /** A closed agent's turns, from the host whose store has it. */
+    const closedTranscript = (name: string, missing: AgentNotFound) =>
+      Effect.flatMap(closedInfo(name, missing), ({ host }) =>
+        host === undefined || host === me
+          ? local.transcript(name)
+          : remote(host, name, agentClient(Protocol.agentId(host, name)).transcript({ name })))
+
     const { fork, spawn } = Starts.make({ h, liveNow, remote, agentClient })
 
     const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
@@ -296,8 +325,15 @@ const fleet = (settings: ClusterSettings) =>
       status: (name: string) => onAgent(name, local.status(name), (c) => c.status({ name })),
       result: (name: string, turnId = "latest") =>
         onAgent(name, local.result(name, turnId), (c) => c.result({ name, turnId })),
-      transcript: (name: string) => onAgent(name, local.transcript(name), (c) => c.transcript({ name })),
-      info: (name: string) => onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })),
+      // A closed agent is read from the store of the host that closed it.
+      transcript: (name: string) =>
+        onAgent(name, local.transcript(name), (c) => c.transcript({ name })).pipe(
+          Effect.catchTag("AgentNotFound", (missing) => closedTranscript(name, missing))
+        ),
+      info: (name: string) =>
+        onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })).pipe(
+          Effect.catchTag("AgentNotFound", (missing) => closedInfo(name, missing))
+        ),
       interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
       close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
       compact: (name: string, instructions?: string) =>
