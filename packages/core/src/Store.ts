@@ -118,6 +118,15 @@ export interface StoreShape {
   readonly prune: (days: number) => Effect.Effect<PruneReport>
 }
 
+/**
+ * The turns of the agent a row describes, out of all the store keeps under its name: an earlier agent of the same
+ * name (closed, then the name used again) numbered its turns up to `turnsBefore`. A row without it has them all.
+ */
+export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): ReadonlyArray<TurnRow> => {
+  const before = row.turnsBefore
+  return before === undefined ? turns : turns.filter((turn) => turn.n > before)
+}
+
 /** Where a durable store is: the config's `store` value. */
 export type StoreConfig =
   | "memory"

@@ -7,9 +7,9 @@
 import { Effect, Option } from "effect"
 import type { AgentInfo, AgentRow, TurnRecord, TurnRow } from "../AgentView.js"
 import { AgentNotFound } from "../Errors.js"
+import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { infoOf as recordInfo } from "./dormant.js"
-import { ownTurns } from "./restoredTurns.js"
 
 export interface Closed {
   readonly info: AgentInfo

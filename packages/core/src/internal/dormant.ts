@@ -10,10 +10,11 @@ import type { Agent } from "../Agent.js"
 import type { AgentInfo, AgentRow, AgentStatusView, TurnRecord, TurnResult, TurnRow } from "../AgentView.js"
 import { NoResult, TurnPending } from "../Errors.js"
 import type { AgentClosed, TurnError } from "../Errors.js"
+import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import type { AgentOptions } from "./agentOptions.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
-import { outcomeOf, ownTurns } from "./restoredTurns.js"
+import { outcomeOf } from "./restoredTurns.js"
 
 export interface Dormant {
   /** As it was when it fell asleep (status `hibernated`, no process). */

@@ -13,10 +13,10 @@ import { AgentClosed, HostRestarted, TurnErrorSchema } from "../Errors.js"
 import type { Registry } from "../Registry.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Runs } from "../Run.js"
+import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { optionsOf } from "./agentOptions.js"
 import * as Processes from "./processes.js"
-import { ownTurns } from "./restoredTurns.js"
 import { iso } from "./turnRecord.js"
 
 export interface RestoreReport {

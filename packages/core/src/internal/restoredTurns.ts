@@ -1,11 +1,12 @@
 /**
  * An agent's turns as its store gave them back after a restart of the host: finished ones keep their outcome
  * (decoded, for `result` and `await`), queued ones wait again in order, and the turn numbers go on from there.
- * Only its own: the store keeps the turns of earlier agents of the same name under that name too (`ownTurns`).
+ * Only its own: the store keeps the turns of earlier agents of the same name under that name too
+ * (`Store.ownTurns`).
  */
 import { Deferred, Exit, FiberId, Option, Schema } from "effect"
 import { TurnResult } from "../AgentView.js"
-import type { AgentRow, TurnRow } from "../AgentView.js"
+import type { TurnRow } from "../AgentView.js"
 import { TurnErrorSchema } from "../Errors.js"
 import type { TurnError } from "../Errors.js"
 import type { AgentContext, Turn } from "./agentState.js"
@@ -14,15 +15,6 @@ import * as TurnRecord from "./turnRecord.js"
 
 const decodeError = Schema.decodeUnknownOption(TurnErrorSchema)
 const decodeResult = Schema.decodeUnknownOption(TurnResult)
-
-/**
- * The turns of the agent a row describes, out of all the store keeps under its name: an earlier agent of the same
- * name (closed, then the name used again) numbered its turns below `turnsBefore`. A row without it has them all.
- */
-export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): ReadonlyArray<TurnRow> => {
-  const before = row.turnsBefore
-  return before === undefined ? turns : turns.filter((turn) => turn.n > before)
-}
 
 /** A finished stored turn's outcome, decoded: its result or its typed error (none when it cannot be read). */
 export const outcomeOf = (row: TurnRow): Option.Option<Exit.Exit<TurnResult, TurnError>> =>
