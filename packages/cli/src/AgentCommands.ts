@@ -75,14 +75,7 @@ export const renderInfo = (info: AgentInfo & { readonly lifecycle?: string }): s
         `from ${info.forkedFrom.agent}${info.forkedFrom.turnId === null ? "" : ` at ${info.forkedFrom.turnId}`}`
       )
     ]),
-    ...(info.closedReason === null ? [] : [
-      field(
-        "closed",
-        info.closedAt === undefined
-          ? info.closedReason
-          : `${RunViews.describeInstant(info.closedAt)} UTC (${info.closedReason})`
-      )
-    ])
+    ...(info.closedReason === null ? [] : [field("closed", Views.describeClosed(info.closedReason, info.closedAt))])
   ].join("\n")
 }
 

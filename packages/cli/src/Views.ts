@@ -210,9 +210,9 @@ export const renderTurn = (record: TurnRecord): string => {
   return lines.join("\n")
 }
 
-/** How a closed agent's transcript is headed: `closed 2026-05-01 14:00:00 UTC (closed by request)`. */
-const closedText = (closed: { readonly reason: string; readonly at?: string }) =>
-  `closed${closed.at === undefined ? "" : ` ${describeInstant(closed.at)} UTC`} (${oneLine(closed.reason)})`
+/** When and why an agent closed: `2026-05-01 14:00:00 UTC (closed by request)`, or only why. */
+export const describeClosed = (reason: string, at: string | undefined): string =>
+  at === undefined ? oneLine(reason) : `${describeInstant(at)} UTC (${oneLine(reason)})`
 
 /** An agent's transcript, oldest turn first, a blank line between turns; a closed agent's says it is closed. */
 export const renderTranscript = (
@@ -221,7 +221,7 @@ export const renderTranscript = (
   total = records.length,
   closed?: { readonly reason: string; readonly at?: string }
 ): string => {
-  const head = closed === undefined ? name : `${name} (${closedText(closed)})`
+  const head = closed === undefined ? name : `${name}, closed ${describeClosed(closed.reason, closed.at)}`
   if (records.length === 0) return `${head}: no turns${closed === undefined ? " yet" : ""}`
   const shown = records.length < total ? ` (the last ${records.length} of ${total})` : ""
   return [`${head}: ${plural(total, "turn")}${shown}`, ...records.map(renderTurn)].join("\n\n")

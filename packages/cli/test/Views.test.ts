@@ -212,11 +212,11 @@ describe("transcripts and report entries", () => {
     // A closed agent's, read from the store, says so at the top.
     assert.match(
       Views.renderTranscript("scout", [record()], 1, { reason: "by request", at: "2026-12-03T09:30:00.000Z" }),
-      /^scout \(closed 2026-12-03 09:30:00 UTC \(by request\)\): 1 turn\n\nt1 {2}succeeded/
+      /^scout, closed 2026-12-03 09:30:00 UTC \(by request\): 1 turn\n\nt1 {2}succeeded/
     )
     assert.strictEqual(
       Views.renderTranscript("scout", [], 0, { reason: "by request" }),
-      "scout (closed (by request)): no turns"
+      "scout, closed by request: no turns"
     )
   })
 

@@ -2,8 +2,8 @@
  * One fleet over several hosts. `Cluster.layer(section)` sits on a host's engine and replaces its `Flotta` with a
  * fleet-wide one: an operation on an agent goes to the host that runs it (the `Agent` entity whose id names that
  * host), `list`, `broadcast`, approvals and `runs` span every live host (a run's outcome and diff are found on the
- * host that started it), and the report log is the cluster store's, where every host copies its own entries. Names of agents
- * are unique across the cluster.
+ * host that started it, a closed agent's info and transcript on the host that closed it), and the report log is
+ * the cluster store's, where every host copies its own entries. Names of agents are unique across the cluster.
  *
  * A host whose lease lapses is dead: the live hosts move its agents, each of which starts again on its new host
  * with `--resume` from the conversation mirrored into the store, and the turns that were in flight there end with
@@ -40,6 +40,7 @@ import {
   SubscriptionRef
 } from "effect"
 import { randomUUID } from "node:crypto"
+import * as ClosedAgents from "./ClosedAgents.js"
 import * as ClusterConfig from "./ClusterConfig.js"
 import type { ClusterConfigInput, ClusterSettings } from "./ClusterConfig.js"
 import { ClusterStore } from "./ClusterStore.js"
@@ -174,36 +175,8 @@ const fleet = (settings: ClusterSettings) =>
         return yield* remote(host, name, there(agentClient(Protocol.agentId(host, name))))
       })
 
-    /**
-     * A closed agent's info: its placement is freed, and the host that closed it keeps its record in its own store.
-     * This host's and every other live host's are asked at once; when a name was used on several, the newest close
-     * wins. `missing` when none has it.
-     */
-    const closedInfo = (name: string, missing: AgentNotFound) =>
-      Effect.gen(function*() {
-        const answers = yield* Effect.forEach(
-          (yield* liveNow).map((r) => r.host),
-          (host) =>
-            Effect.option(
-              host === me
-                ? Effect.map(local.info(name), withHost(me))
-                : remote(host, name, agentClient(Protocol.agentId(host, name)).info({ name }))
-            ),
-          { concurrency: "unbounded" }
-        )
-        const closed = answers.flatMap((a) => (Option.isSome(a) && a.value.status === "closed" ? [a.value] : []))
-          .sort((a, b) => (b.closedAt ?? "").localeCompare(a.closedAt ?? ""))
-        return closed[0] ?? (yield* missing)
-      })
-
-    /** A closed agent's turns, from the host whose store has it. */
-    const closedTranscript = (name: string, missing: AgentNotFound) =>
-      Effect.flatMap(closedInfo(name, missing), ({ host }) =>
-        host === undefined || host === me
-          ? local.transcript(name)
-          : remote(host, name, agentClient(Protocol.agentId(host, name)).transcript({ name })))
-
     const { fork, spawn } = Starts.make({ h, liveNow, remote, agentClient })
+    const closed = ClosedAgents.make({ h, liveNow, remote, agentClient })
 
     const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
 
@@ -328,11 +301,11 @@ const fleet = (settings: ClusterSettings) =>
       // A closed agent is read from the store of the host that closed it.
       transcript: (name: string) =>
         onAgent(name, local.transcript(name), (c) => c.transcript({ name })).pipe(
-          Effect.catchTag("AgentNotFound", (missing) => closedTranscript(name, missing))
+          Effect.catchTag("AgentNotFound", (missing) => closed.transcript(name, missing))
         ),
       info: (name: string) =>
         onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })).pipe(
-          Effect.catchTag("AgentNotFound", (missing) => closedInfo(name, missing))
+          Effect.catchTag("AgentNotFound", (missing) => closed.info(name, missing))
         ),
       interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
       close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
