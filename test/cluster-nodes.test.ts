@@ -161,8 +161,14 @@ describe("a cluster of two nodes", () => {
         yield* b.fleet.close("scout")
         const missing = yield* Effect.flip(a.fleet.ask("scout", "still there?"))
         assert.strictEqual(missing._tag, "AgentNotFound")
-        // The name is free again, anywhere.
+        // Closed, it is read back from the store of the host that ran it, through either host.
+        assert.deepInclude(yield* a.fleet.info("scout"), { status: "closed", host: "node-b" })
+        assert.deepStrictEqual((yield* a.fleet.transcript("scout")).map((t) => t.reply), ["echo: hello from a"])
+        assert.strictEqual((yield* Effect.flip(a.fleet.info("never-seen")))._tag, "AgentNotFound")
+        // The name is free again, anywhere; the live agent answers for it.
         assert.strictEqual((yield* a.fleet.spawn("scout", { host: "node-a" })).host, "node-a")
+        assert.deepInclude(yield* b.fleet.info("scout"), { status: "idle", host: "node-a" })
+        assert.deepStrictEqual(yield* b.fleet.transcript("scout"), [])
 
         yield* Scope.close(a.scope, Exit.void)
         yield* Scope.close(b.scope, Exit.void)

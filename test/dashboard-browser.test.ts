@@ -16,7 +16,8 @@
  *   written and restoring it replays exactly what was missed, from the last seen cursor;
  * - a working agent's elapsed time ticks on "/", and "Interrupt" on its page ends the turn;
  * - /reports filters by agent and kind, and its live rows follow the filter;
- * - a run in a worktree links to its page /runs/<name>: the files it changed and the patch, escaped;
+ * - a run in a worktree links to its page /runs/<name>: the files it changed and the patch, escaped; /runs (in the
+ *   nav) lists it, finished, and links back to that page, which says how it ended;
  * - the Costs page (from the nav) shows the totals, the spend-by-day chart and the top spenders flotta_costs gives,
  *   and its CSV link downloads what `Costs.toCsv` makes of the same window;
  * - a foreign Origin is refused (from Node and from a page on another origin), and with `mcp.token` set a missing
@@ -368,6 +369,15 @@ describe("the dashboard in Chromium, against flotta serve --simulate", () => {
     await patch.getByText("+++ b/notes.html").waitFor()
     assert.isUndefined(await page.evaluate(() => (globalThis as { flottaPwned?: number }).flottaPwned))
     await screenshot(page, "dashboard-run-diff")
+
+    // The finished run is listed on /runs (from the nav), and its row leads back to its page, which says how it ended.
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Runs" }).click()
+    await page.waitForURL(/\/runs$/, { timeout: SLOW })
+    const runs = page.getByRole("table", { name: "Runs" })
+    await runs.getByRole("link", { name: "differ", exact: true }).click()
+    await page.waitForURL(/\/runs\/differ$/, { timeout: SLOW })
+    await page.getByRole("region", { name: "Outcome" }).getByText("Reply").waitFor({ timeout: SLOW })
+    await page.getByRole("table", { name: "Files" }).getByText("notes.html").waitFor()
     await page.close()
   }, 240_000)
 

@@ -75,7 +75,7 @@ export const renderInfo = (info: AgentInfo & { readonly lifecycle?: string }): s
         `from ${info.forkedFrom.agent}${info.forkedFrom.turnId === null ? "" : ` at ${info.forkedFrom.turnId}`}`
       )
     ]),
-    ...(info.closedReason === null ? [] : [field("closed", info.closedReason)])
+    ...(info.closedReason === null ? [] : [field("closed", Views.describeClosed(info.closedReason, info.closedAt))])
   ].join("\n")
 }
 

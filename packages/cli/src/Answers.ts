@@ -29,7 +29,9 @@ export const Reports = Schema.Struct({ entries: Schema.Array(Tool.ReportEntry), 
 export const Transcript = Schema.Struct({
   name: Schema.String,
   total: Schema.Number,
-  turns: Schema.Array(Tool.TurnRecord)
+  turns: Schema.Array(Tool.TurnRecord),
+  /** The agent is closed: its transcript was read from the store. */
+  closed: Schema.optionalWith(Tool.Closed, { exact: true })
 })
 export const Runs = Schema.Struct({ runs: Schema.Array(Tool.RunView) })
 export const RunOutcome = Schema.Struct({

@@ -158,6 +158,8 @@ interface Transcript {
   readonly name: string
   readonly total: number
   readonly turns: ReadonlyArray<TurnRecord>
+  /** Why and when the agent closed, when it is closed. */
+  readonly closed?: { readonly reason: string; readonly at?: string }
 }
 
 /** Where `reports`, `transcript` and `diff` read: a running serve, or the store itself. */
@@ -294,7 +296,9 @@ const transcript = Command.make(
       Effect.gen(function*() {
         const value = yield* source.transcript(flags.name, Option.getOrUndefined(flags.last))
         yield* Output.stdout(
-          flags.json ? JSON.stringify(value, null, 2) : Views.renderTranscript(value.name, value.turns, value.total)
+          flags.json
+            ? JSON.stringify(value, null, 2)
+            : Views.renderTranscript(value.name, value.turns, value.total, value.closed)
         )
       }))
 ).pipe(

@@ -8,7 +8,7 @@ import { RunNotFound } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
 import { NoDiff, RunDiff, stateKey } from "@flotta/core/RunDiff"
 import * as Sqlite from "@flotta/core/Sqlite"
-import type * as Store from "@flotta/core/Store"
+import * as Store from "@flotta/core/Store"
 import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
@@ -57,19 +57,33 @@ export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, St
   )
 }
 
-/** An agent's transcript from the store: its turns' records, oldest first (`last` keeps the newest ones). */
+/**
+ * An agent's transcript from the store: its turns' records, oldest first (`last` keeps the newest ones); only the
+ * last agent of the name's own turns, and when it is closed, why and when.
+ */
 export const transcript = Effect.fn("StoreAccess.transcript")(
   function*(store: Store.StoreShape, name: string, last?: number) {
-    const rows = yield* store.turns(name)
-    if (rows.length === 0) {
+    const agent = yield* store.agent(name)
+    const all = yield* store.turns(name)
+    if (Option.isNone(agent) && all.length === 0) {
       const agents = yield* store.agents
-      if (!agents.some((a) => a.name === name)) {
-        const info = yield* store.info
-        return yield* new NotInStore({ name, location: info.location, known: agents.map((a) => a.name).sort() })
-      }
+      const info = yield* store.info
+      return yield* new NotInStore({ name, location: info.location, known: agents.map((a) => a.name).sort() })
     }
+    const rows = Option.match(agent, { onNone: () => all, onSome: (row) => Store.ownTurns(row, all) })
     const turns: ReadonlyArray<TurnRecord> = rows.map((row) => row.record)
-    return { name, total: turns.length, turns: last === undefined ? turns : turns.slice(-last) }
+    const closed = Option.filter(agent, (row) => row.status === "closed")
+    return {
+      name,
+      total: turns.length,
+      turns: last === undefined ? turns : turns.slice(-last),
+      ...(Option.isNone(closed) ? {} : {
+        closed: {
+          reason: closed.value.closedReason ?? "closed",
+          ...(closed.value.closedAt === undefined ? {} : { at: closed.value.closedAt })
+        }
+      })
+    }
   }
 )
 

@@ -7,6 +7,7 @@ import type { ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flot
 import type { ContextUse } from "@flotta/core/AgentView"
 import type { RestoreReport } from "@flotta/core/Restore"
 import type { ReportEntry, StoreHealth, StoreInfo } from "@flotta/core/Store"
+import { describeInstant } from "./RunViews.js"
 
 /** A reason on one line: a child's stderr tail comes with line breaks. */
 const oneLine = (text: string) => text.trim().split(/\s*\n\s*/).join(" ")
@@ -209,11 +210,21 @@ export const renderTurn = (record: TurnRecord): string => {
   return lines.join("\n")
 }
 
-/** An agent's transcript, oldest turn first, a blank line between turns. */
-export const renderTranscript = (name: string, records: ReadonlyArray<TurnRecord>, total = records.length): string => {
-  if (records.length === 0) return `${name}: no turns yet`
+/** When and why an agent closed: `2026-05-01 14:00:00 UTC (closed by request)`, or only why. */
+export const describeClosed = (reason: string, at: string | undefined): string =>
+  at === undefined ? oneLine(reason) : `${describeInstant(at)} UTC (${oneLine(reason)})`
+
+/** An agent's transcript, oldest turn first, a blank line between turns; a closed agent's says it is closed. */
+export const renderTranscript = (
+  name: string,
+  records: ReadonlyArray<TurnRecord>,
+  total = records.length,
+  closed?: { readonly reason: string; readonly at?: string }
+): string => {
+  const head = closed === undefined ? name : `${name}, closed ${describeClosed(closed.reason, closed.at)}`
+  if (records.length === 0) return `${head}: no turns${closed === undefined ? " yet" : ""}`
   const shown = records.length < total ? ` (the last ${records.length} of ${total})` : ""
-  return [`${name}: ${plural(total, "turn")}${shown}`, ...records.map(renderTurn)].join("\n\n")
+  return [`${head}: ${plural(total, "turn")}${shown}`, ...records.map(renderTurn)].join("\n\n")
 }
 
 /** An agent's status in a word, with the time it resumes while parked: `parked until 2026-05-01T14:00:00Z`. */

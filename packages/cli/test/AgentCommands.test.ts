@@ -81,6 +81,16 @@ describe("agent views", () => {
     assert.match(closed, /^scout: closed \(a run\)\n {2}process: {4}none\n/)
     assert.include(closed, "\n  model:      the CLI's default\n")
     assert.match(closed, /\n {2}host: {7}node-a\n {2}closed: {5}the run ended$/)
+    // Read back from the store, it says when it closed.
+    assert.match(
+      AgentCommands.renderInfo({
+        ...info,
+        status: "closed",
+        closedReason: "by request",
+        closedAt: "2026-12-03T09:30:00.000Z"
+      }),
+      /\n {2}closed: {5}2026-12-03 09:30:00 UTC \(by request\)$/
+    )
     const full = AgentCommands.renderInfo({
       ...info,
       context: { tokens: 4427, window: 200_000, percent: 2.2 },

@@ -146,9 +146,33 @@ describe("the store, read-only", () => {
       assert.deepStrictEqual(all.turns[0]!.permissions.map((p) => p.decision), ["allow"])
       const last = yield* StoreAccess.transcript(store, "scout", 2)
       assert.deepStrictEqual([last.total, last.turns.map((t) => t.turnId)], [3, ["t2", "t3"]])
+      assert.notProperty(all, "closed")
       const missing = yield* Effect.flip(StoreAccess.transcript(store, "ghost"))
       assert.strictEqual(missing._tag, "NotInStore")
       assert.strictEqual(missing.message, `no agent named "ghost" in the store ${file} (it holds: scout)`)
+    }))
+
+  it.scoped("a closed agent's transcript says why and when it closed, and has only its own turns", () =>
+    Effect.gen(function*() {
+      const { file } = yield* writtenStore
+      // The name used again after scout t1-t3 closed: the later agent numbers on from t3, and closes too.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open({ sqlite: file })
+        store.saveAgent(
+          agentRow("scout", {
+            status: "closed",
+            closedReason: "done",
+            closedAt: "2026-01-02T03:04:05.000Z",
+            turnsBefore: 3
+          })
+        )
+        store.saveTurn(turnRow("scout", 4))
+        assert.isTrue(yield* store.flush())
+      }))
+      const store = yield* StoreAccess.openReadOnly({ sqlite: file })
+      const closed = yield* StoreAccess.transcript(store, "scout")
+      assert.deepStrictEqual(closed.turns.map((t) => t.turnId), ["t4"])
+      assert.deepStrictEqual(closed.closed, { reason: "done", at: "2026-01-02T03:04:05.000Z" })
     }))
 })
 

@@ -209,6 +209,15 @@ describe("transcripts and report entries", () => {
     assert.match(two, /^scout: 2 turns\n\nt1 {2}succeeded[^]*\n\nt2 {2}succeeded[^]*prompt: {5}again/)
     assert.strictEqual(Views.renderTranscript("scout", []), "scout: no turns yet")
     assert.match(Views.renderTranscript("scout", [record()], 5), /^scout: 5 turns \(the last 1 of 5\)/)
+    // A closed agent's, read from the store, says so at the top.
+    assert.match(
+      Views.renderTranscript("scout", [record()], 1, { reason: "by request", at: "2026-12-03T09:30:00.000Z" }),
+      /^scout, closed 2026-12-03 09:30:00 UTC \(by request\): 1 turn\n\nt1 {2}succeeded/
+    )
+    assert.strictEqual(
+      Views.renderTranscript("scout", [], 0, { reason: "by request" }),
+      "scout, closed by request: no turns"
+    )
   })
 
   it("a long tool input is cut short", () => {

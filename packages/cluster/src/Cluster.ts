@@ -2,8 +2,8 @@
  * One fleet over several hosts. `Cluster.layer(section)` sits on a host's engine and replaces its `Flotta` with a
  * fleet-wide one: an operation on an agent goes to the host that runs it (the `Agent` entity whose id names that
  * host), `list`, `broadcast`, approvals and `runs` span every live host (a run's outcome and diff are found on the
- * host that started it), and the report log is the cluster store's, where every host copies its own entries. Names of agents
- * are unique across the cluster.
+ * host that started it, a closed agent's info and transcript on the host that closed it), and the report log is
+ * the cluster store's, where every host copies its own entries. Names of agents are unique across the cluster.
  *
  * A host whose lease lapses is dead: the live hosts move its agents, each of which starts again on its new host
  * with `--resume` from the conversation mirrored into the store, and the turns that were in flight there end with
@@ -40,6 +40,7 @@ import {
   SubscriptionRef
 } from "effect"
 import { randomUUID } from "node:crypto"
+import * as ClosedAgents from "./ClosedAgents.js"
 import * as ClusterConfig from "./ClusterConfig.js"
 import type { ClusterConfigInput, ClusterSettings } from "./ClusterConfig.js"
 import { ClusterStore } from "./ClusterStore.js"
@@ -175,6 +176,7 @@ const fleet = (settings: ClusterSettings) =>
       })
 
     const { fork, spawn } = Starts.make({ h, liveNow, remote, agentClient })
+    const closed = ClosedAgents.make({ h, liveNow, remote, agentClient })
 
     const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
 
@@ -296,8 +298,15 @@ const fleet = (settings: ClusterSettings) =>
       status: (name: string) => onAgent(name, local.status(name), (c) => c.status({ name })),
       result: (name: string, turnId = "latest") =>
         onAgent(name, local.result(name, turnId), (c) => c.result({ name, turnId })),
-      transcript: (name: string) => onAgent(name, local.transcript(name), (c) => c.transcript({ name })),
-      info: (name: string) => onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })),
+      // A closed agent is read from the store of the host that closed it.
+      transcript: (name: string) =>
+        onAgent(name, local.transcript(name), (c) => c.transcript({ name })).pipe(
+          Effect.catchTag("AgentNotFound", (missing) => closed.transcript(name, missing))
+        ),
+      info: (name: string) =>
+        onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })).pipe(
+          Effect.catchTag("AgentNotFound", (missing) => closed.info(name, missing))
+        ),
       interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
       close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
       compact: (name: string, instructions?: string) =>

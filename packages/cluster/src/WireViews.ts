@@ -75,6 +75,7 @@ const RunState = Schema.Literal("running", "succeeded", "failed")
 
 export const RunQuery: Schema.Schema<RunList.RunQuery> = Schema.Struct({
   state: exact(RunState),
+  kind: exact(Schema.Literal("run", "verify")),
   limit: exact(Schema.Number)
 })
 

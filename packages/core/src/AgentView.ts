@@ -158,6 +158,8 @@ export const AgentInfo = Schema.Struct({
   restarts: Schema.Number,
   startedAt: Schema.String,
   closedReason: NullableString,
+  /** When it closed (ISO), once it has: a closed agent is read back from the store until retention removes it. */
+  closedAt: exact(Schema.String),
   /** While parked at a usage limit (see `Parking`): when it resumes (ISO). */
   parkedUntil: NullableString,
   /** The host that runs it, in a fleet spread over several hosts (`@flotta/cluster`). */
@@ -338,6 +340,13 @@ export const AgentRow = Schema.Struct({
   restarts: Schema.Number,
   startedAt: Schema.String,
   closedReason: NullableString,
+  /** When it closed (ISO), once it has. */
+  closedAt: exact(Schema.String),
+  /**
+   * The highest turn number earlier agents of the same name had when this one started: its own turns are numbered
+   * above it (the store keeps theirs under the same name). Absent in rows of an older flotta: every turn is its own.
+   */
+  turnsBefore: exact(Schema.Number),
   /** Why this agent cannot come back after a restart of the host, when it cannot. */
   notRestorable: NullableString,
   process: Schema.NullOr(StoredProcess),

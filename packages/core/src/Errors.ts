@@ -32,13 +32,24 @@ export class AgentAlreadyExists extends Schema.TaggedError<AgentAlreadyExists>()
   }
 }
 
+/** When and why an agent was closed. */
+const ClosedWhen = Schema.Struct({ reason: Schema.String, at: Schema.optionalWith(Schema.String, { exact: true }) })
+
+/**
+ * No live agent has the name. When the store still has one of that name closed, `closed` says why and when: its
+ * info and transcript can still be read, and nothing else can be done with it.
+ */
 export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNotFound", {
   name: Schema.String,
-  live: Schema.Array(Schema.String)
+  live: Schema.Array(Schema.String),
+  closed: Schema.optionalWith(ClosedWhen, { exact: true })
 }) {
   override get message() {
     const live = this.live.length === 0 ? "no agents are live" : `live agents: ${this.live.join(", ")}`
-    return `no agent named "${this.name}" (${live})`
+    if (this.closed === undefined) return `no agent named "${this.name}" (${live})`
+    const at = this.closed.at === undefined ? "" : ` at ${this.closed.at}`
+    return `agent "${this.name}" was closed${at} (${this.closed.reason}): only its info and transcript can still ` +
+      `be read (${live})`
   }
 }
 
@@ -221,41 +232,9 @@ export class HostRestarted extends Schema.TaggedError<HostRestarted>()("HostRest
   }
 }
 
-/** The store cannot be opened, read or written (a corrupt file, a missing directory, a refused connection). */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
-  location: Schema.String,
-  reason: Schema.String,
-  hint: Schema.String
-}) {
-  override get message() {
-    return `the store ${this.location} cannot be used: ${this.reason}. ${this.hint}`
-  }
-}
-
-/** Another host holds the store: one writer per store. */
-export class StoreLocked extends Schema.TaggedError<StoreLocked>()("StoreLocked", {
-  location: Schema.String,
-  holder: Schema.String
-}) {
-  override get message() {
-    return `the store ${this.location} is in use by ${this.holder}: one fleet per store. Stop that one, or give ` +
-      `this one another store`
-  }
-}
-
-/** The store was written by a newer flotta: nothing is changed. */
-export class StoreSchemaTooNew extends Schema.TaggedError<StoreSchemaTooNew>()("StoreSchemaTooNew", {
-  location: Schema.String,
-  found: Schema.Number,
-  supported: Schema.Number
-}) {
-  override get message() {
-    return `the store ${this.location} has schema version ${this.found}, newer than this flotta's ` +
-      `${this.supported}: upgrade flotta, or give it another store. Nothing was changed`
-  }
-}
-
-export type StoreError = StoreUnavailable | StoreLocked | StoreSchemaTooNew
+// Why a store cannot be used: a concept of its own, kept here under the names every caller knows.
+export { StoreLocked, StoreSchemaTooNew, StoreUnavailable } from "./StoreErrors.js"
+export type { StoreError } from "./StoreErrors.js"
 
 export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
   id: Schema.String,

@@ -133,11 +133,16 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     const result = Effect.fn("Flotta.result")(function*(name: string, turnId: string = "latest") {
       return yield* (yield* registry.get(name)).result(turnId)
     })
+    /**
+     * An agent's turns, oldest first (at most the fleet's `historyLimit`): a live one's, or a closed one's as the
+     * store still has them (until retention removes them). AgentNotFound for a name never seen.
+     */
     const transcript = Effect.fn("Flotta.transcript")(function*(name: string) {
-      return yield* (yield* registry.get(name)).transcript
+      return yield* (yield* registry.readable(name)).transcript
     })
+    /** An agent's info: a live one's, or a closed one's from the store (status `closed`, `closedAt`, `closedReason`). */
     const info = Effect.fn("Flotta.info")(function*(name: string) {
-      return yield* (yield* registry.get(name)).info
+      return yield* (yield* registry.readable(name)).info
     })
     /** Interrupts the turn in flight (`TurnInterrupted`); queued turns go on. False when nothing was running. */
     const interrupt = Effect.fn("Flotta.interrupt")(function*(name: string) {

@@ -3,7 +3,7 @@
  * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
  * scope closes every agent: children never outlive the fleet.
  */
-import { Deferred, Effect, Either, ExecutionStrategy, Exit, FiberId, Metric, Option, Scope } from "effect"
+import { Clock, Deferred, Effect, Either, ExecutionStrategy, Exit, FiberId, Metric, Option, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { NAME_PATTERN, NAME_RULE } from "./AgentView.js"
 import type { ForkOrigin } from "./AgentView.js"
@@ -15,14 +15,16 @@ import * as Admission from "./internal/admission.js"
 import type { AgentDeps, Restored } from "./internal/agentState.js"
 import * as Alarms from "./internal/alarms.js"
 import * as Budget from "./internal/budget.js"
+import * as ClosedAgent from "./internal/closedAgent.js"
 import * as Dormant from "./internal/dormant.js"
 import * as LiveSlots from "./internal/liveSlots.js"
 import { startAgent } from "./internal/startAgent.js"
+import * as TurnRecords from "./internal/turnRecord.js"
 import { Parking } from "./Parking.js"
 import { Permission } from "./Permission.js"
 import { ReportLog } from "./ReportLog.js"
 import * as Sandbox from "./Sandbox.js"
-import { Store } from "./Store.js"
+import { ownTurns, Store } from "./Store.js"
 import * as Telemetry from "./Telemetry.js"
 
 export { NAME_PATTERN } from "./AgentView.js"
@@ -153,6 +155,12 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     const dormantFace = (name: string, dormant: Dormant.Dormant) =>
       Dormant.handle(dormant, { store, historyLimit: settings.historyLimit, revive: revive(name) })
 
+    /** No live agent of that name: one starting is not found yet; one the store has closed is said to be closed. */
+    const missing = (name: string): Effect.Effect<never, AgentNotFound> =>
+      entries.has(name)
+        ? new AgentNotFound({ name, live: liveNames() })
+        : ClosedAgent.notFound(store, name, liveNames())
+
     const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>
       Effect.suspend(() => {
         const entry = entries.get(name)
@@ -160,7 +168,26 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
         if (entry?._tag === "Dormant" || entry?._tag === "Reviving") {
           return Effect.succeed(dormantFace(name, entry.dormant))
         }
-        return new AgentNotFound({ name, live: liveNames() })
+        return missing(name)
+      })
+
+    /**
+     * What can be read of an agent by name: a live one (or a sleeper), else the closed one the store still has
+     * (its info and transcript, read from its record); AgentNotFound for a name neither has.
+     */
+    const readable = (name: string): Effect.Effect<Pick<Agent.Agent, "info" | "transcript">, AgentNotFound> =>
+      Effect.suspend(() => {
+        if (entries.has(name)) return get(name)
+        return Effect.flatMap(
+          ClosedAgent.read(store, name, settings.historyLimit),
+          (closed) =>
+            Option.isNone(closed)
+              ? new AgentNotFound({ name, live: liveNames() })
+              : Effect.succeed({
+                info: Effect.succeed(closed.value.info),
+                transcript: Effect.succeed(closed.value.transcript)
+              })
+        )
       })
 
     /**
@@ -179,7 +206,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
         entries.set(name, { _tag: "Reviving", dormant: entry.dormant, done })
         return Effect.gen(function*() {
           const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
-          const turns = yield* store.turns(name)
+          const turns = ownTurns(entry.dormant.row, yield* store.turns(name))
           const { agent, dormancy } = yield* startAgent(name, entry.dormant.options, deps, {
             row: entry.dormant.row,
             turns
@@ -209,7 +236,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       Effect.gen(function*() {
         const entry = entries.get(name)
         if (entry?._tag === "Dormant" || entry?._tag === "Reviving") return false
-        if (entry?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
+        if (entry?._tag !== "Live") return yield* missing(name)
         const hibernated = yield* entry.agent.hibernate(reason)
         // Still the same agent, asleep with nothing on its way: it becomes its record.
         const dormant = entries.get(name) === entry ? entry.dormancy() : Option.none()
@@ -250,11 +277,12 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       if (now?._tag === "Dormant") {
         // A sleeper has no process to stop: its record says closed, and its name is free.
         entries.delete(name)
-        store.saveAgent({ ...now.dormant.row, status: "closed", closedReason: reason })
+        const closedAt = TurnRecords.iso(yield* Clock.currentTimeMillis)
+        store.saveAgent({ ...now.dormant.row, status: "closed", closedReason: reason, closedAt })
         yield* reports.post(name, "closed", { reason })
         return yield* updateGauge
       }
-      if (now?._tag !== "Live") return yield* new AgentNotFound({ name, live: liveNames() })
+      if (now?._tag !== "Live") return yield* missing(name)
       yield* stop(name, now, reason, options.wait ?? true)
     })
 
@@ -290,6 +318,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
     return {
       spawn,
       get,
+      readable,
       /** Puts a session to sleep (see `sleep`): false when it was asleep already. */
       hibernate: (name: string) => sleep(name, "by request"),
       close,

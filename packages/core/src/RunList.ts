@@ -35,6 +35,8 @@ export interface RunView {
 export interface RunQuery {
   /** Only the runs in this state. */
   readonly state?: RunState
+  /** Only runs, or only verifies. */
+  readonly kind?: RunView["kind"]
   /** At most this many, newest first. */
   readonly limit?: number
 }
@@ -83,7 +85,7 @@ export const viewOf = (row: RunRow, liveCost: number | null = null): RunView => 
 /** Newest first (by start, then name), filtered and cut as the query asks. */
 export const selectRuns = (views: ReadonlyArray<RunView>, query: RunQuery = {}): ReadonlyArray<RunView> => {
   const chosen = views
-    .filter((v) => query.state === undefined || v.state === query.state)
+    .filter((v) => (query.state === undefined || v.state === query.state) && (query.kind ?? v.kind) === v.kind)
     .sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.name.localeCompare(b.name))
   return query.limit === undefined ? chosen : chosen.slice(0, Math.max(0, query.limit))
 }

@@ -101,6 +101,8 @@ export interface StoreShape {
   /** The state of a layer above the engine, by key (the scheduler's), as JSON-able data. */
   readonly saveState: (key: string, value: unknown) => void
   readonly agents: Effect.Effect<ReadonlyArray<AgentRow>>
+  /** One agent's row by name (a closed one's too, until retention removes it). */
+  readonly agent: (name: string) => Effect.Effect<Option.Option<AgentRow>>
   /** An agent's turns, oldest first. */
   readonly turns: (agent: string) => Effect.Effect<ReadonlyArray<TurnRow>>
   /** The highest turn number an agent of this name has had (0 for none): a new one numbers on from it. */
@@ -126,6 +128,15 @@ export const PostgresSchemaName = Schema.String.pipe(
   })
 )
 
+/**
+ * The turns of the agent a row describes, out of all the store keeps under its name: an earlier agent of the same
+ * name (closed, then the name used again) numbered its turns up to `turnsBefore`. A row without it has them all.
+ */
+export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): ReadonlyArray<TurnRow> => {
+  const before = row.turnsBefore
+  return before === undefined ? turns : turns.filter((turn) => turn.n > before)
+}
+
 /** Where a durable store is: the config's `store` value. */
 export type StoreConfig =
   | "memory"
@@ -149,17 +160,27 @@ export const DEFAULT_RETAIN_DAYS = 30
 /** Finished turns a memory store keeps per agent, and finished runs in all: a long-lived fleet stays bounded. */
 export const MEMORY_TURNS_PER_AGENT = 1_000
 export const MEMORY_FINISHED_RUNS = 10_000
+/** Turns a memory store keeps of closed agents in all; past it the turns of the agents closed first go. */
+export const MEMORY_CLOSED_TURNS = 20_000
 /** Cost rows a memory store keeps (a turn's spend per model); past it the oldest go. */
 export const MEMORY_COST_ROWS = 200_000
 
 /**
- * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent's
- * turns go, and past the bounds above the oldest finished turns and runs go first.
+ * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent keeps
+ * its turns (its transcript is read from here) until the closed agents' turns pass `MEMORY_CLOSED_TURNS`, and
+ * past the bounds above the oldest finished turns and runs go first.
  */
 export const makeMemory = (): StoreShape => {
   const entries: Array<ReportEntry> = []
   const agents = new Map<string, AgentRow>()
   const turns = new Map<string, Map<string, TurnRow>>()
+  /** Closed agents in the order they closed, with how many turns each kept then; and those turns in all. */
+  const closed = new Map<string, number>()
+  let closedTurns = 0
+  const reopen = (name: string) => {
+    closedTurns -= closed.get(name) ?? 0
+    closed.delete(name)
+  }
   const runs = new Map<string, RunRow>()
   const state = new Map<string, string>()
   const lastTurns = new Map<string, number>()
@@ -182,7 +203,16 @@ export const makeMemory = (): StoreShape => {
     readReports: (query) => Effect.sync(() => readArray(entries, query)),
     saveAgent: (row) => {
       agents.set(row.name, row)
-      if (row.status === "closed") turns.delete(row.name)
+      reopen(row.name)
+      if (row.status !== "closed") return
+      const kept = turns.get(row.name)?.size ?? 0
+      closed.set(row.name, kept)
+      closedTurns += kept
+      for (const [name] of closed) {
+        if (closedTurns <= MEMORY_CLOSED_TURNS) break
+        reopen(name)
+        turns.delete(name)
+      }
     },
     saveTurn: (row) => {
       let byId = turns.get(row.agent)
@@ -213,6 +243,7 @@ export const makeMemory = (): StoreShape => {
     // Kept as JSON, as a durable store would: a later change to the caller's object is not a write.
     saveState: (key, value) => void state.set(key, JSON.stringify(value)),
     agents: Effect.sync(() => [...agents.values()]),
+    agent: (name) => Effect.sync(() => Option.fromNullable(agents.get(name))),
     turns: (agent) => Effect.sync(() => [...(turns.get(agent)?.values() ?? [])].sort((a, b) => a.n - b.n)),
     lastTurn: (agent) => Effect.sync(() => lastTurns.get(agent) ?? 0),
     runs: Effect.sync(() => [...runs.values()]),
@@ -248,6 +279,17 @@ export const makeMemory = (): StoreShape => {
             agents.delete(name)
             agentCount++
           }
+        }
+        // What the closed agents keep now, counted again.
+        closedTurns = 0
+        for (const name of closed.keys()) {
+          if (!agents.has(name)) {
+            closed.delete(name)
+            continue
+          }
+          const kept = turns.get(name)?.size ?? 0
+          closed.set(name, kept)
+          closedTurns += kept
         }
         let runCount = 0
         for (const [name, row] of runs) {

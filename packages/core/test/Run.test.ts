@@ -263,9 +263,12 @@ describe("runs", () => {
       result: { kind: "verify", passed: false, branch: "feature", commit: "abc", checks: [] }
     })
     assert.deepInclude(checked, { passed: false, branch: "feature", costUsd: null, state: "succeeded" })
-    const views = [restarted, overBudget, cleaned].map((v, i) => ({ ...v, startedAt: `2026-01-0${i + 1}` }))
-    assert.deepStrictEqual(selectRuns(views, { limit: 2 }).map((v) => v.name), ["tidy", "spender"])
-    assert.deepStrictEqual(selectRuns(views, { state: "succeeded" }).map((v) => v.name), ["tidy"])
+    const views = [restarted, overBudget, cleaned, checked].map((v, i) => ({ ...v, startedAt: `2026-01-0${i + 1}` }))
+    assert.deepStrictEqual(selectRuns(views, { limit: 2 }).map((v) => v.name), ["v", "tidy"])
+    assert.deepStrictEqual(selectRuns(views, { state: "succeeded" }).map((v) => v.name), ["v", "tidy"])
+    assert.deepStrictEqual(selectRuns(views, { state: "succeeded", kind: "run" }).map((v) => v.name), ["tidy"])
+    assert.deepStrictEqual(selectRuns(views, { kind: "verify" }).map((v) => v.name), ["v"])
+    assert.deepStrictEqual(selectRuns(views, { kind: "run", limit: 2 }).map((v) => v.name), ["tidy", "spender"])
   })
 
   it.effect("a run that fails before its agent exists, or whose caller stops it, still says it finished", () =>

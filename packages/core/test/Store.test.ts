@@ -141,7 +141,7 @@ describe("Store: an SQLite file", () => {
 })
 
 describe("Store: memory stays bounded", () => {
-  it.effect("keeps the newest finished turns per agent and drops a closed agent's", () =>
+  it.effect("keeps the newest finished turns per agent, and a closed agent's until closed agents keep too many", () =>
     Effect.gen(function*() {
       const store = Store.makeMemory()
       const done = new Date(0).toISOString()
@@ -151,8 +151,30 @@ describe("Store: memory stays bounded", () => {
       assert.strictEqual(kept.length, Store.MEMORY_TURNS_PER_AGENT)
       assert.strictEqual(kept[0]!.n, 7)
       assert.strictEqual(kept.at(-1)!.record.status, "queued")
+      // Closed, it keeps them: its transcript is read from here.
       store.saveAgent(agentRow("a", { status: "closed" }))
+      assert.strictEqual((yield* store.turns("a")).length, Store.MEMORY_TURNS_PER_AGENT)
+      // Closed agents' turns past the bound: the ones closed first lose theirs (their rows stay).
+      const perAgent = Store.MEMORY_TURNS_PER_AGENT
+      const others = Store.MEMORY_CLOSED_TURNS / perAgent
+      for (let i = 0; i < others; i++) {
+        const name = `c${i}`
+        for (let n = 1; n <= perAgent; n++) store.saveTurn(turnRow(name, n, "succeeded", done))
+        store.saveAgent(agentRow(name, { status: "closed" }))
+      }
       assert.strictEqual((yield* store.turns("a")).length, 0)
+      assert.isTrue(Option.isSome(yield* store.agent("a")))
+      assert.strictEqual((yield* store.turns("c0")).length, perAgent)
+      assert.strictEqual((yield* store.turns(`c${others - 1}`)).length, perAgent)
+      // A name used again is live: its turns are not counted among the closed ones' any more.
+      store.saveAgent(agentRow("c0"))
+      for (const name of ["d", "e"]) {
+        for (let n = 1; n <= perAgent; n++) store.saveTurn(turnRow(name, n, "succeeded", done))
+        store.saveAgent(agentRow(name, { status: "closed" }))
+      }
+      assert.strictEqual((yield* store.turns("c0")).length, perAgent)
+      assert.strictEqual((yield* store.turns("c1")).length, 0)
+      assert.strictEqual((yield* store.turns("c2")).length, perAgent)
     }))
 })
 

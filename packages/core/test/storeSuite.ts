@@ -111,6 +111,18 @@ export const storeSuite = (fixture: StoreFixture) =>
         first.store.saveAgent(agentRow("a"))
         first.store.saveAgent(agentRow("a", { status: "working", restarts: 2 }))
         first.store.saveAgent(agentRow("b"))
+        first.store.saveAgent(agentRow("c"))
+        yield* first.store.flush()
+        // Closed after its first write was committed: the read by name sees the waiting write.
+        first.store.saveAgent(
+          agentRow("c", {
+            status: "closed",
+            closedReason: "done",
+            closedAt: "1970-01-02T00:00:00.000Z",
+            turnsBefore: 4
+          })
+        )
+        assert.strictEqual(Option.getOrThrow(yield* first.store.agent("c")).status, "closed")
         first.store.saveTurn(turnRow("a", 2, "queued", null))
         first.store.saveTurn(turnRow("a", 1, "running", null))
         first.store.saveTurn(turnRow("a", 1, "succeeded", new Date(0).toISOString()))
@@ -136,8 +148,15 @@ export const storeSuite = (fixture: StoreFixture) =>
               "b",
               "idle",
               0
-            ]])
+            ], ["c", "closed", 0]])
             assert.deepStrictEqual(agents[0], agentRow("a", { status: "working", restarts: 2 }))
+            // One by name, as it was written last (a closed one's too).
+            assert.deepStrictEqual(yield* store.agent("a"), Option.some(agents[0]!))
+            assert.deepStrictEqual(
+              Option.map(yield* store.agent("c"), (c) => [c.status, c.closedAt, c.turnsBefore]),
+              Option.some(["closed", "1970-01-02T00:00:00.000Z", 4])
+            )
+            assert.isTrue(Option.isNone(yield* store.agent("nobody")))
             assert.deepStrictEqual((yield* store.turns("a")).map((t) => [t.record.turnId, t.record.status]), [
               ["t1", "succeeded"],
               ["t2", "queued"]

@@ -1,14 +1,16 @@
 /**
  * `/agents/<name>`: one agent (its facts, its transcript with tool calls and the decisions they got, the prompt
- * and its controls), a finished run's outcome, or what the report log last said about a name that is not live.
+ * and its controls); a closed one read back from the store (its facts, when and why it closed, its transcript, a
+ * run's outcome, and no controls); a finished async run's outcome; or what the report log last said about a name
+ * that is neither.
  */
 import type { AgentInfo, ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
-import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import { Predicate } from "effect"
 import type { Value } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
-import { at, dollars, duration, json, pill, since } from "./PageParts.js"
+import { at, dollars, duration, json, pill, runLink, since } from "./PageParts.js"
+import { endedView } from "./RunPage.js"
 import type { AgentView } from "./Views.js"
 
 /**
@@ -182,40 +184,6 @@ ${
 </section>`
 }
 
-/** A best-of-N run's attempts: each one's fate, spend, failing check and branch; the winner first in words. */
-const attemptsTable = (result: RunResult) =>
-  html`<p>Attempt ${result.attempt ?? "?"} of ${result.attempts?.length ?? 0} won; all together ${
-    dollars(result.totalCostUsd ?? result.costUsd)
-  }.</p>
-<table class="attempts" aria-label="Attempts"><thead><tr><th>Attempt</th><th>Status</th><th>Cost</th><th>Failed check</th><th>Branch</th></tr></thead><tbody>${
-    (result.attempts ?? []).map((a) => {
-      const failed = a.checks?.find((c) => !c.ok)
-      return html`<tr><td>${a.attempt}</td><td>${pill(a.status)}</td><td>${dollars(a.costUsd)}</td><td>${
-        failed === undefined
-          ? a.error?._tag ?? ""
-          : html`<code>${failed.command}</code> (exit ${failed.exitCode ?? "none"})`
-      }</td><td><code>${a.worktree?.branch ?? ""}</code></td></tr>`
-    })
-  }</tbody></table>`
-
-const runOutcome = (result: RunResult | VerifyReport) =>
-  result.kind === "verify"
-    ? html`<p>${pill(result.passed ? "succeeded" : "failed")} verify of ${result.commit}</p>
-<ul>${
-      result.checks.map((c) => html`<li><code>${c.command}</code>: ${c.ok ? "ok" : `failed (exit ${c.exitCode})`}</li>`)
-    }</ul>`
-    : html`<p>${pill("succeeded")} <span class="facts">${dollars(result.costUsd)} · ${
-      duration(result.durationMs)
-    } · ${result.modelCalls} model calls</span></p>
-${
-      result.worktree &&
-      html`<p>Worktree <span class="path">${result.worktree.path}</span> on branch <code>${result.worktree.branch}</code>${
-        result.worktree.removed ? " (removed)" : ""
-      }</p>`
-    }
-<div class="reply"><span class="label">Reply</span><p class="text">${result.text}</p></div>
-${result.attempts && attemptsTable(result)}`
-
 /** Why an agent went, when its last report says. */
 const reasonOf = (data: unknown) =>
   Predicate.isRecord(data) && typeof data["reason"] === "string" ? ` (${data["reason"]})` : ""
@@ -226,6 +194,17 @@ const missing = (name: string, text: Value) => ({
   agent: name,
   live: html`<h1>${name}</h1><div class="notice">${text}</div>`
 })
+
+/** A run's links: its run page (its outcome and diff), and its reports. */
+const runLinks = (name: string, worktree: boolean) =>
+  html`<p>${runLink(name, worktree ? "Its diff" : "Its run")} · <a href="/reports?agent=${
+    encodeURIComponent(name)
+  }">Its reports</a></p>`
+
+const transcriptView = (transcript: ReadonlyArray<TurnRecord>) =>
+  html`<section class="transcript" aria-label="Transcript">
+${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
+</section>`
 
 export const agentPage = (view: AgentView): Page => {
   switch (view._tag) {
@@ -243,11 +222,34 @@ ${
           } for approval: <a href="/approvals">decide</a>.</p>`
         }
 ${facts(info, view.worktree)}
-${view.worktree !== null && html`<p><a href="/runs/${encodeURIComponent(info.name)}">Its changes so far</a></p>`}
-<section class="transcript" aria-label="Transcript">
-${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcript.map(turnView)}
-</section>`,
+${view.worktree !== null && html`<p>${runLink(info.name, "Its changes so far")}</p>`}
+${transcriptView(transcript)}`,
         after: info.status === "closed" ? undefined : controls(info.name, info.lifecycle, info.status)
+      }
+    }
+    case "Closed": {
+      // Read back from the store: its facts and turns, and nothing that would act on it.
+      const { info, run, transcript } = view
+      const isRun = info.lifecycle === "run"
+      return {
+        status: 200,
+        title: info.name,
+        agent: info.name,
+        live: html`<h1>${info.name} ${pill("closed")}</h1>
+<p class="notice" aria-label="Closed">Closed${info.closedAt === undefined ? "" : html` ${at(info.closedAt)}`}${
+          info.closedReason === null ? "" : ` (${info.closedReason})`
+        }. Read from the store: it takes no more prompts.</p>
+${facts(info, view.worktree)}
+${run !== null && html`<section class="outcome" aria-label="Outcome">${endedView(run)}</section>`}
+${
+          isRun
+            ? runLinks(
+              info.name,
+              view.worktree !== null || run?.result?.kind === "run" && run.result.worktree !== undefined
+            )
+            : html`<p><a href="/reports?agent=${encodeURIComponent(info.name)}">Its reports</a></p>`
+        }
+${transcriptView(transcript)}`
       }
     }
     case "Finished":
@@ -256,13 +258,8 @@ ${transcript.length === 0 ? html`<p class="muted">No turns yet.</p>` : transcrip
         title: view.name,
         agent: view.name,
         live: html`<h1>${view.name} ${pill(view.error === null ? "finished" : "failed")}</h1>
-${view.result && runOutcome(view.result)}
-${view.error && html`<p class="error"><strong>${view.error._tag}</strong>: ${view.error.message}</p>`}
-<p>${
-          view.result?.kind === "run" && view.result.worktree !== undefined || view.error !== null
-            ? html`<a href="/runs/${encodeURIComponent(view.name)}">Its diff</a> · `
-            : ""
-        }<a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a></p>`
+${endedView(view)}
+${runLinks(view.name, view.result?.kind === "run" && view.result.worktree !== undefined || view.error !== null)}`
       }
     case "Gone":
       return view.last === null

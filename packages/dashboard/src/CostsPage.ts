@@ -3,7 +3,8 @@
  * UTC, the last 7 days, the chosen window), spend by day as a chart (its data from `GET /api/costs`, in uPlot's
  * columns), the top spenders by agent, model, run and routine, and the window chooser: `?since=` and `?until=` take
  * the bounds `Costs` reads (`7d`, `24h`, a date), `since=all` opens the window, and no `since` is the last 30 days.
- * Each table links its CSV (`/costs.csv?by=…&since=…`, `Costs.toCsv`, every group, not only the top ones).
+ * Each table links its CSV (`/costs.csv?by=…&since=…`, `Costs.toCsv`, every group, not only the top ones); an agent
+ * links to its page and a run to its run page, both there for a closed one (read from the store).
  */
 import * as Costs from "@flotta/core/Costs"
 import type { CostBy, CostQuery, CostReport } from "@flotta/core/Costs"
@@ -14,7 +15,7 @@ import type { Chart } from "./Charts.js"
 import type { Html } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
-import { agentLink, dollars, empty } from "./PageParts.js"
+import { agentLink, dollars, empty, runLink } from "./PageParts.js"
 
 export const DAY = 86_400_000
 /** The window when the address names none. */
@@ -147,7 +148,7 @@ const total = (label: string, report: CostReport) =>
 
 const keyCell = (by: CostBy, key: string | null): Html | string => {
   if (key === null) return html`<span class="muted">(no ${by})</span>`
-  return by === "agent" || by === "run" ? agentLink(key) : key
+  return by === "agent" ? agentLink(key) : by === "run" ? runLink(key) : key
 }
 
 const table = (params: CostWindowParams) => (report: CostReport, i: number) => {

@@ -39,6 +39,7 @@ export type PageName =
   | "agents"
   | "agent"
   | "run"
+  | "runs"
   | "approvals"
   | "schedule"
   | "reports"
@@ -48,6 +49,7 @@ export type PageName =
 
 const NAV: ReadonlyArray<readonly [href: string, label: string, page: PageName]> = [
   ["/", "Agents", "agents"],
+  ["/runs", "Runs", "runs"],
   ["/approvals", "Approvals", "approvals"],
   ["/schedule", "Schedule", "schedule"],
   ["/reports", "Reports", "reports"],
@@ -96,7 +98,8 @@ ${shell.static !== true && html`<script src="/assets/app.js" defer></script>`}
 <nav aria-label="Main">${
     NAV.map(([href, label, page]) =>
       html`<a href="${href}"${
-        page === shell.page || (page === "agents" && (shell.page === "agent" || shell.page === "run"))
+        page === shell.page || (page === "agents" && shell.page === "agent") ||
+          (page === "runs" && shell.page === "run")
           ? html` aria-current="page"`
           : ""
       }>${label}</a>`

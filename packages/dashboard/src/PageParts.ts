@@ -1,7 +1,7 @@
 /**
  * What every page is made of: the `Page` a page module returns (its title, the live region and what stays
- * around it), and the small pieces of markup the pages share (money, durations, instants, status pills, links,
- * action buttons, an empty table's row).
+ * around it), and the small pieces of markup the pages share (money, durations, instants, status pills, links to
+ * agents and runs, action buttons, an empty table's row).
  */
 import type { Html, Value } from "./Html.js"
 import { html } from "./Html.js"
@@ -41,7 +41,13 @@ export const pill = (status: string) => html`<span class="pill pill-${status}">$
 
 export const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null"
 
-export const agentLink = (name: string) => html`<a href="/agents/${encodeURIComponent(name)}">${name}</a>`
+/** A link to an agent's page (a closed agent's too: it is read from the store). */
+export const agentLink = (name: string, label: string = name) =>
+  html`<a href="/agents/${encodeURIComponent(name)}">${label}</a>`
+
+/** A link to a run's page: what it was, how it ended, what it changed. */
+export const runLink = (name: string, label: string = name) =>
+  html`<a href="/runs/${encodeURIComponent(name)}">${label}</a>`
 
 /** A button that posts to an action URL (a `data-action` form). */
 export const action = (url: string, label: string, options: { readonly kind?: string; readonly fields?: Value } = {}) =>

@@ -2,12 +2,13 @@
  * The dashboard's pages, rendered on the server: `render` gives a whole document, or with `fragment` only the
  * live region `main#live`, which the client script swaps in as the report log moves. What someone types into
  * (the prompt, the filter, the minutes) sits below the live region, so a refresh never takes it away. Each page
- * is a module of its own (`AgentsPage`, `AgentPage`, `RunPage`, `ApprovalsPage`, `SchedulePage`, `ReportsPage`,
- * `CostsPage`); the sign-in and not-found pages are here.
+ * is a module of its own (`AgentsPage`, `AgentPage`, `RunsPage`, `RunPage`, `ApprovalsPage`, `SchedulePage`,
+ * `ReportsPage`, `CostsPage`); the sign-in and not-found pages are here.
  *
- * Accessible names are part of the contract (tests drive the page by role and name): the tables "Agents",
+ * Accessible names are part of the contract (tests drive the page by role and name): the tables "Agents", "Runs",
  * "Routines", "Triggers", "Notifications", "Reports", "Files", "Top agents", "Top models", "Top runs" and
- * "Top routines", the section "Patch", the section "Transcript", one article "Approval <id>" per approval, the
+ * "Top routines", the navigations "State" and "Kind" (the runs' filters), the description list "Run", the sections
+ * "Patch", "Outcome" and "Transcript", the note "Closed", one article "Approval <id>" per approval, the
  * textboxes "Prompt", "Message", "Minutes", "Agent", "Kind", "Since", "Until" and "Token", and the buttons "Send",
  * "Interrupt", "Close", "Approve", "Deny", "Pause", "Resume", "Keep going", "Stop for today", "Run now", "Filter",
  * "Show" and "Sign in".
@@ -25,6 +26,7 @@ import { document, html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { reportsPage } from "./ReportsPage.js"
 import { runPage } from "./RunPage.js"
+import { runsPage } from "./RunsPage.js"
 import { schedulePage } from "./SchedulePage.js"
 import * as Views from "./Views.js"
 
@@ -87,7 +89,9 @@ const pageOf = (request: PageRequest): Effect.Effect<Page, never, Flotta> => {
     case "run":
       return request.name === undefined
         ? Effect.succeed(notFoundPage)
-        : Effect.map(Views.runDiff(request.name), runPage)
+        : Effect.map(Views.run(request.name), runPage)
+    case "runs":
+      return runsPage(request.query)
     case "approvals":
       return approvalsPage
     case "schedule":

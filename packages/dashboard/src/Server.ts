@@ -219,6 +219,7 @@ export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, ne
       Http.route("/costs", GET(page(() => ({ page: "costs" })))),
       Http.route("/costs.csv", GET(costsCsv)),
       Http.route("/agents/:name", GET(page(({ name }) => ({ page: "agent", name })))),
+      Http.route("/runs", GET(page(() => ({ page: "runs" })))),
       Http.route("/runs/:name", GET(page(({ name }) => ({ page: "run", name })))),
       Http.route("/login", Http.methods({ GET: page(() => ({ page: "login" }), "open"), POST: signIn }, refuse)),
       Http.route("/events", GET(events)),

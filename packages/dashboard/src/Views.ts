@@ -1,7 +1,7 @@
 /**
  * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (the webhooks' part is
  * `WebhooksViews`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
- * meanwhile) is left out or shown as gone, never an error.
+ * meanwhile) is left out or read again, never an error; a closed one is read back from the store.
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
@@ -9,10 +9,11 @@ import { Flotta } from "@flotta/core/Flotta"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import type { RunDiff } from "@flotta/core/RunDiff"
+import type { RunView } from "@flotta/core/RunList"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import { Array as Arr, Effect, Option, Predicate } from "effect"
+import { Array as Arr, Effect, Either, Option, Predicate } from "effect"
 import * as path from "node:path"
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
@@ -55,6 +56,12 @@ export const agents: Effect.Effect<ReadonlyArray<AgentRow>, never, Flotta> = Eff
   return Arr.getSomes(rows).sort((a, b) => a.info.name.localeCompare(b.info.name))
 })
 
+/** A finished async run's (or verify's) outcome, kept by name: its result, or its failure. */
+export interface RunOutcomeView {
+  readonly result: RunResult | VerifyReport | null
+  readonly error: { readonly _tag: string; readonly message: string } | null
+}
+
 export type AgentView =
   | {
     readonly _tag: "Live"
@@ -64,41 +71,64 @@ export type AgentView =
     readonly approvals: ReadonlyArray<Approval>
     readonly worktree: string | null
   }
-  /** A finished async run (or verify): its outcome, kept by name. */
+  /** Closed, read back from the store: its facts and transcript, and a run's outcome when it was an async run. */
   | {
-    readonly _tag: "Finished"
-    readonly name: string
-    readonly result: RunResult | VerifyReport | null
-    readonly error: { readonly _tag: string; readonly message: string } | null
+    readonly _tag: "Closed"
+    readonly info: AgentInfo
+    readonly transcript: ReadonlyArray<TurnRecord>
+    readonly worktree: string | null
+    readonly run: RunOutcomeView | null
   }
-  /** Not live: what the report log last said about it, if anything. */
+  /** A finished async run (or verify) whose agent the store no longer has (or never had: a verify): its outcome. */
+  | ({ readonly _tag: "Finished"; readonly name: string } & RunOutcomeView)
+  /** Neither live nor in the store: what the report log last said about it, if anything. */
   | { readonly _tag: "Gone"; readonly name: string; readonly last: ReportEntry | null }
 
-/** One agent or async run, however it stands now. */
-export const agent = (name: string): Effect.Effect<AgentView, never, Flotta> =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const live = yield* Effect.all({
-      info: fleet.info(name),
-      status: fleet.status(name),
-      transcript: fleet.transcript(name),
-      approvals: fleet.approvals({ agent: name })
-    }).pipe(Effect.option)
-    if (Option.isSome(live)) {
-      const { info } = live.value
-      return { _tag: "Live", ...live.value, worktree: info.lifecycle === "run" ? worktreeOf(info.cwd) : null } as const
-    }
-    const finished = yield* fleet.runResult(name).pipe(
-      Effect.map((result): AgentView => ({ _tag: "Finished", name, result, error: null })),
-      Effect.catchAll((error) =>
-        Effect.succeed<AgentView | null>(
-          error._tag === "RunNotFound" || error._tag === "TurnPending"
-            ? null
-            : { _tag: "Finished", name, result: null, error: { _tag: error._tag, message: error.message } }
-        )
+/** An async run's (or verify's) outcome by name; none while it runs, or for a name no async run had. */
+export const runOutcome = (name: string): Effect.Effect<Option.Option<RunOutcomeView>, never, Flotta> =>
+  Effect.flatMap(Flotta, (fleet) => fleet.runResult(name)).pipe(
+    Effect.map((result) => Option.some<RunOutcomeView>({ result, error: null })),
+    Effect.catchAll((error) =>
+      Effect.succeed(
+        error._tag === "RunNotFound" || error._tag === "TurnPending"
+          ? Option.none()
+          : Option.some<RunOutcomeView>({ result: null, error: { _tag: error._tag, message: error.message } })
       )
     )
-    if (finished !== null) return finished
+  )
+
+const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktreeOf(info.cwd) : null)
+
+/**
+ * One agent or async run, however it stands now: live, closed (from the store), finished, or gone. `again`: read
+ * once more after a live agent went between two reads.
+ */
+export const agent = (name: string, again = true): Effect.Effect<AgentView, never, Flotta> =>
+  Effect.gen(function*() {
+    const fleet = yield* Flotta
+    const found = yield* Effect.option(fleet.info(name))
+    if (Option.isSome(found) && found.value.status !== "closed") {
+      const live = yield* Effect.all({
+        status: fleet.status(name),
+        transcript: fleet.transcript(name),
+        approvals: fleet.approvals({ agent: name })
+      }).pipe(Effect.option)
+      const info = found.value
+      if (Option.isSome(live)) return { _tag: "Live", info, ...live.value, worktree: worktreeOfAgent(info) } as const
+      // Closed in between: read it again, from the store.
+      if (again) return yield* agent(name, false)
+    } else if (Option.isSome(found)) {
+      const info = found.value
+      return {
+        _tag: "Closed",
+        info,
+        transcript: yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => [])),
+        worktree: worktreeOfAgent(info),
+        run: info.lifecycle === "run" ? Option.getOrNull(yield* runOutcome(name)) : null
+      } as const
+    }
+    const finished = yield* runOutcome(name)
+    if (Option.isSome(finished)) return { _tag: "Finished", name, ...finished.value } as const
     const last = yield* fleet.reports({ agent: name, last: 1 })
     return { _tag: "Gone", name, last: last.entries.at(-1) ?? null } as const
   })
@@ -115,6 +145,85 @@ export const runDiff = (name: string): Effect.Effect<RunDiffView, never, Flotta>
       Effect.succeed<RunDiffView>({ _tag: "None", error: error._tag, name, message: error.message })
     )
   )
+
+/** What the run page shows: the run as `runs()` lists it, its outcome, its agent, and its diff. */
+export interface RunPageView {
+  readonly name: string
+  /** As `runs()` lists it (an async run or verify); null for a run that is not one (a sync run, an attempt). */
+  readonly run: RunView | null
+  /** Its outcome once it has finished (an async run or verify). */
+  readonly outcome: RunOutcomeView | null
+  /** The run's own agent (live, or closed and read from the store), when it had one and `runs()` has no row. */
+  readonly agent: { readonly info: AgentInfo; readonly last: TurnRecord | null } | null
+  readonly diff: RunDiffView
+}
+
+/** Everything known of a run by name; `found` is false when nothing is. */
+export const run = (name: string): Effect.Effect<RunPageView & { readonly found: boolean }, never, Flotta> =>
+  Effect.gen(function*() {
+    const fleet = yield* Flotta
+    const [listed, outcome, diff] = yield* Effect.all([
+      fleet.runs().pipe(
+        Effect.map((views) => views.find((v) => v.name === name) ?? null),
+        Effect.orElseSucceed(() => null)
+      ),
+      runOutcome(name),
+      runDiff(name)
+    ])
+    const info = listed === null ? yield* Effect.option(fleet.info(name)) : Option.none()
+    const agent = Option.isSome(info) && info.value.lifecycle === "run"
+      ? {
+        info: info.value,
+        last: (yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => []))).at(-1) ??
+          null
+      }
+      : null
+    const found = listed !== null || Option.isSome(outcome) || agent !== null ||
+      !(diff._tag === "None" && diff.error === "RunNotFound")
+    return { name, run: listed, outcome: Option.getOrNull(outcome), agent, diff, found }
+  })
+
+export const RUN_STATES = ["running", "succeeded", "failed"] as const
+export const RUN_KINDS = ["run", "verify"] as const
+
+export interface RunsFilter {
+  readonly state: RunView["state"] | undefined
+  readonly kind: RunView["kind"] | undefined
+}
+
+/** A filter value the runs page does not know: the parameter, what it was, and what it may be. */
+export interface BadFilter {
+  readonly param: string
+  readonly value: string
+  readonly allowed: ReadonlyArray<string>
+}
+
+const pick = <A extends string>(
+  query: URLSearchParams,
+  param: string,
+  allowed: ReadonlyArray<A>
+): Either.Either<A | undefined, BadFilter> => {
+  const value = query.get(param)?.trim() ?? ""
+  if (value === "" || value === "all") return Either.right(undefined)
+  return (allowed as ReadonlyArray<string>).includes(value)
+    ? Either.right(value as A)
+    : Either.left({ param, value, allowed: ["all", ...allowed] })
+}
+
+/** `?state=&kind=` (blank or `all`: any), or the first value it does not know. */
+export const runsFilter = (query: URLSearchParams): Either.Either<RunsFilter, BadFilter> =>
+  Either.all({ state: pick(query, "state", RUN_STATES), kind: pick(query, "kind", RUN_KINDS) })
+
+export const RUNS_SHOWN = 200
+
+/** The async runs and verifies under a filter, newest first, at most `RUNS_SHOWN`. */
+export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, never, Flotta> =>
+  Effect.flatMap(Flotta, (fleet) =>
+    fleet.runs({
+      limit: RUNS_SHOWN,
+      ...(filter.state === undefined ? {} : { state: filter.state }),
+      ...(filter.kind === undefined ? {} : { kind: filter.kind })
+    }))
 
 export const approvals: Effect.Effect<ReadonlyArray<Approval>, never, Flotta> = Effect.flatMap(
   Flotta,

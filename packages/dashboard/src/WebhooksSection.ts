@@ -5,7 +5,7 @@
  */
 import type { TargetStatus } from "@flotta/webhooks/Notifier"
 import { html } from "./Html.js"
-import { agentLink, at, empty, pill } from "./PageParts.js"
+import { agentLink, at, empty, pill, runLink } from "./PageParts.js"
 import type { TriggerFired, TriggerRow } from "./WebhooksViews.js"
 
 /** Dead letters shown per target, newest first. */
@@ -13,7 +13,7 @@ const DEAD_SHOWN = 3
 
 const firedView = (f: TriggerFired) =>
   f._tag === "Run"
-    ? html`run ${f.template}: ${agentLink(f.name)}`
+    ? html`run ${f.template}: ${runLink(f.name)}`
     : html`routine ${f.routine} <span class="muted">fire</span> <code>${f.fireId}</code>`
 
 const whatView = (t: TriggerRow) =>

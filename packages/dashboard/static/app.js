@@ -139,6 +139,7 @@
     if (entry.kind === "result") charts.soon()
     if (page === "reports") return prepend(entry)
     if (page === "agent" && entry.agent !== agent && !entry.kind.startsWith("approval_")) return
+    if (page === "run" && entry.agent !== agent) return // one run's page: only its own entries change it
     refresh()
   }
 

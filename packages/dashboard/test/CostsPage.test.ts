@@ -63,6 +63,32 @@ const spend = Effect.gen(function*() {
 })
 
 describe("the Costs page", () => {
+  it.effect("every agent and run it lists links to a page that is there, a closed one's too", () =>
+    Effect.gen(function*() {
+      const fleet = yield* spend
+      yield* fleet.close("beta")
+      yield* fleet.awaitRun(yield* fleet.runAsync({ name: "errand", prompt: "async" }))
+      yield* fleet.run({ name: "quick", prompt: "sync" })
+      const { html } = yield* page("since=all")
+      const links = [...html.matchAll(/<a href="(\/(?:agents|runs)\/[^"]+)">/g)].map((m) => m[1]!)
+      assert.includeMembers(links, ["/agents/alpha", "/agents/beta", "/runs/errand", "/runs/quick"])
+      assert.include(html, `<a href="/runs/errand">errand</a>`)
+      for (const link of links) {
+        const [, kind, name] = link.split("/")
+        const target = yield* render({
+          page: kind === "agents" ? "agent" : "run",
+          name: decodeURIComponent(name!),
+          fragment: true,
+          query: new URLSearchParams()
+        })
+        assert.strictEqual(target.status, 200, link)
+      }
+      assert.include(
+        (yield* render({ page: "agent", name: "beta", fragment: true, query: new URLSearchParams() })).html,
+        "pill-closed"
+      )
+    }).pipe(Effect.provide(fleet)))
+
   it.effect("shows the totals and the top spenders that fleet.costs gives, in the nav, with charts and CSV links", () =>
     Effect.gen(function*() {
       const fleet = yield* spend

@@ -30,7 +30,7 @@ const fleet = Testing.layer({ model })
 const page = (p: PageRequest["page"], options: Partial<PageRequest> = {}) =>
   render({ page: p, fragment: false, query: new URLSearchParams(), ...options })
 
-const NAV = ["Agents", "Approvals", "Schedule", "Reports"]
+const NAV = ["Agents", "Runs", "Approvals", "Schedule", "Reports", "Costs"]
 
 describe("pages", () => {
   it.effect("agents: the shell, the Agents table with a row per agent, charts, and a fragment without the shell", () =>
@@ -197,7 +197,7 @@ describe("pages", () => {
       model: () => Testing.toolUse("Bash", { command: "cat page.html" }, "read", { output: "<b>".repeat(1707) })
     }))))
 
-  it.effect("agent: an unknown name is a 404 page, and a closed agent says so", () =>
+  it.effect("agent: an unknown name is a 404 page; a closed agent is read from the store, marked, without controls", () =>
     Effect.gen(function*() {
       const fleet = yield* Flotta
       const unknown = yield* page("agent", { name: "nobody" })
@@ -205,11 +205,33 @@ describe("pages", () => {
       assert.include(unknown.html, "No agent or run is named nobody.")
       assert.include(unknown.html, `data-page="agent" data-agent="nobody"`)
       yield* fleet.spawn("gone")
+      yield* fleet.ask("gone", "hostile")
+      yield* TestClock.adjust("90 seconds")
       yield* fleet.close("gone")
-      const closed = yield* page("agent", { name: "gone", fragment: true })
-      assert.strictEqual(closed.status, 404)
-      assert.include(closed.html, "gone is not live: its last report was <strong>closed</strong>")
-      assert.include(closed.html, "(closed by request)")
+      const closed = yield* page("agent", { name: "gone" })
+      assert.strictEqual(closed.status, 200)
+      assert.include(closed.html, `<h1>gone <span class="pill pill-closed">closed</span></h1>`)
+      assert.include(
+        closed.html,
+        `<p class="notice" aria-label="Closed">Closed <time datetime="1970-01-01T00:01:30.000Z" data-at>` +
+          `1970-01-01 00:01 UTC</time> (closed by request). Read from the store: it takes no more prompts.</p>`
+      )
+      assert.include(closed.html, "<div><dt>Turns</dt><dd>1</dd></div>")
+      assert.include(closed.html, `<section class="transcript" aria-label="Transcript">`)
+      assert.include(closed.html, "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;")
+      assert.notInclude(closed.html, "<script>alert")
+      // Nothing that would act on it: no prompt, no buttons, no forms.
+      assert.notInclude(closed.html, "<textarea")
+      assert.notInclude(closed.html, "<form")
+      assert.notInclude(closed.html, "Interrupt")
+      assert.include(closed.html, `<a href="/reports?agent=gone">Its reports</a>`)
+      // The page a closed run's agent has: its outcome, and its run page.
+      yield* fleet.awaitRun(yield* fleet.runAsync({ name: "errand", prompt: "hostile" }))
+      const run = yield* page("agent", { name: "errand", fragment: true })
+      assert.strictEqual(run.status, 200)
+      assert.include(run.html, `<section class="outcome" aria-label="Outcome">`)
+      assert.include(run.html, `<a href="/runs/errand">Its run</a>`)
+      assert.notInclude(run.html, "<script>alert")
     }).pipe(Effect.provide(fleet)))
 
   it.effect("approvals: one article per pending approval with Message, Approve and Deny; none says so", () =>

@@ -201,7 +201,12 @@ describe("the dashboard's server", () => {
 
   it.scoped("names what was wrong with an action", () =>
     Effect.gen(function*() {
-      const { base } = yield* serve()
+      const { base, fleet } = yield* serve()
+      yield* fleet.spawn("old")
+      yield* fleet.close("old")
+      const closed = yield* post(base, "/agents/old/prompt", { text: "hi" })
+      assert.strictEqual(closed.status, 404)
+      assert.match(JSON.parse(closed.body).error.message, /^agent "old" was closed at \S+ \(closed by request\)/)
       const cases: Array<[string, Record<string, string>, number, string]> = [
         ["/agents/ghost/prompt", { text: "hi" }, 404, "AgentNotFound"],
         ["/agents/ghost/prompt", {}, 400, "BadAction"],
@@ -333,6 +338,10 @@ describe("the dashboard's server", () => {
         ["POST", "/events", 405, "GET, HEAD"],
         ["PUT", "/login", 405, "GET, POST"],
         ["GET", "/schedule/pause", 405, "POST"],
+        ["POST", "/runs", 405, "GET, HEAD"],
+        ["GET", "/runs", 200],
+        ["GET", "/runs?state=unknown", 400],
+        ["GET", "/runs/nothing", 404],
         ["TRACE", "/agents/scout/prompt", 405, "POST"],
         ["HEAD", "/", 200],
         ["GET", "/nowhere", 404],

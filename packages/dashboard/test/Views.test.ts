@@ -30,7 +30,7 @@ describe("views", () => {
       assert.isNull(rows[1]!.worktree) // a run without a worktree
     }).pipe(Effect.provide(fleet)))
 
-  it.effect("agent: live with its transcript, a finished async run by its outcome, else gone", () =>
+  it.effect("agent: live with its transcript; closed, from the store, with a run's outcome; finished; else gone", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "hi")
@@ -38,23 +38,47 @@ describe("views", () => {
       assert.strictEqual(live._tag, "Live")
       if (live._tag === "Live") assert.deepStrictEqual(live.transcript.map((t) => [t.prompt, t.reply]), [["hi", "ok"]])
 
+      // An async run's agent closes when it ends: read back from the store, with the run's outcome.
       const ok = yield* fleet.runAsync({ name: "done", prompt: "go" })
       yield* fleet.awaitRun(ok)
-      const finished = yield* Views.agent("done")
-      assert.strictEqual(finished._tag, "Finished")
-      if (finished._tag === "Finished") assert.deepInclude(finished.result!, { kind: "run", text: "ok" })
-
+      const done = yield* Views.agent("done")
+      assert.strictEqual(done._tag, "Closed")
+      if (done._tag === "Closed") {
+        assert.strictEqual(done.info.status, "closed")
+        assert.deepInclude(done.run!.result!, { kind: "run", text: "ok" })
+        assert.deepStrictEqual(done.transcript.map((t) => t.prompt), ["go"])
+      }
       const bad = yield* fleet.runAsync({ name: "broken", prompt: "fail" })
       yield* Effect.either(fleet.awaitRun(bad))
-      const failed = yield* Views.agent("broken")
-      assert.strictEqual(failed._tag, "Finished")
-      if (failed._tag === "Finished") assert.strictEqual(failed.error?._tag, "TurnFailed")
+      const broken = yield* Views.agent("broken")
+      assert.strictEqual(broken._tag === "Closed" ? broken.run?.error?._tag : broken._tag, "TurnFailed")
+
+      // A best-of-N run has no agent of its own name (its attempts do): its outcome, kept by name.
+      yield* fleet.awaitRun(
+        yield* fleet.runAsync({ name: "best", prompt: "try", attempts: 2, verify: { checks: ["npm test"] } })
+      )
+      const best = yield* Views.agent("best")
+      assert.strictEqual(best._tag, "Finished")
+      if (best._tag === "Finished") assert.strictEqual(best.result?.kind === "run" ? best.result.attempt : 0, 2)
+
+      yield* fleet.close("alpha")
+      const closed = yield* Views.agent("alpha")
+      assert.strictEqual(closed._tag, "Closed")
+      if (closed._tag === "Closed") {
+        assert.deepInclude(closed.info, { status: "closed", closedReason: "closed by request" })
+        assert.isNull(closed.run)
+        assert.deepStrictEqual(closed.transcript.map((t) => t.reply), ["ok"])
+      }
 
       assert.deepStrictEqual(yield* Views.agent("nobody"), { _tag: "Gone", name: "nobody", last: null })
-      yield* fleet.close("alpha")
-      const gone = yield* Views.agent("alpha")
+      // A verify that ran while the caller waited has no agent and keeps no outcome: only the report log knows it.
+      yield* fleet.verify("/repo", { name: "checked", branch: "main", checks: ["npm test"] })
+      const gone = yield* Views.agent("checked")
       assert.strictEqual(gone._tag === "Gone" ? gone.last?.kind : gone._tag, "closed")
-    }).pipe(Effect.provide(fleet)))
+    }).pipe(Effect.provide(Testing.layer({
+      model: ({ prompt }) => (prompt === "fail" ? Testing.apiError(500) : "ok"),
+      git: Testing.git({ check: ({ env }) => (env["FLOTTA_ATTEMPT"] === "2" ? 0 : 1) })
+    }))))
 
   it.effect("schedule: none without a scheduler", () =>
     Effect.map(Views.schedule, (view) => assert.strictEqual(view._tag, "None")))

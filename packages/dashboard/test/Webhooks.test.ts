@@ -122,7 +122,7 @@ describe("the schedule page's webhooks", () => {
       assert.include(fired, "<code>issues.labeled</code>")
       assert.include(fired, "acme/app#12")
       assert.include(fired, "delivery <code>d-1</code>")
-      assert.include(fired, `pill-fired">fired</span> run fix-issue: <a href="/agents/fix-issue-1">fix-issue-1</a>`)
+      assert.include(fired, `pill-fired">fired</span> run fix-issue: <a href="/runs/fix-issue-1">fix-issue-1</a>`)
       assert.include(fired, "routine triage <span class=\"muted\">fire</span> <code>fire-ab12</code>")
       assert.include(fired, `pill-refused">refused</span> survey <code>RoutineRailed</code>`)
       assert.include(fired, "over its &lt;daily&gt; rail")

@@ -267,6 +267,10 @@ export const AgentInfo = Schema.Struct({
   status: describe(View.AgentStatus, STATUS_DESCRIPTION),
   current: describe(NullableString, "The turn in flight"),
   parkedUntil: describe(NullableString, PARKED_UNTIL_DESCRIPTION),
+  closedAt: opt(
+    Schema.String,
+    "When it closed (ISO 8601): a closed agent is read back from the store until retention removes it"
+  ),
   host: opt(Schema.String, "In a cluster: the host that runs it"),
   sandbox: opt(SandboxData, "Its sandbox, when it has one (paths absolute)"),
   context: opt(View.ContextUse, CONTEXT_DESCRIPTION),
@@ -275,6 +279,12 @@ export const AgentInfo = Schema.Struct({
     "The claude CLI could not write its session file (a full disk: ENOSPC, a quota: EDQUOT): part of its memory " +
       "cannot be resumed"
   )
+})
+
+/** A transcript's mark that its agent is closed: why, and when. */
+export const Closed = Schema.Struct({
+  reason: Schema.String,
+  at: opt(Schema.String, "When it closed (ISO 8601)")
 })
 
 export const StatusView = Schema.Struct({

@@ -101,7 +101,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
     name: "flotta_info",
     title: "Agent info",
-    description: "One agent's details: status, pid, session id, cwd, model, permission, totals, restarts.",
+    description: "One agent's details: status, pid, session id, cwd, model, permission, totals, restarts. A " +
+      "closed agent's too, read from the store (status closed, closedReason, closedAt) until retention removes it.",
     annotations: READ,
     input: S.NameArgs,
     output: S.AgentInfo,
@@ -276,17 +277,36 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     description: "An agent's turns, oldest first: prompt, reply or error, tool calls with their outcome (ok, " +
       "error, or refused and why: not_offered, sandbox, policy, human with who, expired; the result's text cut " +
       "to 4 KiB with its full size in bytes; how long the call took), permission decisions, cost and timing. " +
-      "`last` keeps only the most recent ones. Also readable as the resource " +
+      "`last` keeps only the most recent ones. A closed agent's transcript is read from the store (until " +
+      "retention removes it), marked `closed` with why and when. Also readable as the resource " +
       "flotta://agents/{name}/transcript.",
     annotations: READ,
     input: S.TranscriptArgs,
-    output: Schema.Struct({ name: Schema.String, total: Schema.Number, turns: Schema.Array(S.TurnRecord) }),
+    output: Schema.Struct({
+      name: Schema.String,
+      total: Schema.Number,
+      turns: Schema.Array(S.TurnRecord),
+      closed: S.opt(S.Closed, "Present when the agent is closed: why, and when")
+    }),
     run: ({ last, name }) =>
-      Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.transcript(name)), (turns) => ({
-        name,
-        total: turns.length,
-        turns: last === undefined ? turns : turns.slice(-last)
-      }))
+      Effect.gen(function*() {
+        const fleet = yield* Flotta
+        const turns = yield* fleet.transcript(name)
+        // Whether it is closed: its info says (it may close, or its record go, in between: then it is not marked).
+        const info = yield* Effect.option(fleet.info(name))
+        const closed = info._tag === "Some" && info.value.status === "closed" ? info.value : undefined
+        return {
+          name,
+          total: turns.length,
+          turns: last === undefined ? turns : turns.slice(-last),
+          ...(closed === undefined ? {} : {
+            closed: {
+              reason: closed.closedReason ?? "closed",
+              ...(closed.closedAt === undefined ? {} : { at: closed.closedAt })
+            }
+          })
+        }
+      })
   }),
   Tool.make({
     name: "flotta_broadcast",

@@ -210,6 +210,25 @@ for (const era of ERAS) {
           closed: true
         })
         assert.deepStrictEqual(structured<{ agents: Array<unknown> }>(yield* call(client, "flotta_list")).agents, [])
+        assert.notProperty(transcript, "closed", "a live agent's transcript is not marked")
+
+        // Closed, its info and transcript are read from the store, marked closed; nothing else can be done with it.
+        const closedInfo = structured<{ status: string; closedReason: string; closedAt: string }>(
+          yield* call(client, "flotta_info", { name: "scout" })
+        )
+        assert.deepInclude(closedInfo, { status: "closed", closedReason: "closed by request" })
+        assert.match(closedInfo.closedAt, /^\d{4}-\d\d-\d\dT/)
+        const closedTranscript = structured<{
+          total: number
+          turns: Array<{ prompt: string }>
+          closed: { reason: string; at: string }
+        }>(yield* call(client, "flotta_transcript", { name: "scout", last: 1 }))
+        assert.strictEqual(closedTranscript.total, 2)
+        assert.deepStrictEqual(closedTranscript.turns.map((t) => t.prompt), ["second"])
+        assert.deepStrictEqual(closedTranscript.closed, { reason: "closed by request", at: closedInfo.closedAt })
+        const refused = yield* call(client, "flotta_prompt", { name: "scout", text: "again" })
+        assert.strictEqual(errorOf(refused)._tag, "AgentNotFound")
+        assert.include(errorOf(refused).message, `agent "scout" was closed at ${closedInfo.closedAt}`)
       }).pipe(Effect.provide(fleet())))
 
     it.scoped("ask returns the reply within the bound, or the turn id and status to wait again", () =>
@@ -383,10 +402,11 @@ for (const era of ERAS) {
         const closed = yield* Fiber.join(waiting)
         assert.strictEqual(errorOf(closed)._tag, "AgentClosed")
         const gone = yield* call(client, "flotta_prompt", { name: "alpha", text: "hello" })
-        assert.deepStrictEqual(errorOf(gone), {
-          _tag: "AgentNotFound",
-          message: "no agent named \"alpha\" (no agents are live)"
-        })
+        assert.strictEqual(errorOf(gone)._tag, "AgentNotFound")
+        assert.match(
+          errorOf(gone).message,
+          /^agent "alpha" was closed at \S+ \(closed by request\): only its info and transcript can still be read \(no agents are live\)$/
+        )
       }).pipe(Effect.provide(fleet({
         failStart: ({ agent }) => (agent === "lost" ? "fatal: no credentials" : undefined)
       }))))

@@ -328,6 +328,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
 
   const shutdown = Effect.fn("Agent.shutdown")(function*(reason: string) {
     if (state.closedReason === null) state.closedReason = reason
+    state.closedAt ??= TurnRecords.iso(yield* Clock.currentTimeMillis)
     state.status = "closed"
     ctx.saveAgent()
     yield* deps.permission.expire(name, "closed")

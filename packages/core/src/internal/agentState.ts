@@ -190,6 +190,8 @@ export interface AgentState {
   failed: number
   totalCost: number
   closedReason: string | null
+  /** When it closed (ISO), once it has. */
+  closedAt: string | null
   restarts: number
   /** Tool calls waiting for a human's approval. */
   waitingApprovals: number

@@ -56,6 +56,7 @@ export const infoOf = (ctx: AgentContext, startedAt: string, view: AgentStatusVi
     restarts: state.restarts,
     startedAt,
     closedReason: state.closedReason,
+    ...(state.closedAt === null ? {} : { closedAt: state.closedAt }),
     parkedUntil: view.parkedUntil,
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
     ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom }),

@@ -10,6 +10,7 @@ import type { Agent } from "../Agent.js"
 import type { AgentInfo, AgentRow, AgentStatusView, TurnRecord, TurnResult, TurnRow } from "../AgentView.js"
 import { NoResult, TurnPending } from "../Errors.js"
 import type { AgentClosed, TurnError } from "../Errors.js"
+import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import type { AgentOptions } from "./agentOptions.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
@@ -70,7 +71,7 @@ export const handle = (
 ): Agent => {
   const { info, row } = dormant
   const name = info.name
-  const turns = deps.store.turns(name)
+  const turns = Effect.map(deps.store.turns(name), (rows) => ownTurns(row, rows))
   /** A stored turn's outcome: its result, its error, or the turn still pending. */
   const outcome = (found: TurnRow | undefined, turnId: string) =>
     Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult> => {

@@ -13,6 +13,7 @@ import { AgentClosed, HostRestarted, TurnErrorSchema } from "../Errors.js"
 import type { Registry } from "../Registry.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Runs } from "../Run.js"
+import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { optionsOf } from "./agentOptions.js"
 import * as Processes from "./processes.js"
@@ -74,7 +75,7 @@ export const restore = (deps: {
 
     const close = (row: AgentRow, reason: string, turns: ReadonlyArray<TurnRow>) =>
       Effect.gen(function*() {
-        store.saveAgent({ ...row, status: "closed", closedReason: reason, process: null })
+        store.saveAgent({ ...row, status: "closed", closedReason: reason, closedAt: at, process: null })
         const closed = new AgentClosed({ name: row.name, reason })
         for (const turn of turns) if (turn.record.status === "queued") yield* settle(turn, closed)
         yield* reports.post(row.name, "closed", { reason })
@@ -84,7 +85,7 @@ export const restore = (deps: {
     // 2. Each agent on its own: one that fails to come back closes and the others go on.
     const outcomes = yield* Effect.forEach(live, (row) =>
       Effect.gen(function*() {
-        const turns = yield* Effect.forEach(yield* store.turns(row.name), (turn) => {
+        const turns = yield* Effect.forEach(ownTurns(row, yield* store.turns(row.name)), (turn) => {
           if (turn.record.status !== "running") return Effect.succeed(turn)
           interruptedTurns.push({ name: row.name, turnId: turn.record.turnId })
           return settle(turn, new HostRestarted({ name: row.name, turnId: turn.record.turnId }))

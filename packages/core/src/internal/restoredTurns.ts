@@ -1,6 +1,8 @@
 /**
  * An agent's turns as its store gave them back after a restart of the host: finished ones keep their outcome
  * (decoded, for `result` and `await`), queued ones wait again in order, and the turn numbers go on from there.
+ * Only its own: the store keeps the turns of earlier agents of the same name under that name too
+ * (`Store.ownTurns`).
  */
 import { Deferred, Exit, FiberId, Option, Schema } from "effect"
 import { TurnResult } from "../AgentView.js"

@@ -44,7 +44,10 @@ export const make = (
   sql: SqlClient,
   location: string,
   writer: Writer
-): Pick<StoreShape, "readReports" | "agents" | "turns" | "lastTurn" | "runs" | "run" | "loadState" | "costs"> => {
+): Pick<
+  StoreShape,
+  "readReports" | "agents" | "agent" | "turns" | "lastTurn" | "runs" | "run" | "loadState" | "costs"
+> => {
   const invalid = (table: string, key: string, error: ParseResult.ParseError) =>
     Effect.logWarning(
       new StoreRowInvalid({ location, table, key, reason: ParseResult.TreeFormatter.formatErrorSync(error) })
@@ -177,6 +180,18 @@ export const make = (
     return undefined
   }
 
+  const agent = (name: string) =>
+    Effect.suspend(() => {
+      const buffered = waitingOf((batch) => batch.agents.get(name))
+      if (buffered !== undefined) return Effect.succeed(Option.some(buffered))
+      return sql<{ readonly row: string }>`select row from flotta_agents where name = ${name}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows[0] === undefined ? Effect.succeed(Option.none()) : agentRows.one(name, rows[0].row)
+        )
+      )
+    })
+
   const run = (name: string) =>
     Effect.suspend(() => {
       const buffered = waitingOf((batch) => batch.runs.get(name))
@@ -229,5 +244,5 @@ export const make = (
       } satisfies Costs.CostReport
     }).pipe(Effect.orDie)
 
-  return { readReports, agents, turns, lastTurn, runs, run, loadState, costs }
+  return { readReports, agents, agent, turns, lastTurn, runs, run, loadState, costs }
 }

@@ -71,6 +71,7 @@ export const startAgent = (
       failed: 0,
       totalCost: 0,
       closedReason: null,
+      closedAt: null,
       restarts: restored?.row.restarts ?? 0,
       waitingApprovals: 0,
       lastActiveAt: clock.unsafeCurrentTimeMillis(),
@@ -81,6 +82,8 @@ export const startAgent = (
     }
 
     // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
+    /** The turn numbers earlier agents of this name used (its own number on from there): set below for a new one. */
+    let turnsBefore = restored?.row.turnsBefore
     /** The agent's row, as the store keeps it now. */
     const rowOf = (): AgentRow => {
       const running = state.process?.process
@@ -95,6 +98,8 @@ export const startAgent = (
         restarts: state.restarts,
         startedAt,
         closedReason: state.closedReason,
+        ...(state.closedAt === null ? {} : { closedAt: state.closedAt }),
+        ...(turnsBefore === undefined ? {} : { turnsBefore }),
         notRestorable,
         process: running?.pid == null ? null : { pid: running.pid, startTicks: startTicks(running.pid) },
         ...(forkedFrom === undefined ? {} : { forkedFrom }),
@@ -154,7 +159,7 @@ export const startAgent = (
 
     // --- what the store brings back ---------------------------------------------------------------------------
     // A name used before numbers its turns on: the store keeps the earlier agent's turns under the same ids.
-    if (restored === undefined) state.turnCounter = yield* deps.store.lastTurn(name)
+    if (restored === undefined) state.turnCounter = turnsBefore = yield* deps.store.lastTurn(name)
     else restoreTurns(ctx, history, restored.turns, clock.unsafeCurrentTimeMillis())
 
     // --- start ------------------------------------------------------------------------------------------------

@@ -1,0 +1,56 @@
+/**
+ * A closed agent of the cluster, read back: its name's placement is freed when it closes, and the host that closed
+ * it keeps its record in its own store. Its info is asked of this host and every other live host at once (the
+ * newest close wins when a name was closed on several), and its transcript of the host whose record that is.
+ */
+import type { AgentNotFound, StoreUnavailable } from "@flotta/core/Errors"
+import { Effect, Option } from "effect"
+import type { HostingShape } from "./Hosting.js"
+import { withHost } from "./Hosting.js"
+import * as Protocol from "./Protocol.js"
+import type { HostLost } from "./Protocol.js"
+
+export interface ClosedDeps {
+  readonly h: HostingShape
+  /** The live hosts as the store has them now. */
+  readonly liveNow: Effect.Effect<ReadonlyArray<{ readonly host: string }>, StoreUnavailable>
+  /** A call to another host, which ends with HostLost if that host dies under it. */
+  readonly remote: <A, E>(
+    host: string,
+    name: string,
+    call: Effect.Effect<A, E>
+  ) => Effect.Effect<A, E | HostLost | StoreUnavailable>
+  readonly agentClient: Effect.Effect.Success<typeof Protocol.AgentEntity.client>
+}
+
+export const make = ({ agentClient, h, liveNow, remote }: ClosedDeps) => {
+  const { local } = h
+  const me = h.membership.settings.host
+
+  /** A closed agent's info, with the host whose store has it; `missing` when no live host has it closed. */
+  const info = (name: string, missing: AgentNotFound) =>
+    Effect.gen(function*() {
+      const answers = yield* Effect.forEach(
+        (yield* liveNow).map((r) => r.host),
+        (host) =>
+          Effect.option(
+            host === me
+              ? Effect.map(local.info(name), withHost(me))
+              : remote(host, name, agentClient(Protocol.agentId(host, name)).info({ name }))
+          ),
+        { concurrency: "unbounded" }
+      )
+      const closed = answers.flatMap((a) => (Option.isSome(a) && a.value.status === "closed" ? [a.value] : []))
+        .sort((a, b) => (b.closedAt ?? "").localeCompare(a.closedAt ?? ""))
+      return closed[0] ?? (yield* missing)
+    })
+
+  /** A closed agent's turns, from the host whose store has it. */
+  const transcript = (name: string, missing: AgentNotFound) =>
+    Effect.flatMap(info(name, missing), ({ host }) =>
+      host === undefined || host === me
+        ? local.transcript(name)
+        : remote(host, name, agentClient(Protocol.agentId(host, name)).transcript({ name })))
+
+  return { info, transcript } as const
+}
