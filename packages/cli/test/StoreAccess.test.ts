@@ -192,6 +192,7 @@ describe("doctor: the notifications and the triggers", () => {
         { url: "https://chat.example.com/hook/abc", events: ["agent_crashed"], format: "slack" }
       ]
       const config = Either.getOrThrow(ConfigFile.decode(path.join(dir, "flotta.config.json"), {
+        agents: [{ name: "scout" }, { name: "issue-runner", lifecycle: "run", worktree: true }],
         store: { sqlite: file },
         mcp: {},
         notify,
@@ -270,6 +271,7 @@ describe("doctor: the notifications and the triggers", () => {
       const routines = collect()
       yield* DoctorCommand.webhookLines(
         Either.getOrThrow(ConfigFile.decode("/p/f.json", {
+          agents: [{ name: "scout" }],
           schedule: { timezone: "utc", hours: {} },
           routines: [{ name: "fix-ci", action: "prompt", agent: "scout", prompt: "Fix.", secret: SECRET }]
         })),
