@@ -282,22 +282,4 @@ describe("doctor: the notifications and the triggers", () => {
         "the hooks)"
       ])
     }))
-
-  it("the starter config's notify, github and triggered routine examples are valid once uncommented", () => {
-    // Every commented-out line of JSON uncommented (the routine example is commented twice); the prose stays.
-    const lines = InitCommand.STARTER.split("\n")
-    const start = lines.findIndex((line) => line.includes(",\"notify\""))
-    const text = lines.map((line, i) => {
-      const json = /^(\s*)(?:\/\/\s*)+([{}[\],"].*)$/.exec(line)
-      return json === null || i < start ? line : `${json[1]}${json[2]}`
-    }).join("\n")
-    const decoded = ConfigFile.decode("/p/flotta.config.json", JSON.parse(ConfigFile.stripComments(text)))
-    if (Either.isLeft(decoded)) return assert.fail(decoded.left.message)
-    const config = decoded.right
-    assert.deepStrictEqual(config.notify?.map((t) => t.format ?? "json"), ["slack", "json"])
-    assert.deepStrictEqual(config.github?.on.map((m) => m.run ?? m.routine), ["issue-runner", "fix-ci"])
-    const fixCi = config.schedule?.routines.find((r) => r.name === "fix-ci")
-    assert.isTrue(fixCi !== undefined && fixCi.triggerAnyTime === true && fixCi.secret !== undefined)
-    assert.deepStrictEqual(fixCi?.every, { triggered: true })
-  })
 })
