@@ -40,7 +40,7 @@ export const boot = (config: ConfigFile.LoadedConfig) =>
     return { ...booted, live: [...restored, ...booted.started] }
   })
 
-/** Each entry the config skipped, as a line for stderr: its path and why (`flotta: skipped agents[1].permision: ...`). */
+/** Each entry the config skipped, as a line for stderr: its path and why (`flotta: skipped agents[1].modle: ...`). */
 export const skippedLines = (config: ConfigFile.LoadedConfig): ReadonlyArray<string> =>
   config.skipped.map((r) => `flotta: skipped ${Spec.describeRejected(r)}`)
 
@@ -115,9 +115,9 @@ export const describeWebhooks = (
 const json = Options.boolean("json").pipe(
   Options.withDescription(
     "Once the fleet is up, also print one line of JSON on stdout: the agents up and those that failed, the " +
-      "config's entries skipped (each path and why), the run templates, the MCP and dashboard URLs, whether the scheduler and the webhooks run, the store and what came " +
-      "back from it (or, in a cluster, this host, the live hosts and the cluster's store). The lines for a person " +
-      "stay on stderr."
+      "config's entries skipped (each path and why), the run templates, the MCP and dashboard URLs, whether the " +
+      "scheduler and the webhooks run, the store and what came back from it (or, in a cluster, this host, the live " +
+      "hosts and the cluster's store). The lines for a person stay on stderr."
   )
 )
 
