@@ -1,7 +1,8 @@
 /**
  * `flotta init` as a newcomer runs it: the starter config it writes loads with nothing skipped, declares the
  * original's dev fleet (read-only scout, librarian and reviewer; the issue-runner and issue-filer run
- * templates), and its commented-out scheduler, find-and-file routine included, is valid once uncommented.
+ * templates, and a read-only triage one), and its commented-out examples, find-and-file included, are valid once
+ * uncommented (packages/cli/test/InitCommand.test.ts takes them one by one).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as ConfigFile from "@flotta/cli/ConfigFile"
@@ -27,12 +28,18 @@ const load = (file: string, text: string) => {
   return loaded.right
 }
 
-/** Uncomments the commented-out block at the end (from "Uncomment to try" on), as a user would: one `//` a line. */
-const uncommentScheduler = (text: string) => {
+/**
+ * Uncomments every example, as a user would: each line of JSON below the MCP server's, whether commented once (a
+ * block to try) or twice (an opt-in inside it); the words stay comments.
+ */
+const uncommentAll = (text: string) => {
   const lines = text.split("\n")
-  const start = lines.findIndex((line) => line.includes("Uncomment to try"))
-  assert.isAbove(start, 0, "the starter config has a commented-out scheduler")
-  return lines.map((line, i) => (i > start ? line.replace(/^(\s*)\/\/ ?/, "$1") : line)).join("\n")
+  const start = lines.findIndex((line) => line.includes("\"dashboard\": {}"))
+  assert.isAbove(start, 0, "the starter config has a dashboard section, and its examples after it")
+  return lines.map((line, i) => {
+    const json = /^(\s*)(?:\/\/\s*)+([{}[\],"].*)$/.exec(line)
+    return json === null || i < start ? line : `${json[1]}${json[2]}`
+  }).join("\n")
 }
 
 describe("flotta init", () => {
@@ -47,24 +54,24 @@ describe("flotta init", () => {
     assert.include(ran.stderr, "keep it out of version control")
 
     const doctor = await runFlotta(dir, ["doctor"])
-    assert.include(doctor.stdout, `config: ${file}: 3 session(s), 2 run template(s)`)
+    assert.include(doctor.stdout, `ok    config: ${file}: 3 session(s), 3 run template(s)`)
     assert.notInclude(doctor.stdout, "skipped")
 
     const { fleet } = load(file, text).fleet
-    assert.deepStrictEqual(fleet.rejected, [])
+    assert.deepStrictEqual(load(file, text).skipped, [])
     assert.deepStrictEqual(fleet.sessions.map((s) => s.name), ["scout", "librarian", "reviewer"])
     for (const session of fleet.sessions) assert.strictEqual(session.permission, "read_only", session.name)
     const librarian = fleet.sessions.find((s) => s.name === "librarian")!
     assert.strictEqual(librarian.model, "haiku")
     assert.strictEqual(librarian.appendSystemPrompt, "Index and summarize.")
 
-    assert.deepStrictEqual(fleet.templates.map((t) => t.name), ["issue-runner", "issue-filer"])
+    assert.deepStrictEqual(fleet.templates.map((t) => t.name), ["issue-runner", "issue-filer", "triage"])
     const filer = fleet.templates.find((t) => t.name === "issue-filer")!
     assert.strictEqual(filer.worktree, true)
     assert.deepStrictEqual(filer.permission, { allow: ["Read", "Bash"] })
     assert.isTrue(Permission.canWrite(filer.permission), "Bash can write: so the worktree is what isolates it")
-    // Both run templates are sandboxed, keeping the network gh needs.
-    for (const template of fleet.templates) {
+    // The run templates that write are sandboxed, keeping the network gh needs; triage only reads.
+    for (const template of fleet.templates.filter((t) => Permission.canWrite(t.permission))) {
       assert.deepStrictEqual(
         template.sandbox,
         { network: { allow: ["github.com", "api.github.com"] } },
@@ -75,15 +82,21 @@ describe("flotta init", () => {
     assert.include(filer.appendSystemPrompt, "gh issue create")
     assert.include(filer.appendSystemPrompt, "Never close, reopen, edit, comment on, label or merge")
 
-    // As shipped, nothing is scheduled: the find-and-file routine is commented out.
+    assert.deepStrictEqual(fleet.templates.filter((t) => Permission.canWrite(t.permission)).map((t) => t.name), [
+      "issue-runner",
+      "issue-filer"
+    ])
+    // As shipped, nothing is scheduled, notified or triggered: those examples are commented out.
     assert.isUndefined(load(file, text).schedule)
+    assert.isUndefined(load(file, text).notify)
+    assert.isUndefined(load(file, text).github)
 
     const again = await runFlotta(dir, ["init"])
     assert.strictEqual(again.code, 2)
     assert.include(again.stderr, "already exists (use --force to overwrite it)")
   })
 
-  it("its commented-out scheduler is valid once uncommented, find-and-file firing the issue-filer", async () => {
+  it("its examples are valid once uncommented, find-and-file firing the issue-filer", async () => {
     const project = path.join(dir, "uncommented")
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, ".gitignore"), "node_modules")
@@ -94,23 +107,21 @@ describe("flotta init", () => {
       "node_modules\n# flotta's state (flotta serve, flotta repl)\n.flotta/state.db*\n"
     )
     const file = path.join(project, "flotta.config.json")
-    const text = uncommentScheduler(fs.readFileSync(file, "utf8"))
+    const text = uncommentAll(fs.readFileSync(file, "utf8"))
     fs.writeFileSync(file, text)
 
     const config = load(file, text)
-    assert.deepStrictEqual(config.fleet.fleet.rejected, [])
+    assert.deepStrictEqual(config.skipped, [])
     const scheduler = config.schedule
     if (scheduler === undefined) return assert.fail("the uncommented scheduler was not read")
-    const { rejected, routines } = scheduler
-    assert.deepStrictEqual(rejected, [])
-    assert.deepStrictEqual(routines.map((r) => r.name), ["morning-scan", "find-and-file"])
-    const findAndFile = routines[1]!
+    assert.deepStrictEqual(scheduler.routines.map((r) => r.name), ["morning-scan", "fix-ci", "find-and-file"])
+    const findAndFile = scheduler.routines[2]!
     assert.strictEqual(findAndFile.action, "dispatch_scan")
     assert.strictEqual(findAndFile.action === "dispatch_scan" ? findAndFile.template : undefined, "issue-filer")
-    assert.include(config.fleet.fleet.templates.map((t) => t.name), "issue-filer")
+    assert.deepStrictEqual(config.github?.on.map((m) => m.run), ["triage", "issue-runner"])
 
     const doctor = await runFlotta(project, ["doctor"])
-    assert.include(doctor.stdout, `config: ${file}: 3 session(s), 2 run template(s)`)
+    assert.include(doctor.stdout, `ok    config: ${file}: 3 session(s), 3 run template(s)`)
     assert.notInclude(doctor.stdout, "skipped")
   })
 })

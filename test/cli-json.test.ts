@@ -61,7 +61,7 @@ describe("--json without a serve", () => {
     assert.deepInclude(report.checks, {
       level: "ok",
       topic: "config",
-      text: `${path.join(project, "flotta.config.json")}: 3 session(s), 2 run template(s)`
+      text: `${path.join(project, "flotta.config.json")}: 3 session(s), 3 run template(s)`
     })
     assert.isTrue(report.checks.every((c) => ["ok", "warn", "fail"].includes(c.level)))
   })

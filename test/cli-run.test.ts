@@ -126,6 +126,6 @@ describe("flotta run", () => {
     const ran = await runFlotta(project, ["run", "--simulate", "x"])
     assert.strictEqual(ran.code, 3, ran.stderr)
     assert.include(ran.stderr, path.join(project, "flotta.config.json"))
-    assert.match(ran.stderr, /mcp\.port: Expected number/)
+    assert.match(ran.stderr, /mcp\.port: expected a number/)
   })
 })

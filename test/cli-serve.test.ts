@@ -148,6 +148,106 @@ describe("flotta serve and the client commands", () => {
   })
 })
 
+describe("a config with mistakes", () => {
+  const SECRET = "0123456789abcdef-github"
+  /** Each mistake a person makes in an entry, and the line that names it. */
+  const SKIPPED = [
+    "agents[1].permision: unknown field; did you mean \"permission\"?",
+    "agents[2].permission: expected \"read_only\", \"full\", \"ask\" or { allow, ask? }, got \"readonly\"",
+    "agents[3].name: duplicate name \"scout\" (agents[0] has it already)",
+    "routines[0].template: no run template named \"runer\" in agents; did you mean \"runner\"?",
+    "routines[1].agent: \"runner\" is a run template; this needs a session (an agent entry with lifecycle: " +
+    "\"session\")",
+    "github.on[0].routine: the routine \"fix-ci\" is skipped itself (routines[0] is invalid)"
+  ]
+  const config = (port: number) => ({
+    store: "memory",
+    agents: [
+      { name: "scout" },
+      { name: "helper", permision: "read_only" },
+      { name: "scribe", permission: "readonly" },
+      { name: "scout", model: "haiku" },
+      { name: "runner", lifecycle: "run", worktree: true, permission: "full" }
+    ],
+    mcp: { port },
+    schedule: { timezone: "utc", hours: {} },
+    routines: [
+      { name: "fix-ci", action: "run", template: "runer" },
+      { name: "check-in", action: "prompt", agent: "runner", prompt: "status?" },
+      { name: "nightly", action: "scan", every: { dailyAt: "02:00" } }
+    ],
+    github: {
+      secret: SECRET,
+      on: [
+        { event: "check_run.completed", conclusion: "failure", routine: "fix-ci" },
+        { event: "issues.labeled", label: "flotta", run: "runner" }
+      ]
+    }
+  })
+
+  it("doctor lists every mistake with its path and fails with exit code 3", async () => {
+    const project = path.join(dir, "mistaken-doctor")
+    fs.mkdirSync(project)
+    const file = path.join(project, "flotta.config.json")
+    fs.writeFileSync(file, JSON.stringify(config(await freePort())))
+    const doctor = await runFlotta(project, ["doctor"])
+    assert.strictEqual(doctor.code, 3, doctor.stderr)
+    assert.include(doctor.stdout, `FAIL  config: ${file}: 1 session(s), 1 run template(s); 6 problems`)
+    for (const line of SKIPPED) assert.include(doctor.stdout, `FAIL  config: ${line} (skipped)`)
+    assert.include(doctor.stderr, `ConfigFileError: ${file}: 6 problems (listed above)`)
+    // The checks after the config's still run: doctor lists every problem it finds.
+    assert.include(doctor.stdout, "store: memory")
+
+    const json = await runFlotta(project, ["doctor", "--json"])
+    assert.strictEqual(json.code, 3)
+    const report = JSON.parse(json.stdout) as { ok: boolean; checks: Array<{ level: string; text: string }> }
+    assert.isFalse(report.ok)
+    assert.includeMembers(report.checks.filter((c) => c.level === "fail").map((c) => `${c.text}`), [
+      `${SKIPPED[0]} (skipped)`,
+      `${SKIPPED[5]} (skipped)`
+    ])
+
+    // Fixed, it passes the config's check.
+    fs.writeFileSync(file, JSON.stringify({ store: "memory", agents: [{ name: "scout" }] }))
+    const fixed = await runFlotta(project, ["doctor"])
+    assert.include(fixed.stdout, `ok    config: ${file}: 1 session(s), 0 run template(s)`)
+    assert.notInclude(fixed.stdout, "skipped")
+  })
+
+  it("serve prints each skipped entry with its reason, and boots the rest", async () => {
+    const project = path.join(dir, "mistaken-serve")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify(config(await freePort())))
+    const { child, out } = start(["serve", "--simulate", "--json"], project)
+    try {
+      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
+      for (const line of SKIPPED) assert.include(out.stderr, `flotta: skipped ${line}\n`)
+      // Said once, not again by the engine's or the scheduler's own warnings.
+      assert.notInclude(out.stderr, "config entry skipped")
+      assert.notInclude(out.stderr, "routine skipped")
+      assert.include(out.stderr, "1 agent(s) up (scout)")
+      assert.include(out.stderr, "scheduler on")
+      await waitUntil(() => out.stdout.includes("\n"), 10_000, "the ready line")
+      const ready = JSON.parse(out.stdout.split("\n")[0]!) as {
+        agents: Array<string>
+        templates: Array<string>
+        skipped: Array<{ path: string; message: string }>
+      }
+      assert.deepStrictEqual(ready.agents, ["scout"])
+      assert.deepStrictEqual(ready.templates, ["runner"])
+      assert.deepStrictEqual(ready.skipped.map((s) => `${s.path}: ${s.message}`), SKIPPED)
+
+      // The rest works: the valid routine is scheduled, the skipped ones are shown as skipped.
+      const status = await runFlotta(project, ["schedule", "status"])
+      assert.strictEqual(status.code, 0, status.stderr)
+      assert.include(status.stdout, "nightly")
+      assert.include(status.stdout, `skipped routine: ${SKIPPED[3]}`)
+    } finally {
+      await stop(child, out)
+    }
+  })
+})
+
 describe("flotta mcp", () => {
   it("serves the tools over stdio to the SDK client, with nothing but protocol on stdout", async () => {
     const stderr: Array<string> = []

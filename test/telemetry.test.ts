@@ -203,9 +203,9 @@ describe("the config's telemetry section", () => {
       bad({ otlp: "127.0.0.1:4318" }),
       /^flotta\.config\.json: telemetry\.otlp: expected an http:\/\/ or https:\/\/ URL/
     )
-    assert.match(bad({ children: "yes" }), /telemetry\.children: Expected boolean/)
-    assert.match(bad({ headers: { a: 1 } }), /telemetry\.headers\.a: Expected string/)
-    assert.match(bad({ otlp: "http://x", endpoint: "y" }), /telemetry\.endpoint: is unexpected/)
+    assert.match(bad({ children: "yes" }), /telemetry\.children: expected true or false, got "yes"/)
+    assert.match(bad({ headers: { a: 1 } }), /telemetry\.headers\.a: expected a string, got 1/)
+    assert.match(bad({ otlp: "http://x", endpoint: "y" }), /telemetry\.endpoint: unknown field; expected one of otlp/)
   })
 })
 

@@ -7,8 +7,11 @@
  * `Dashboard.layer`, `schedule` for `Scheduler.layer`, `notify` and `github` for `Webhooks.layer` (an absent
  * section is `undefined`, and its layer is then `Layer.empty`; an absent `store` is the command's default). The
  * environment overrides the file through one mapping (`ENVIRONMENT`, in ConfigEnvironment). Errors name the file
- * (or the variable), the path of the bad field and what was expected. A bad top-level field stops the command; a
- * bad agent or routine entry is reported and skipped, and the rest boots.
+ * (or the variable), the path of the bad field and what was expected, in words. A bad top-level field (the fleet
+ * defaults' included) stops the command; a bad entry is skipped, and the rest boots: an agent, a routine (also one
+ * naming a run template or session that `agents` does not declare, and every routine when there is no `schedule`),
+ * a GitHub mapping naming a routine or run template that is not there. `skipped` lists them all, for `serve` and
+ * `repl` to print and for `doctor` to fail on.
  */
 import { FileSystem } from "@effect/platform"
 import * as ClusterConfig from "@flotta/cluster/ClusterConfig"
@@ -18,7 +21,7 @@ import * as Spec from "@flotta/core/Spec"
 import * as DashboardConfig from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
-import type * as WebhooksConfig from "@flotta/webhooks/WebhooksConfig"
+import * as WebhooksConfig from "@flotta/webhooks/WebhooksConfig"
 import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -80,8 +83,10 @@ export interface LoadedConfig {
   readonly cluster: ClusterConfig.FileSection | undefined
   /** The config's `notify`: the webhooks told of chosen events. */
   readonly notify: ReadonlyArray<WebhooksConfig.NotifyTarget> | undefined
-  /** The config's `github`: `POST /hooks/github` on the fleet's HTTP server. */
+  /** The config's `github`: `POST /hooks/github` on the fleet's HTTP server (its valid mappings). */
   readonly github: WebhooksConfig.GithubSection | undefined
+  /** Every entry skipped, with its path and why, in the file's order: agents, routines, GitHub mappings. */
+  readonly skipped: ReadonlyArray<Spec.Rejected>
 }
 
 /** The config file to use: the explicit one (which must exist), or the first of CONFIG_FILES in `dir`. */
@@ -209,10 +214,34 @@ export const decode = (
   if (Either.isLeft(store)) {
     return Either.left(new ConfigFileError({ file, path: store.left.path, reason: store.left.reason }))
   }
-  const schedule = SchedulerConfig.read({ schedule: config.schedule, routines: config.routines })
-  if (Either.isLeft(schedule)) {
-    return Either.left(new ConfigFileError({ file, path: schedule.left.path, reason: schedule.left.reason }))
+  const fleet = Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
+  // The defaults are a section of their own: a bad one would change every agent, so it stops the command.
+  const defaults = fleet.rejected.find((r) => r.entry === "fleetDefaults")
+  if (defaults !== undefined) {
+    return Either.left(new ConfigFileError({ file, path: defaults.path, reason: defaults.message }))
   }
+  const schedule = SchedulerConfig.read({ schedule: config.schedule, routines: config.routines }, fleet)
+  if (Either.isLeft(schedule)) {
+    // Its reason names each bad field's path, the first one's too: said once.
+    const { path, reason } = schedule.left
+    return Either.left(
+      new ConfigFileError({
+        file,
+        path,
+        reason: reason.startsWith(`${path}: `) ? reason.slice(path.length + 2) : reason
+      })
+    )
+  }
+  const scheduler = Option.getOrUndefined(schedule.right)
+  const unscheduled: Array<Spec.Rejected> = scheduler === undefined && (config.routines?.length ?? 0) > 0
+    ? [{
+      entry: "routines",
+      name: null,
+      path: "routines",
+      message: "there is no schedule section, so no routine runs: add one " +
+        "(\"schedule\": { \"timezone\": \"utc\", \"hours\": { \"mon\": [[\"09:00\", \"17:00\"]] } })"
+    }]
+    : []
   const mcp = McpConfig.fromFile(config.mcp)
   const dashboard = DashboardConfig.fromFile(config.dashboard)
   if (config.github !== undefined && mcp === undefined && dashboard === undefined) {
@@ -224,6 +253,10 @@ export const decode = (
       })
     )
   }
+  const github = config.github === undefined ? undefined : WebhooksConfig.checkMappings(config.github, {
+    routine: (name) => SchedulerConfig.routineProblem(scheduler, name),
+    run: (name) => Spec.referenceProblem(fleet, name, "run")
+  })
   return Either.right({
     file,
     dir,
@@ -234,16 +267,17 @@ export const decode = (
       ...(config.maxLive === undefined ? {} : { maxLive: config.maxLive }),
       ...(config.hibernateAfter === undefined ? {} : { hibernateAfter: config.hibernateAfter }),
       ...(config.autoCompactAt === undefined ? {} : { autoCompactAt: config.autoCompactAt }),
-      fleet: Spec.readFleet({ fleetDefaults: config.fleetDefaults, agents: config.agents })
+      fleet
     },
     store: store.right,
     mcp,
     dashboard,
-    schedule: Option.getOrUndefined(schedule.right),
+    schedule: scheduler,
     telemetry: config.telemetry,
     cluster: config.cluster,
     notify: config.notify,
-    github: config.github
+    github: github?.section,
+    skipped: [...fleet.rejected, ...(scheduler?.rejected ?? unscheduled), ...(github?.rejected ?? [])]
   })
 }
 
@@ -259,7 +293,8 @@ export const empty = (dir: string): LoadedConfig => ({
   telemetry: undefined,
   cluster: undefined,
   notify: undefined,
-  github: undefined
+  github: undefined,
+  skipped: []
 })
 
 /**

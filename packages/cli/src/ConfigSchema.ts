@@ -148,7 +148,8 @@ export const FileSchema = Schema.Struct({
     SchedulerConfig.ScheduleSection
   ),
   routines: entriesField(
-    "Recurring work for the scheduler (with a `schedule`). A bad routine is reported and skipped.",
+    "Recurring work for the scheduler (with a `schedule`; without one, none runs). A bad routine is reported and " +
+      "skipped, as is one whose `template` or `agent` is not a run template or session of `agents`.",
     Routine.RoutineSchema
   ),
   telemetry: field(
@@ -169,7 +170,8 @@ export const FileSchema = Schema.Struct({
   github: field(
     WebhooksConfig.GithubSection,
     "`POST /hooks/github` on the fleet's HTTP server (it needs an `mcp` or `dashboard` section): GitHub's " +
-      "deliveries, signed with `secret`, fire the routines and run templates `on` maps them to. Absent: none."
+      "deliveries, signed with `secret`, fire the routines and run templates `on` maps them to (a mapping naming " +
+      "one the config does not have is reported and skipped). Absent: none."
   ),
   // Checked by `readStore`, which names the bad field within it (a union's own message would not).
   store: field(
@@ -183,5 +185,7 @@ export const FileSchema = Schema.Struct({
     "`flotta.config.ts` exporting `defineConfig({...})` from `flotta` (type-checked), or the file `--config` names. " +
     "It is decoded once, by one Schema, into one section per layer; a section that is absent switches its layer " +
     "off. An error names the file, the path of the bad field and what was expected (`flotta.config.json: " +
-    "mcp.port: Expected number, actual \"eighty\"`)."
+    "mcp.port: expected a number, got \"eighty\"`, `agents[2].permision: unknown field; did you mean " +
+    "\"permission\"?`). One in an entry of `agents`, `routines` or `github.on` skips that entry (`serve` and `repl` " +
+    "say so and boot the rest; `flotta doctor` fails with exit code 3); any other stops the command."
 })

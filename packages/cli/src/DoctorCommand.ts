@@ -4,7 +4,8 @@
  * place, size, schema version and health (read-only, so beside a running serve too; and as that serve sees it,
  * when one answers), the notification targets with their delivery state from that store and the triggers, and
  * whether the CLI's sandbox works here (its tools, then one command run in it). Exits non-zero when something
- * blocks work (a missing sandbox does when the config has sandboxed entries).
+ * blocks work (a missing sandbox does when the config has sandboxed entries), and with `ConfigFileError` (3) when
+ * the config has any mistake, each entry that serve would skip listed with its path and why.
  */
 import { Command } from "@effect/cli"
 import { Command as Process, FileSystem } from "@effect/platform"
@@ -12,7 +13,7 @@ import * as ClaudeCli from "@flotta/core/ClaudeCli"
 import { SandboxUnavailable, SpawnFailed } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
 import * as Sandbox from "@flotta/core/Sandbox"
-import type { Spec } from "@flotta/core/Spec"
+import * as Spec from "@flotta/core/Spec"
 import * as Notifier from "@flotta/webhooks/Notifier"
 import { targetOf } from "@flotta/webhooks/WebhooksConfig"
 import { Config, Effect, Either, Option, Stream } from "effect"
@@ -92,9 +93,9 @@ const sandboxLine = (
 
 /** The names of the config's sandboxed sessions and run templates. */
 const sandboxedEntries = (
-  fleet: { readonly sessions: ReadonlyArray<Spec>; readonly templates: ReadonlyArray<Spec> }
+  fleet: { readonly sessions: ReadonlyArray<Spec.Spec>; readonly templates: ReadonlyArray<Spec.Spec> }
 ) => {
-  const names = (specs: ReadonlyArray<Spec>) =>
+  const names = (specs: ReadonlyArray<Spec.Spec>) =>
     specs.filter((s) => s.sandbox !== undefined && s.sandbox !== false).map((s) => s.name)
   return { sessions: names(fleet.sessions), templates: names(fleet.templates) }
 }
@@ -210,7 +211,8 @@ const LABELS = { ok: "ok  ", warn: "warn", fail: "FAIL" } as const
 
 const DESCRIPTION = "Check that this machine is ready: the claude binary and its version, credentials, the config, " +
   "the store, the notifications' delivery state and the triggers, and the sandbox (with --json, the checks as " +
-  "JSON). Exits non-zero when something blocks work."
+  "JSON). Exits non-zero when something blocks work, and with 3 when the config has a mistake, even one that " +
+  "serve skips (an agent, routine or GitHub mapping entry)."
 
 /** Each check as it is found (some take seconds), or with `json` all of them as one JSON object at the end. */
 const doctor = (flags: { readonly config: Option.Option<string>; readonly json: boolean }) =>
@@ -235,11 +237,23 @@ const doctor = (flags: { readonly config: Option.Option<string>; readonly json: 
     } else if (loaded.right.file === null) {
       yield* ok("config: none here (flotta.config.json, .flotta/config.json or flotta.config.ts); run `flotta init`")
     } else {
-      const fleet = loaded.right.fleet.fleet
-      yield* ok(
-        `config: ${loaded.right.file}: ${fleet.sessions.length} session(s), ${fleet.templates.length} run template(s)`
-      )
-      for (const rejected of fleet.rejected) yield* warn(`config: ${rejected.path}: ${rejected.message} (skipped)`)
+      const { file, fleet: { fleet }, skipped } = loaded.right
+      const declared = `${fleet.sessions.length} session(s), ${fleet.templates.length} run template(s)`
+      if (skipped.length === 0) {
+        yield* ok(`config: ${file}: ${declared}`)
+      } else {
+        // Serve boots the rest, but each of these is a mistake in the file: doctor fails until it is fixed.
+        const entries = `${skipped.length} ${skipped.length === 1 ? "problem" : "problems"}`
+        yield* bad(`config: ${file}: ${declared}; ${entries}, each entry skipped by serve:`)
+        for (const rejected of skipped) yield* bad(`config: ${Spec.describeRejected(rejected)} (skipped)`)
+        failure = new ConfigFile.ConfigFileError({
+          file,
+          path: "",
+          reason: `${entries} (listed above); serve and repl skip ${
+            skipped.length === 1 ? "that entry" : "those entries"
+          } and boot the rest`
+        })
+      }
     }
 
     const configured = Either.isRight(loaded) ? loaded.right.fleet.claudePath : undefined
@@ -292,7 +306,9 @@ const doctor = (flags: { readonly config: Option.Option<string>; readonly json: 
     const sandboxed = Either.isRight(loaded)
       ? sandboxedEntries(loaded.right.fleet.fleet)
       : { sessions: [], templates: [] }
-    failure ??= yield* sandboxLine(sandboxed, { ok, warn }, bad)
+    // Checked whatever failed before: doctor lists every problem it finds.
+    const sandbox = yield* sandboxLine(sandboxed, { ok, warn }, bad)
+    failure ??= sandbox
 
     if (flags.json) {
       yield* Output.stdout(JSON.stringify(

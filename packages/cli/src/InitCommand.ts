@@ -1,8 +1,11 @@
 /**
  * `flotta init`: writes a commented starter config (JSON with comments) into the current directory: the
  * original flotta's dev fleet (read-only scout, librarian and reviewer sessions; the issue-runner and
- * issue-filer run templates), the store (`.flotta/state.db`), the MCP server, commented-out notifications and
- * GitHub trigger, and a commented-out scheduler with a find-and-file routine and a triggered one. When the
+ * issue-filer run templates, and a read-only triage one), the store (`.flotta/state.db`), the MCP server, and
+ * commented-out blocks to try: notifications, a GitHub trigger (a triage run) and a scheduler (a read-only scan).
+ * Uncommenting a block turns on nothing that writes or reaches outside the machine: the examples that do (a Slack
+ * target, an issue-runner mapping, the triggered fix-ci and the find-and-file routines) stay commented inside
+ * it, each valid once uncommented against the rest of the file. When the
  * project has a `.gitignore`, the store's files are added to it (a new `.gitignore` is not made: that is the
  * project's own choice); only the store's files, not all of `.flotta/`, which may hold the config
  * (`.flotta/config.json`).
@@ -31,9 +34,9 @@ export const STARTER =
     },
 
     // Run templates: never started at boot; fire one with run({ template: "issue-runner", prompt }).
-    // Write authority lives only in runs, each in its own git worktree. Both are sandboxed: their commands write
-    // only in the worktree and reach only GitHub (what \`gh\` needs; give it its token in GH_TOKEN, since the
-    // system keyring is out of the sandbox's reach). The sandbox needs bubblewrap and socat on Linux
+    // Write authority lives only in runs, each in its own git worktree. The two that write are sandboxed: their
+    // commands write only in the worktree and reach only GitHub (what \`gh\` needs; give it its token in GH_TOKEN,
+    // since the system keyring is out of the sandbox's reach). The sandbox needs bubblewrap and socat on Linux
     // (\`flotta doctor\` checks); a run never starts without it.
     {
       "name": "issue-runner",
@@ -58,6 +61,16 @@ export const STARTER =
       "prompt": "File this task as a GitHub issue if it is genuinely new.",
       "maxTurns": 20,
       "maxBudgetUsd": 0.5
+    },
+    // A read-only run (the defaults' permission, no worktree): what an issue is about, where in the code it lies
+    // and how big the fix is. It changes nothing; the GitHub trigger below fires it with the issue in its prompt.
+    {
+      "name": "triage",
+      "lifecycle": "run",
+      "appendSystemPrompt": "Triage the issue you are given: read the code it concerns, then say where the problem lies, how big the fix is and what a fix must check. Do not change files.",
+      "prompt": "Triage this issue.",
+      "maxTurns": 20,
+      "maxBudgetUsd": 0.5
     }
   ],
 
@@ -71,34 +84,46 @@ export const STARTER =
   // The live dashboard at http://127.0.0.1:4099/ (the MCP server's host and token; "port" gives it its own).
   "dashboard": {}
 
+  // The blocks below are off. Uncommenting one (remove one "// " a line) turns on nothing that writes or reaches
+  // outside this machine: what does stays commented inside it, for you to opt into once you trust it.
+
   // Notifications: the events a target names, POSTed to its "url" as JSON (the report entry) or as a Slack message,
   // signed with its "secret" (X-Flotta-Signature), at least once and in order. \`flotta notify test\` sends one.
+  // Uncomment to try, with a receiver of your own on this machine at the example URL.
   // ,"notify": [
-  //   { "url": "https://hooks.slack.com/services/T000/B000/XXXX", "format": "slack",
-  //     "events": ["approval_requested", "run_finished", "agent_crashed"] },
-  //   { "url": "https://ci.example.com/flotta-events", "events": ["*"], "secret": "replace-with-a-long-random-secret" }
+  //   { "url": "http://127.0.0.1:8787/flotta-events", "events": ["run_finished", "approval_requested"],
+  //     "secret": "replace-with-a-long-random-secret" }
+  //   // A Slack channel: its incoming webhook's URL (a secret of its own), in Slack's format.
+  //   // ,{ "url": "https://hooks.slack.com/services/T000/B000/XXXX", "format": "slack",
+  //   //   "events": ["approval_requested", "run_finished", "agent_crashed"] }
   // ]
 
   // GitHub's webhook (payload URL http://<this host>:4099/hooks/github, content type application/json) fires runs
-  // and routines; "secret" is the webhook's (or FLOTTA_GITHUB_SECRET). GitHub must reach the MCP server's port.
+  // and routines; "secret" is the webhook's (or FLOTTA_GITHUB_SECRET). GitHub must reach the MCP server's port,
+  // which listens on 127.0.0.1 until the mcp section has a "host" and a "token". Uncomment to try: an issue
+  // labeled "flotta" gets a read-only triage run.
   // ,"github": { "secret": "replace-with-the-webhook-secret", "on": [
-  //   { "event": "issues.labeled", "label": "flotta", "run": "issue-runner" },
-  //   { "event": "check_run.completed", "conclusion": "failure", "routine": "fix-ci" }
+  //   { "event": "issues.labeled", "label": "flotta", "run": "triage" }
+  //   // Write work, once you trust it: an issue labeled "flotta-fix" gets an issue-runner run in its own worktree.
+  //   // ,{ "event": "issues.labeled", "label": "flotta-fix", "run": "issue-runner" }
   // ] }
 
-  // Working hours and recurring routines switch the scheduler on. Uncomment to try:
+  // Working hours and recurring routines switch the scheduler on. Uncomment to try: a read-only scan each working
+  // morning, whose tasks land in \`flotta findings\`; the routines that write stay commented inside.
   // ,"schedule": { "timezone": "utc", "hours": { "mon": [["09:00", "17:00"]], "tue": [["09:00", "17:00"]] } },
   // "routines": [
-  //   { "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:30" }, "maxBudgetUsd": 0.5 },
-  //   // No "every": fired only when triggered, by the github mapping above or by POST /hooks/routines/fix-ci with
-  //   // the MCP token or its own secret; "triggerAnyTime" lets a trigger fire it outside working hours too.
-  //   // { "name": "fix-ci", "action": "run", "template": "issue-runner",
-  //   //   "secret": "replace-with-a-long-random-secret", "triggerAnyTime": true, "maxBudgetUsd": 2 },
+  //   { "name": "morning-scan", "action": "scan", "every": { "dailyAt": "09:30" }, "maxBudgetUsd": 0.5 }
+  //   // Write work, fired only when triggered (it has no "every"): by POST /hooks/routines/fix-ci with the MCP
+  //   // token or its own secret, or by a GitHub mapping that names it, such as one for a failed check:
+  //   // event check_run.completed, conclusion failure, routine fix-ci. A trigger fires it outside working
+  //   // hours too, since it has "triggerAnyTime".
+  //   // ,{ "name": "fix-ci", "action": "run", "template": "issue-runner",
+  //   //   "secret": "replace-with-a-long-random-secret", "triggerAnyTime": true, "maxBudgetUsd": 2 }
   //   // Find -> file: a read-only scan, then an issue-filer run per new task (at most 3 a day). It opens real
   //   // issues, so it ships disabled. Dry-run it first, a run that reports and files nothing:
   //   //   npx flotta run --worktree --allow Read,Bash "List the work here that no open issue covers yet (see gh issue list). File nothing."
-  //   { "name": "find-and-file", "action": "dispatch_scan", "every": { "dailyAt": "10:00" },
-  //     "focus": "bugs, stale docs, TODOs", "template": "issue-filer", "maxDispatch": 3, "maxBudgetUsd": 2 }
+  //   // ,{ "name": "find-and-file", "action": "dispatch_scan", "every": { "dailyAt": "10:00" },
+  //   //   "focus": "bugs, stale docs, TODOs", "template": "issue-filer", "maxDispatch": 3, "maxBudgetUsd": 2 }
   // ]
 }
 `

@@ -6,6 +6,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { Flotta } from "@flotta/core/Flotta"
+import * as Spec from "@flotta/core/Spec"
 import { Effect, Layer, Option } from "effect"
 import * as Composition from "./Composition.js"
 import type * as ConfigFile from "./ConfigFile.js"
@@ -16,7 +17,8 @@ import * as Views from "./Views.js"
 
 /**
  * Starts the config's sessions (run entries become templates) and says what did not come up. A session the store
- * brought back is live already, with its conversation: it is not started again.
+ * brought back is live already, with its conversation: it is not started again. The entries the config skipped
+ * were told when it was loaded (`setUp`).
  */
 export const boot = (config: ConfigFile.LoadedConfig) =>
   Effect.gen(function*() {
@@ -24,21 +26,31 @@ export const boot = (config: ConfigFile.LoadedConfig) =>
     const restored = fleet.restored.restored.map((r) => r.name)
     const back = new Set(restored)
     const { fleet: declared } = config.fleet
-    const booted = yield* fleet.bootFleet({ ...declared, sessions: declared.sessions.filter((s) => !back.has(s.name)) })
+    const booted = yield* fleet.bootFleet({
+      ...declared,
+      sessions: declared.sessions.filter((s) => !back.has(s.name)),
+      rejected: []
+    })
     for (const failed of booted.failed) {
       yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
     }
     return { ...booted, live: [...restored, ...booted.started] }
   })
 
+/** Each entry the config skipped, as a line for stderr: its path and why (`flotta: skipped agents[1].modle: ...`). */
+export const skippedLines = (config: ConfigFile.LoadedConfig): ReadonlyArray<string> =>
+  config.skipped.map((r) => `flotta: skipped ${Spec.describeRejected(r)}`)
+
 /**
- * How a long-lived command (serve, repl) starts: a signal stops it cleanly, then its config is loaded and what
- * the features turn on for it is worked out.
+ * How a long-lived command (serve, repl) starts: a signal stops it cleanly, then its config is loaded, each entry
+ * it skipped is told (the rest boots), and what the features turn on for it is worked out.
  */
 export const setUp = (configFlag: Option.Option<string>, features: Composition.Features) =>
   Effect.gen(function*() {
     yield* ExitCode.signalStopsCleanly
     const config = yield* Shared.loadConfig(configFlag)
+    const skipped = skippedLines(config)
+    if (skipped.length > 0) yield* Output.stderr(skipped.join("\n"))
     return { config, on: Composition.enabled(config, features) }
   })
 
@@ -100,10 +112,10 @@ export const describeWebhooks = (
 
 const json = Options.boolean("json").pipe(
   Options.withDescription(
-    "Once the fleet is up, also print one line of JSON on stdout: the agents up and those that failed, the run " +
-      "templates, the MCP and dashboard URLs, whether the scheduler and the webhooks run, the store and what came " +
-      "back from it (or, in a cluster, this host, the live hosts and the cluster's store). The lines for a person " +
-      "stay on stderr."
+    "Once the fleet is up, also print one line of JSON on stdout: the agents up and those that failed, the " +
+      "config's entries skipped (each path and why), the run templates, the MCP and dashboard URLs, whether the " +
+      "scheduler and the webhooks run, the store and what came back from it (or, in a cluster, this host, the live " +
+      "hosts and the cluster's store). The lines for a person stay on stderr."
   )
 )
 
@@ -134,6 +146,7 @@ export const command = Command.make(
             event: "ready",
             agents: live,
             failed: booted.failed,
+            skipped: config.skipped.map(({ message, path }) => ({ path, message })),
             templates: booted.templates,
             mcp: Option.getOrNull(mcp),
             dashboard: Option.getOrNull(dashboard),

@@ -8,7 +8,9 @@ import * as Composition from "../src/Composition.js"
 import * as ConfigFile from "../src/ConfigFile.js"
 import * as ServeCommand from "../src/ServeCommand.js"
 
-const decoded = (raw: Record<string, unknown>) => Either.getOrThrow(ConfigFile.decode("/p/flotta.config.json", raw))
+/** The config, with the session its routines prompt. */
+const decoded = (raw: Record<string, unknown>) =>
+  Either.getOrThrow(ConfigFile.decode("/p/flotta.config.json", { agents: [{ name: "scout" }], ...raw }))
 const SERVE = { simulate: false, mcp: true, dashboard: true, schedule: true, webhooks: true }
 const NOTIFY = [{ url: "https://hooks.example.com/secret/path", events: ["*"] }]
 const GITHUB = { secret: "0123456789abcdef-github", on: [] }

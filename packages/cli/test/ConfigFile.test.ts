@@ -66,16 +66,94 @@ describe("one Schema, one section per layer", () => {
     const short = ConfigFile.decode("f.json", { dashboard: { token: "short" } })
     assert.isTrue(Either.isLeft(short) && /f\.json: dashboard\.token: at least 16 characters/.test(short.left.message))
     const extra = ConfigFile.decode("f.json", { dashboard: { prot: 1 } })
-    assert.isTrue(Either.isLeft(extra) && /dashboard\.prot: is unexpected/.test(extra.left.message))
+    assert.isTrue(
+      Either.isLeft(extra) && /dashboard\.prot: unknown field; did you mean "port"\?/.test(extra.left.message)
+    )
   })
 
   it("a bad top-level field or a bad schedule stops the command, naming the file and the path", () => {
     const port = ConfigFile.decode("f.json", { mcp: { port: "eighty" } })
-    assert.isTrue(Either.isLeft(port) && /f\.json: mcp\.port: Expected number, actual "eighty"/.test(port.left.message))
+    assert.isTrue(Either.isLeft(port) && /f\.json: mcp\.port: expected a number, got "eighty"/.test(port.left.message))
     const unknown = ConfigFile.decode("f.json", { agent: [] })
-    assert.isTrue(Either.isLeft(unknown) && /f\.json: agent: is unexpected/.test(unknown.left.message))
+    assert.isTrue(
+      Either.isLeft(unknown) && /f\.json: agent: unknown field; did you mean "agents"\?/.test(unknown.left.message)
+    )
     const zone = ConfigFile.decode("f.json", { schedule: { timezone: "Mars/Olympus", hours: {} } })
     assert.isTrue(Either.isLeft(zone) && /f\.json: schedule\.timezone: .*unknown time zone/.test(zone.left.message))
+  })
+})
+
+describe("mistakes in entries: skipped, each at its path, the rest kept", () => {
+  const SECRET = "0123456789abcdef-github"
+  const said = (raw: Record<string, unknown>) => {
+    const decoded = ConfigFile.decode("f.json", raw)
+    if (Either.isLeft(decoded)) return assert.fail(decoded.left.message)
+    return decoded.right
+  }
+
+  it("lists every skipped entry in the file's order: agents, routines, GitHub mappings", () => {
+    const config = said({
+      agents: [
+        { name: "scout" },
+        { name: "helper", permision: "read_only" },
+        { name: "runner", lifecycle: "run", worktree: true, permission: "full" }
+      ],
+      mcp: {},
+      schedule: { timezone: "utc", hours: {} },
+      routines: [
+        { name: "fix-ci", action: "run", template: "runner" },
+        { name: "check-in", action: "prompt", agent: "helper", prompt: "status?" },
+        { name: "scan", action: "scan", evry: { dailyAt: "09:00" } }
+      ],
+      github: {
+        secret: SECRET,
+        on: [
+          { event: "check_run.completed", routine: "fix-ci" },
+          { event: "issues.labeled", routine: "check-in" },
+          { event: "issues.opened", run: "scout" },
+          { event: "issues.closed", routine: "fixci" }
+        ]
+      }
+    })
+    assert.deepStrictEqual(config.skipped.map((r) => `${r.path}: ${r.message}`), [
+      "agents[1].permision: unknown field; did you mean \"permission\"?",
+      "routines[1].agent: the session \"helper\" is skipped itself (agents[1] is invalid)",
+      "routines[2].evry: unknown field; did you mean \"every\"?",
+      "github.on[1].routine: the routine \"check-in\" is skipped itself (routines[1] is invalid)",
+      "github.on[2].run: \"scout\" is a session; this needs a run template (an agent entry with lifecycle: \"run\")",
+      "github.on[3].routine: no routine named \"fixci\" in routines; did you mean \"fix-ci\"?"
+    ])
+    // The rest is there to boot.
+    assert.deepStrictEqual(config.fleet.fleet.sessions.map((s) => s.name), ["scout"])
+    assert.deepStrictEqual(config.schedule?.routines.map((r) => r.name), ["fix-ci"])
+    assert.deepStrictEqual(config.schedule?.rejected.map((r) => r.path), ["routines[1].agent", "routines[2].evry"])
+    assert.deepStrictEqual(config.github?.on.map((m) => m.routine), ["fix-ci"])
+  })
+
+  it("routines without a schedule section never run: said once, at routines", () => {
+    const config = said({ routines: [{ name: "scan", action: "scan" }] })
+    assert.deepStrictEqual(config.skipped.map((r) => r.path), ["routines"])
+    assert.match(config.skipped[0]!.message, /^there is no schedule section, so no routine runs: add one/)
+    assert.deepStrictEqual(said({ routines: [] }).skipped, [])
+    const mapped = said({
+      agents: [{ name: "r", lifecycle: "run" }],
+      mcp: {},
+      github: { secret: SECRET, on: [{ event: "issues", routine: "scan" }, { event: "issues", run: "r" }] }
+    })
+    assert.deepStrictEqual(mapped.skipped.map((r) => `${r.path}: ${r.message}`), [
+      "github.on[0].routine: names the routine \"scan\", but there is no schedule section, so no routine runs"
+    ])
+  })
+
+  it("a bad fleet default stops the command, since it would change every agent", () => {
+    const typo = ConfigFile.decode("f.json", { fleetDefaults: { permision: "full" }, agents: [{ name: "a" }] })
+    assert.isTrue(Either.isLeft(typo))
+    assert.strictEqual(
+      Either.isLeft(typo) ? typo.left.message : "",
+      "f.json: fleetDefaults.permision: unknown field; did you mean \"permission\"?"
+    )
+    const named = ConfigFile.decode("f.json", { fleetDefaults: { name: "all" } })
+    assert.isTrue(Either.isLeft(named) && named.left.path === "fleetDefaults")
   })
 })
 
@@ -157,7 +235,7 @@ describe("the store", () => {
       [{ sqlite: "a.db", postgres: "postgres://db/x" }, /store: give one of sqlite or postgres, not both/],
       [{ sqlite: "a.db", retainDays: 0 }, /store\.retainDays: expected a whole number of days above 0, got 0/],
       [{ sqlite: "a.db", retainDays: "30" }, /store\.retainDays: .*got "30"/],
-      [{ sqlite: "a.db", retain: 3 }, /store\.retain: is unexpected/],
+      [{ sqlite: "a.db", retain: 3 }, /store\.retain: unknown field; did you mean "retainDays"\?/],
       [{ postgres: "mysql://db/x" }, /store\.postgres: expected a postgres:\/\/.* URL, got "mysql:\/\/db\/x"/],
       [
         { postgres: 5 },
@@ -165,7 +243,7 @@ describe("the store", () => {
       ],
       [{ postgres: { schema: "a" } }, /store\.postgres\.url: expected a postgres:\/\/.* URL, got nothing/],
       [{ postgres: { url: "postgres://db/x", schema: "1-bad" } }, /store\.postgres\.schema: expected a schema name/],
-      [{ postgres: { url: "postgres://db/x", user: "me" } }, /store\.postgres\.user: is unexpected/]
+      [{ postgres: { url: "postgres://db/x", user: "me" } }, /store\.postgres\.user: unknown field; expected one of/]
     ]
     for (const [store, expected] of cases) {
       const error = refused(store)
@@ -230,6 +308,7 @@ describe("the webhooks' sections", () => {
 
   it("notify and github decode into their sections (undefined when absent); a bad entry names its path", () => {
     const decoded = Either.getOrThrow(ConfigFile.decode("f.json", {
+      agents: [{ name: "issue-runner", lifecycle: "run", worktree: true }],
       mcp: {},
       notify: [{ url: "https://hooks.example.com/a/b", events: ["run_finished", "approval_requested"] }],
       github: { secret: SECRET, on: [{ event: "issues.labeled", label: "flotta", run: "issue-runner" }] }

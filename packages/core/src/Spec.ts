@@ -146,10 +146,23 @@ export const validate = (
     return Either.left([{ entry, name: null, path: entry, message: "expected an object describing an agent" }])
   }
   const name = Predicate.isString(input["name"]) ? input["name"] : null
+  // A field the entry took from the fleet defaults is named where it was written.
+  const at = (field: string) => !(field in input) && field in defaults ? `fleetDefaults.${field}` : `${entry}.${field}`
+  const fieldOf = (path: string) => /^[^.[]*/.exec(path.slice(entry.length + 1))![0]
   const decoded = Decode.decodeAt(Spec, { ...defaults, ...input }, entry)
-  if (Either.isLeft(decoded)) return Either.left(decoded.left.map((issue) => ({ entry, name, ...issue })))
+  if (Either.isLeft(decoded)) {
+    return Either.left(decoded.left.map((issue) => {
+      const field = fieldOf(issue.path)
+      return {
+        entry,
+        name,
+        path: at(field) + issue.path.slice(entry.length + 1 + field.length),
+        message: issue.message
+      }
+    }))
+  }
   const spec = decoded.right
-  const refuse = (field: string, message: string) => Either.left([{ entry, name, path: `${entry}.${field}`, message }])
+  const refuse = (field: string, message: string) => Either.left([{ entry, name, path: at(field), message }])
   if (spec.lifecycle === "session" && spec.worktree !== undefined && spec.worktree !== false) {
     return refuse(
       "worktree",
@@ -188,7 +201,37 @@ const section = <A, I>(schema: Schema.Schema<A, I>, input: unknown, path: string
     (issues): Array<Rejected> => issues.map((issue) => ({ entry: path, name: null, ...issue }))
   )
 
-/** Reads `{ fleetDefaults, agents }` from a config object. */
+/** Each field of the fleet defaults checked as an entry's field would be (a name stands in for the entry's own). */
+const readDefaults = (given: unknown): Either.Either<Record<string, unknown>, Array<Rejected>> =>
+  Either.flatMap(
+    section(FleetDefaults, given, "fleetDefaults"),
+    (fields) =>
+      Either.mapBoth(Decode.decodeAt(Spec, { ...fields, name: "defaults" }, "fleetDefaults"), {
+        onLeft: (issues) =>
+          issues.map((issue): Rejected => ({
+            entry: "fleetDefaults",
+            name: null,
+            path: issue.path,
+            message: issue.message
+          })),
+        onRight: () => fields
+      })
+  )
+
+/**
+ * A rejected entry as a line: its path and what was wrong, with the entry first when the problem lies elsewhere
+ * (`agents[2]: fleetDefaults.sandbox: ...`).
+ */
+export const describeRejected = (rejected: Rejected): string =>
+  rejected.path === rejected.entry || rejected.path.startsWith(`${rejected.entry}.`) ||
+    rejected.path.startsWith(`${rejected.entry}[`)
+    ? `${rejected.path}: ${rejected.message}`
+    : `${rejected.entry}: ${rejected.path}: ${rejected.message}`
+
+/**
+ * Reads `{ fleetDefaults, agents }` from a config object. Bad defaults are reported at their own paths and ignored;
+ * a bad entry is reported and skipped.
+ */
 export const readFleet = (config: unknown): Fleet => {
   const rejected: Array<Rejected> = []
   const sessions: Array<Spec> = []
@@ -198,13 +241,13 @@ export const readFleet = (config: unknown): Fleet => {
   const given = root.right["fleetDefaults"]
   const defaults = given === undefined ?
     {} :
-    Either.getOrElse(section(FleetDefaults, given, "fleetDefaults"), (bad) => {
+    Either.getOrElse(readDefaults(given), (bad) => {
       rejected.push(...bad)
       return {}
     })
   const agents = section(AgentEntries, root.right["agents"] ?? [], "agents")
   if (Either.isLeft(agents)) return { sessions, templates, rejected: [...rejected, ...agents.left] }
-  const seen = new Set<string>()
+  const seen = new Map<string, string>()
   agents.right.forEach((input, index) => {
     const entry = `agents[${index}]`
     const result = validate(input, defaults, entry)
@@ -213,11 +256,17 @@ export const readFleet = (config: unknown): Fleet => {
       return
     }
     const spec = result.right
-    if (seen.has(spec.name)) {
-      rejected.push({ entry, name: spec.name, path: `${entry}.name`, message: `duplicate name "${spec.name}"` })
+    const first = seen.get(spec.name)
+    if (first !== undefined) {
+      rejected.push({
+        entry,
+        name: spec.name,
+        path: `${entry}.name`,
+        message: `duplicate name "${spec.name}" (${first} has it already)`
+      })
       return
     }
-    seen.add(spec.name)
+    seen.set(spec.name, entry)
     if (spec.lifecycle === "session") sessions.push(spec)
     else templates.push(spec)
   })
@@ -249,3 +298,21 @@ export const runOptions = (spec: Spec) => ({
     "keepAll"
   ])
 })
+
+/**
+ * What is wrong with `name` as a `lifecycle` entry of the declared fleet (a routine's template or session, a
+ * trigger's run template), or `undefined` when the fleet has it.
+ */
+export const referenceProblem = (fleet: Fleet, name: string, lifecycle: Spec["lifecycle"]): string | undefined => {
+  const [wanted, other] = lifecycle === "run" ? [fleet.templates, fleet.sessions] : [fleet.sessions, fleet.templates]
+  const what = lifecycle === "run" ? "run template" : "session"
+  if (wanted.some((spec) => spec.name === name)) return undefined
+  if (other.some((spec) => spec.name === name)) {
+    return lifecycle === "run"
+      ? `"${name}" is a session; this needs a run template (an agent entry with lifecycle: "run")`
+      : `"${name}" is a run template; this needs a session (an agent entry with lifecycle: "session")`
+  }
+  const skipped = fleet.rejected.find((r) => r.name === name && r.entry.startsWith("agents["))
+  if (skipped !== undefined) return `the ${what} "${name}" is skipped itself (${skipped.entry} is invalid)`
+  return Decode.unknownName(what, name, wanted.map((spec) => spec.name), "agents")
+}

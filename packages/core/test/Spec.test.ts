@@ -59,7 +59,7 @@ describe("Spec", () => {
       "haiku",
       "/srv"
     ]])
-    assert.deepStrictEqual(fleet.rejected.map((r) => r.message), ["duplicate name \"a\""])
+    assert.deepStrictEqual(fleet.rejected.map((r) => r.message), ["duplicate name \"a\" (agents[0] has it already)"])
   })
 
   it("reports a bad top level instead of throwing", () => {
@@ -79,6 +79,73 @@ describe("Spec", () => {
       "expected an array of agent entries"
     ])
     assert.deepStrictEqual(Spec.readFleet([]).rejected.map((r) => r.message), ["expected an object"])
+  })
+
+  it("says each mistake in an entry in words, at its path", () => {
+    const fleet = Spec.readFleet({
+      agents: [
+        { name: "a", permision: "read_only" },
+        { name: "b", permission: "readonly" },
+        { name: "c", lifecycle: "sesion" },
+        { name: "d", timeout: "3 minutes" }
+      ]
+    })
+    assert.deepStrictEqual(fleet.rejected.map(Spec.describeRejected), [
+      "agents[0].permision: unknown field; did you mean \"permission\"?",
+      "agents[1].permission: expected \"read_only\", \"full\", \"ask\" or { allow, ask? }, got \"readonly\"",
+      "agents[2].lifecycle: expected \"session\" or \"run\", got \"sesion\"",
+      "agents[3].timeout: expected a number, got \"3 minutes\""
+    ])
+  })
+
+  it("a bad default is named in fleetDefaults and ignored; a default an entry cannot take names both", () => {
+    const typo = Spec.readFleet({ fleetDefaults: { modle: "opus", sandbox: "yes" }, agents: [{ name: "a" }] })
+    assert.deepStrictEqual(typo.rejected.map(Spec.describeRejected), [
+      "fleetDefaults.modle: unknown field; did you mean \"model\"?",
+      "fleetDefaults.sandbox: expected true, false or { network?, writable? }, got \"yes\""
+    ])
+    assert.deepStrictEqual(typo.sessions.map((s) => s.name), ["a"])
+    const worktree = Spec.readFleet({
+      fleetDefaults: { worktree: true },
+      agents: [{ name: "s" }, { name: "r", lifecycle: "run" }, { name: "own", worktree: true }]
+    })
+    assert.deepStrictEqual(worktree.templates.map((t) => t.name), ["r"])
+    assert.deepStrictEqual(worktree.rejected.map((r) => [r.entry, r.path]), [
+      ["agents[0]", "fleetDefaults.worktree"],
+      ["agents[2]", "agents[2].worktree"]
+    ])
+    assert.match(
+      Spec.describeRejected(worktree.rejected[0]!),
+      /^agents\[0\]: fleetDefaults\.worktree: a session has no/
+    )
+  })
+
+  it("says what is wrong with a name another entry gives for a session or a run template", () => {
+    const fleet = Spec.readFleet({
+      agents: [
+        { name: "scout" },
+        { name: "issue-runner", lifecycle: "run", worktree: true },
+        { name: "broken", lifecycle: "run", model: "" }
+      ]
+    })
+    assert.isUndefined(Spec.referenceProblem(fleet, "issue-runner", "run"))
+    assert.isUndefined(Spec.referenceProblem(fleet, "scout", "session"))
+    assert.strictEqual(
+      Spec.referenceProblem(fleet, "scout", "run"),
+      "\"scout\" is a session; this needs a run template (an agent entry with lifecycle: \"run\")"
+    )
+    assert.strictEqual(
+      Spec.referenceProblem(fleet, "issue-runner", "session"),
+      "\"issue-runner\" is a run template; this needs a session (an agent entry with lifecycle: \"session\")"
+    )
+    assert.strictEqual(
+      Spec.referenceProblem(fleet, "broken", "run"),
+      "the run template \"broken\" is skipped itself (agents[2] is invalid)"
+    )
+    assert.strictEqual(
+      Spec.referenceProblem(fleet, "issue-runer", "run"),
+      "no run template named \"issue-runer\" in agents; did you mean \"issue-runner\"?"
+    )
   })
 
   it("turns a spec into the options of an agent and of a run", () => {

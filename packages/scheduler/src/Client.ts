@@ -53,7 +53,14 @@ export const extension = (config: unknown): Extension<SchedulerPromises | undefi
     : undefined
   if (schedule === undefined || schedule === null) return { promises: () => undefined }
   return {
-    layer: Layer.unwrapEffect(Effect.map(SchedulerConfig.required(config), (options) => Scheduler.layer(options))),
+    layer: Layer.unwrapEffect(
+      SchedulerConfig.required(config).pipe(
+        Effect.tap((options) =>
+          Effect.forEach(options.rejected, (r) => Effect.logWarning(`routine skipped: ${r.path}: ${r.message}`))
+        ),
+        Effect.map((options) => Scheduler.layer(options))
+      )
+    ),
     promises
   }
 }

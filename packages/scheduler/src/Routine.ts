@@ -12,8 +12,8 @@
 import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
 import { NAME_PATTERN } from "@flotta/core/AgentView"
-import type { Rejected } from "@flotta/core/Spec"
-import { ShapeAnnotationId } from "@flotta/core/Spec"
+import type { Fleet, Rejected } from "@flotta/core/Spec"
+import { referenceProblem, ShapeAnnotationId } from "@flotta/core/Spec"
 import { Either, Predicate, Schema } from "effect"
 import type { Cadence, RoutineAction } from "./Steering.js"
 import { parseClock } from "./WorkingHours.js"
@@ -258,15 +258,34 @@ export interface Routines {
   readonly rejected: ReadonlyArray<Rejected>
 }
 
-/** Reads the `routines` array: valid routines in order, and every rejected one with its reasons. */
-export const readRoutines = (input: unknown, entry = "routines"): Routines => {
+/** The name of the fleet's entry a routine needs, and the kind it must be, if it needs one. */
+const needs = (
+  routine: Routine
+): { readonly field: string; readonly name: string; readonly as: "run" | "session" } | undefined => {
+  switch (routine.action) {
+    case "run":
+      return routine.template === undefined ? undefined : { field: "template", name: routine.template, as: "run" }
+    case "dispatch_scan":
+      return { field: "template", name: routine.template, as: "run" }
+    case "prompt":
+      return { field: "agent", name: routine.agent, as: "session" }
+    case "scan":
+      return undefined
+  }
+}
+
+/**
+ * Reads the `routines` array: valid routines in order, and every rejected one with its reasons. Given the declared
+ * fleet, a routine naming a run template or a session it does not declare is rejected too.
+ */
+export const readRoutines = (input: unknown, entry = "routines", fleet?: Fleet): Routines => {
   if (input === undefined) return { routines: [], rejected: [] }
   if (!Array.isArray(input)) {
     return { routines: [], rejected: [{ entry, name: null, path: entry, message: "expected an array of routines" }] }
   }
   const routines: Array<Routine> = []
   const rejected: Array<Rejected> = []
-  const seen = new Set<string>()
+  const seen = new Map<string, string>()
   input.forEach((item, index) => {
     const at = `${entry}[${index}]`
     const result = validate(item, at)
@@ -275,11 +294,17 @@ export const readRoutines = (input: unknown, entry = "routines"): Routines => {
       return
     }
     const routine = result.right
-    if (seen.has(routine.name)) {
-      rejected.push({ entry: at, name: routine.name, path: `${at}.name`, message: `duplicate name "${routine.name}"` })
-      return
+    const reject = (field: string, message: string): void => {
+      rejected.push({ entry: at, name: routine.name, path: `${at}.${field}`, message })
     }
-    seen.add(routine.name)
+    const first = seen.get(routine.name)
+    if (first !== undefined) return reject("name", `duplicate name "${routine.name}" (${first} has it already)`)
+    const needed = needs(routine)
+    if (fleet !== undefined && needed !== undefined) {
+      const problem = referenceProblem(fleet, needed.name, needed.as)
+      if (problem !== undefined) return reject(needed.field, problem)
+    }
+    seen.set(routine.name, at)
     routines.push(routine)
   })
   return { routines, rejected }

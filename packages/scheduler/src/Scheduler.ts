@@ -44,7 +44,10 @@ export type { ScheduleSettings } from "./SchedulerConfig.js"
 export interface SchedulerOptions {
   readonly schedule: ScheduleSettings
   readonly routines: ReadonlyArray<Routine>
-  /** Routines the config had but that were skipped: shown in status and recorded at start. */
+  /**
+   * Routines the config had but that were skipped: shown in status and recorded at start. Whoever read the config
+   * tells a person of them (`flotta serve` prints them, the `createFleet` extension logs them).
+   */
   readonly rejected?: ReadonlyArray<Rejected>
 }
 
@@ -136,7 +139,6 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
       ),
       railed: [...routines.values()].filter((r) => r.railed).map((r) => r.routine.name)
     })
-    for (const r of rejected) yield* Effect.logWarning(`routine skipped: ${r.path}: ${r.message}`)
     if (resumed.report !== undefined) yield* record(ReportKinds.resumed, resumed.report)
     for (const problem of resumed.problems) yield* Effect.logWarning(`scheduler state: ${problem}`)
     for (const o of resumed.expired) {

@@ -11,10 +11,10 @@
  * timer runs). A bad `schedule` section is `InvalidSpec` (its path and every problem); a bad routine is
  * skipped, reported with the path of its bad field. A window is `["HH:MM", "HH:MM"]` or `"HH:MM-HH:MM"`.
  */
-import { decodeAt, exact } from "@flotta/core/Decode"
+import { decodeAt, exact, UNKNOWN_FIELD, unknownName } from "@flotta/core/Decode"
 import type { FieldIssue } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
-import type { Rejected } from "@flotta/core/Spec"
+import type { Fleet, Rejected } from "@flotta/core/Spec"
 import { Effect, Either, Option, ParseResult, Predicate, Schema } from "effect"
 import type { Routine } from "./Routine.js"
 import { readRoutines } from "./Routine.js"
@@ -147,13 +147,11 @@ export const ScheduleSection = Schema.Struct({
   })
 })
 
-/** Effect's "is unexpected" said the config's way, by where the unknown key sits. */
+/** An unknown key under `hours` is a day that is not one. */
 const unknownKey = (issue: FieldIssue, at: string): FieldIssue =>
-  !issue.message.startsWith("is unexpected")
-    ? issue
-    : issue.path.startsWith(`${at}.hours.`)
+  issue.message.startsWith(UNKNOWN_FIELD) && issue.path.startsWith(`${at}.hours.`)
     ? { path: issue.path, message: `unknown day: use ${DAYS.join(", ")}` }
-    : { path: issue.path, message: "unknown field: the schedule has timezone, hours, tickMs and start" }
+    : issue
 
 /** Validates the `schedule` section, reporting every bad field. */
 export const readSchedule = (
@@ -171,9 +169,13 @@ export const readSchedule = (
 
 /**
  * Reads `{ schedule, routines }` from a config object: `None` without a `schedule` section, `InvalidSpec`
- * when the section is bad; bad routines are in `rejected`.
+ * when the section is bad; bad routines are in `rejected` (given the declared fleet, also those naming a run
+ * template or a session it does not declare).
  */
-export const read = (config: unknown): Either.Either<Option.Option<SchedulerConfig>, InvalidSpec> => {
+export const read = (
+  config: unknown,
+  fleet?: Fleet
+): Either.Either<Option.Option<SchedulerConfig>, InvalidSpec> => {
   if (!Predicate.isRecord(config) || config["schedule"] === undefined || config["schedule"] === null) {
     return Either.right(Option.none())
   }
@@ -186,8 +188,20 @@ export const read = (config: unknown): Either.Either<Option.Option<SchedulerConf
       })
     )
   }
-  const { rejected, routines } = readRoutines(config["routines"])
+  const { rejected, routines } = readRoutines(config["routines"], "routines", fleet)
   return Either.right(Option.some({ schedule: schedule.right, routines, rejected }))
+}
+
+/**
+ * What is wrong with `name` as a routine of the scheduler `config` reads (`undefined`: none, no `schedule`
+ * section), or `undefined` when it has it (a GitHub mapping's routine).
+ */
+export const routineProblem = (config: SchedulerConfig | undefined, name: string): string | undefined => {
+  if (config === undefined) return `names the routine "${name}", but there is no schedule section, so no routine runs`
+  if (config.routines.some((routine) => routine.name === name)) return undefined
+  const skipped = config.rejected.find((r) => r.name === name)
+  if (skipped !== undefined) return `the routine "${name}" is skipped itself (${skipped.entry} is invalid)`
+  return unknownName("routine", name, config.routines.map((routine) => routine.name), "routines")
 }
 
 /** `read` for a config that must have a `schedule` section: its absence is `InvalidSpec` too. */

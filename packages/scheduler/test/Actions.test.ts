@@ -63,7 +63,7 @@ describe("scans and findings", () => {
       const garbled = yield* steering.runRoutine("garbled")
       assert.isFalse(garbled.ok)
       assert.strictEqual(garbled.error!._tag, "InvalidScanOutput")
-      assert.match(garbled.error!.message, /output\.tasks\[0\]\.title: Expected string, actual 5/)
+      assert.match(garbled.error!.message, /output\.tasks\[0\]\.title: expected a string, got 5/)
       assert.closeTo(garbled.costUsd, 0.1, 1e-9)
       const failing = yield* steering.runRoutine("failing")
       assert.deepStrictEqual(failing.error, {

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as Spec from "@flotta/core/Spec"
 import * as Testing from "@flotta/core/Testing"
 import { Effect, Either, Layer, Option } from "effect"
 import { SchedulerNotEnabled } from "../src/Errors.js"
@@ -76,9 +77,7 @@ describe("routines", () => {
         "routines[4].every.intervalMs: a whole number of milliseconds, at least 1000",
         "routines[5].every.weekly: unknown cadence: expected { \"intervalMs\": <ms of working time> }, " +
         "{ \"dailyAt\": \"HH:MM\" } or { \"triggered\": true } (or no every)",
-        "routines[6].maxDispach: is unexpected, expected: \"name\" | \"action\" | \"every\" | \"secret\" | " +
-        "\"triggerAnyTime\" | \"maxBudgetUsd\" | \"dailyBudgetUsd\" | \"cwd\" | \"model\" | \"env\" | \"maxTurns\" | " +
-        "\"timeoutMs\" | \"focus\" | \"prompt\" | \"template\" | \"maxDispatch\"",
+        "routines[6].maxDispach: unknown field; did you mean \"maxDispatch\"?",
         "routines[7].template: is missing",
         "routines[8].prompt: is missing",
         "routines[9].dailyBudgetUsd: a positive number of dollars"
@@ -121,13 +120,69 @@ describe("routines", () => {
     )
   })
 
+  it("given the declared fleet, skips a routine naming a run template or session it does not declare", () => {
+    const fleet = Spec.readFleet({
+      agents: [
+        { name: "scout" },
+        { name: "issue-runner", lifecycle: "run", worktree: true, permission: "full" },
+        { name: "filer", lifecycle: "run", permision: "full" }
+      ]
+    })
+    const { rejected, routines } = Routine.readRoutines(
+      [
+        { name: "fix-ci", action: "run", template: "issue-runner" },
+        { name: "typo", action: "run", template: "issue-runer" },
+        { name: "wrong-kind", action: "dispatch_scan", template: "scout" },
+        { name: "skipped-template", action: "dispatch_scan", template: "filer" },
+        { name: "check-in", action: "prompt", agent: "scout", prompt: "status?" },
+        { name: "prompt-a-template", action: "prompt", agent: "issue-runner", prompt: "status?" },
+        { name: "ghost", action: "prompt", agent: "ghost", prompt: "status?" },
+        { name: "inline", action: "run", prompt: "Read the README." }
+      ],
+      "routines",
+      fleet
+    )
+    assert.deepStrictEqual(routines.map((r) => r.name), ["fix-ci", "check-in", "inline"])
+    assert.deepStrictEqual(rejected.map(({ message, path }) => `${path}: ${message}`), [
+      "routines[1].template: no run template named \"issue-runer\" in agents; did you mean \"issue-runner\"?",
+      "routines[2].template: \"scout\" is a session; this needs a run template (an agent entry with lifecycle: " +
+      "\"run\")",
+      "routines[3].template: the run template \"filer\" is skipped itself (agents[2] is invalid)",
+      "routines[5].agent: \"issue-runner\" is a run template; this needs a session (an agent entry with " +
+      "lifecycle: \"session\")",
+      "routines[6].agent: no session named \"ghost\" in agents (there: scout)"
+    ])
+    // Without the fleet (a library's own routines), names are not checked here: the fire says so.
+    assert.deepStrictEqual(Routine.readRoutines([{ name: "x", action: "run", template: "nope" }]).rejected, [])
+  })
+
+  it("says what is wrong with a routine a trigger names", () => {
+    const config = Either.getOrThrow(SchedulerConfig.read({
+      schedule,
+      routines: [{ name: "fix-ci", action: "scan" }, { name: "broken", action: "scan", every: "daily" }]
+    }))
+    assert.isUndefined(SchedulerConfig.routineProblem(Option.getOrUndefined(config), "fix-ci"))
+    assert.strictEqual(
+      SchedulerConfig.routineProblem(Option.getOrUndefined(config), "fix-cl"),
+      "no routine named \"fix-cl\" in routines; did you mean \"fix-ci\"?"
+    )
+    assert.strictEqual(
+      SchedulerConfig.routineProblem(Option.getOrUndefined(config), "broken"),
+      "the routine \"broken\" is skipped itself (routines[1] is invalid)"
+    )
+    assert.strictEqual(
+      SchedulerConfig.routineProblem(undefined, "fix-ci"),
+      "names the routine \"fix-ci\", but there is no schedule section, so no routine runs"
+    )
+  })
+
   it("skips a duplicate name", () => {
     assert.deepStrictEqual(
       rejectedOf([
         { name: "twice", action: "scan", every: { intervalMs: 60_000 } },
         { name: "twice", action: "scan", every: { dailyAt: "10:00" } }
       ]),
-      ["routines[1].name: duplicate name \"twice\""]
+      ["routines[1].name: duplicate name \"twice\" (routines[0] has it already)"]
     )
   })
 })
@@ -159,7 +214,7 @@ describe("the schedule section", () => {
         tz: "utc"
       }),
       [
-        "schedule.tz: unknown field: the schedule has timezone, hours, tickMs and start",
+        "schedule.tz: unknown field; expected one of timezone, hours, tickMs, start",
         "schedule.timezone: unknown time zone \"Mars/Olympus_Mons\": use \"utc\", { \"offsetSeconds\": -25200 }, or an IANA name such as \"America/Los_Angeles\"",
         "schedule.hours.monday: unknown day: use mon, tue, wed, thu, fri, sat, sun",
         "schedule.hours.tue[0]: end \"25:00\" is not a time of day (HH:MM, 00:00 to 24:00)",

@@ -61,7 +61,7 @@ describe("routines without a cadence", () => {
     assert.notInclude(JSON.stringify(routines), SECRET)
     assert.deepStrictEqual(rejected.map((r) => `${r.path}: ${r.message}`), [
       "routines[2].secret: a string of at least 16 characters",
-      "routines[3].triggerAnyTime: Expected boolean, actual \"yes\"",
+      "routines[3].triggerAnyTime: expected true or false, got \"yes\"",
       "routines[4].every.triggered: true (or leave every out): fired only when triggered"
     ])
     assert.notInclude(JSON.stringify(rejected), "hunter2")

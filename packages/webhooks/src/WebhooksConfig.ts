@@ -5,6 +5,7 @@
  */
 import { exact } from "@flotta/core/Decode"
 import { NAME_PATTERN } from "@flotta/core/AgentView"
+import type { Rejected } from "@flotta/core/Spec"
 import { Data, Option, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
 
@@ -115,6 +116,34 @@ export const GithubSection = Schema.Struct({
   })
 }).annotations({ description: "`POST /hooks/github` on the fleet's HTTP server: GitHub events fire routines or runs." })
 export type GithubSection = typeof GithubSection.Type
+
+/** What is wrong with a name a mapping fires (`undefined`: nothing), by what it names. */
+export interface MappingTargets {
+  readonly routine: (name: string) => string | undefined
+  readonly run: (name: string) => string | undefined
+}
+
+/**
+ * The section with only the mappings whose routine or run template is there (`targets` says what is wrong with
+ * a name); each other one is rejected at its path (`github.on[1].routine`), and the rest are kept.
+ */
+export const checkMappings = (
+  section: GithubSection,
+  targets: MappingTargets
+): { readonly section: GithubSection; readonly rejected: ReadonlyArray<Rejected> } => {
+  const rejected: Array<Rejected> = []
+  const on = section.on.filter((mapping, i) => {
+    const [field, name] = mapping.routine !== undefined
+      ? ["routine", mapping.routine] as const
+      : ["run", mapping.run!] as const
+    const problem = targets[field](name)
+    if (problem !== undefined) {
+      rejected.push({ entry: `github.on[${i}]`, name: null, path: `github.on[${i}].${field}`, message: problem })
+    }
+    return problem === undefined
+  })
+  return { section: { ...section, on }, rejected }
+}
 
 /** What the layer is given: the decoded sections, and where the dashboard is, for links. */
 export interface WebhooksInput {

@@ -1,6 +1,7 @@
 /**
  * GitHub's deliveries as data: the signature, which mappings an event matches (action, label, command,
- * conclusion, repository; each routine or template once), the event told in words, and the config's checks.
+ * conclusion, repository; each routine or template once), the event told in words, and the config's checks (a
+ * mapping naming what is not there is skipped).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
@@ -8,7 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { signature } from "../src/Delivery.js"
 import * as GitHub from "../src/GitHub.js"
-import { GithubSection, NotifyTarget } from "../src/WebhooksConfig.js"
+import { checkMappings, GithubSection, NotifyTarget } from "../src/WebhooksConfig.js"
 
 const fixture = (name: string) =>
   fs.readFileSync(
@@ -184,5 +185,30 @@ describe("GitHub deliveries", () => {
         }),
         "agent_crashed"
       )
+    }))
+
+  it.effect("a mapping naming a routine or run template that is not there is skipped at its path; the rest kept", () =>
+    Effect.sync(() => {
+      const section = Either.getOrThrow(
+        Schema.decodeUnknownEither(GithubSection)({
+          secret: "0123456789abcdef",
+          on: [
+            { event: "issues.labeled", label: "flotta", run: "triage" },
+            { event: "check_run.completed", routine: "fix-ci" },
+            { event: "issues.opened", run: "tirage" },
+            { event: "workflow_run.completed", routine: "nightly" }
+          ]
+        })
+      )
+      const checked = checkMappings(section, {
+        routine: (name) => (name === "nightly" ? undefined : `no routine named "${name}"`),
+        run: (name) => (name === "triage" ? undefined : `no run template named "${name}"`)
+      })
+      assert.deepStrictEqual(checked.section.on.map((m) => m.run ?? m.routine), ["triage", "nightly"])
+      assert.strictEqual(checked.section.secret, section.secret)
+      assert.deepStrictEqual(checked.rejected.map((r) => [r.entry, r.path, r.message]), [
+        ["github.on[1]", "github.on[1].routine", "no routine named \"fix-ci\""],
+        ["github.on[2]", "github.on[2].run", "no run template named \"tirage\""]
+      ])
     }))
 })
