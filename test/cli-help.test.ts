@@ -3,10 +3,11 @@
  * under every option and argument and none of @effect/cli's filler. (On a terminal: test/cli-terminal.test.ts.)
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlottaAll } from "./support/cli.js"
+import { FLOTTA, runFlottaAll } from "./support/cli.js"
 
 let dir: string
 beforeAll(() => {
@@ -109,5 +110,17 @@ describe("--help through a pipe", () => {
         assert.match(paragraph, /[.:]$/, `${line}: "${paragraph}" is not a sentence`)
       }
     })
+  })
+
+  it("ends quietly when its reader goes away early (`flotta doctor | head -1`)", async () => {
+    const child = spawn(process.execPath, [FLOTTA, "doctor"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    child.stderr.on("data", (d) => (stderr += d))
+    // The reader takes the first line, then leaves, as `head -1` does.
+    child.stdout.once("data", () => child.stdout.destroy())
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+    assert.notInclude(stderr, "EPIPE", stderr)
+    assert.notInclude(stderr, "Unhandled", stderr)
+    assert.notStrictEqual(code, 1, "not an internal error")
   })
 })

@@ -6,6 +6,12 @@
 import { rootHelp } from "./Commands.js"
 import { version } from "./Version.js"
 
+// A reader that goes away early (`flotta reports | head`) ends the command quietly, as SIGPIPE ends a Unix tool:
+// the program is interrupted (its finalizers stop any children), and no write error is thrown at the person.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.kill(process.pid, "SIGTERM")
+})
+
 const first = process.argv[2]
 if (process.argv.length <= 3 && (first === undefined || first === "--help" || first === "-h")) {
   process.stdout.write(rootHelp(version) + "\n")
