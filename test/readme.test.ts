@@ -289,6 +289,15 @@ describe("the docs' commands", () => {
     })
   }
 
+  it("the simulator's guide names every word its scripted model knows", () => {
+    const rules = fs.readFileSync(path.join(ROOT, "packages", "cli", "src", "SimulatorRules.ts"), "utf8")
+    const keywords = [...rules.matchAll(/^\s*case "([A-Z][A-Z_]+)":/gm)].map((m) => m[1]!)
+    assert.includeMembers(keywords, ["ECHO", "WRITE", "BASH", "LIMIT"], "the rules' keywords were read")
+    const guide = read(path.join("docs", "guides", "simulator.md"))
+    const missing = keywords.filter((keyword) => !new RegExp(`^\\| \`${keyword}( <|\`)`, "m").test(guide))
+    assert.deepStrictEqual(missing, [], "a row of the guide's table for each")
+  })
+
   it("the README runs the whole path: a run, init, the REPL, serve and its clients, MCP", () => {
     const lines = commandsOf("README.md").flatMap((s) => (s._tag === "Command" ? [s.line] : []))
     for (const needed of ["flotta run", "flotta init", "flotta repl", "flotta serve", "flotta ask", "claude mcp add"]) {
