@@ -272,7 +272,10 @@ describe("the agent, run and worktree commands against a running serve", () => {
       const ended = await flotta("wait", "going")
       assert.strictEqual(ended.code, 10, ended.stderr)
       const again = json<{ removed: Array<string>; kept: Array<unknown> }>((await flotta("gc", "--json")).stdout)
-      assert.deepStrictEqual(again, { repo: project, removed: [goingTree], kept: [] } as unknown as typeof again)
+      assert.deepStrictEqual(
+        again,
+        { repo: project, removed: [goingTree], committed: [], discarded: [], kept: [] } as unknown as typeof again
+      )
       assert.strictEqual((await flotta("worktrees")).stdout, "no run worktrees\n")
 
       // verify, here: every check's outcome; a failed check is exit code 14.

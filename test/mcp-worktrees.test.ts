@@ -63,6 +63,8 @@ for (const era of ERAS) {
         assert.deepStrictEqual(structured(yield* call(client, "flotta_worktrees", { cwd: repo })), { worktrees: [] })
         assert.deepStrictEqual(structured(yield* call(client, "flotta_gc_worktrees", { cwd: repo })), {
           removed: [],
+          committed: [],
+          discarded: [],
           kept: []
         })
 

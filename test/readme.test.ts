@@ -4,7 +4,9 @@
  * own): every ```sh line and every `$ ` line of a ```console block runs in order, as a newcomer would type it
  * (with `--simulate` where the command takes it; `serve` in the background), each with the exit code the page
  * shows (0 unless it shows `echo $?`); a ```json block marked `flotta.config.json` becomes the config; approval
- * ids a transcript shows stand for the ones the run makes, in order. Code blocks that are whole programs run
+ * ids a transcript shows stand for the ones the run makes, in order. Following a page loses no work: after each
+ * line, each run worktree's work (commits, edits, new files) is read, and once the page is done each is still in
+ * its worktree or a commit of its branch holds it (`WorkLog`). Code blocks that are whole programs run
  * against the simulator, and whole test files run under vitest. The install and test commands are checked against
  * what CI runs rather than run again from inside the test run.
  */
@@ -17,8 +19,10 @@ import { FLOTTA, ROOT, runFlotta, runProgram } from "./support/cli.js"
 import { type Step, steps, words } from "./support/docBlocks.js"
 import { startFakeMessagesApi } from "./support/FakeMessagesApi.js"
 import { type FakeMessagesApi, offlineEnv } from "./support/FakeMessagesApi.js"
+import { git, newRepo } from "./support/git.js"
 import { freePort, waitUntil } from "./support/realCli.js"
 import { eventually } from "./support/waiting.js"
+import { WorkLog } from "./support/worktreeWork.js"
 
 const GUIDES = path.join(ROOT, "docs", "guides")
 const PAGES = [
@@ -150,9 +154,10 @@ const serverName = (argv: ReadonlyArray<string>): string => {
 
 const commandsOf = (page: string) => steps(read(page)).filter((s) => s._tag === "Command" || s._tag === "Config")
 
-/** Runs one page's commands in order, in a project of its own; returns the lines it ran. */
+/** Runs one page's commands in order, in a project of its own; returns the lines it ran and its worktrees' work. */
 const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
   const { env, project } = await newProject(path.basename(page, ".md"))
+  const work = new WorkLog()
   const initialised = pageSteps.some((s) => s._tag === "Command" && / flotta init\b/.test(s.line))
   if (!initialised) assert.strictEqual((await runFlotta(project, ["init"], env)).code, 0)
   let server: Background | undefined
@@ -216,6 +221,7 @@ const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
     if (command === "serve") {
       if (server !== undefined) await stop(server)
       server = await startBackground(project, env, args, (out) => out.stderr.includes("flotta serve:"))
+      work.record(project)
       ran.push(line)
       continue
     }
@@ -246,12 +252,15 @@ const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
       step.exitCode,
       `${page}: ${line}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`
     )
-    if (command === "run") assert.isAbove(result.stdout.length, 0, `${page}: ${line} printed no answer`)
+    if (command === "run" && step.exitCode === 0) {
+      assert.isAbove(result.stdout.length, 0, `${page}: ${line} printed no answer`)
+    } else if (command === "run") assert.match(result.stderr, /^flotta: [A-Z]\w+: /m, `${page}: ${line} said no error`)
     if (command === "init") assert.isTrue(fs.existsSync(path.join(project, "flotta.config.json")))
+    work.record(project)
     ran.push(line)
   }
   if (server !== undefined) await stop(server)
-  return ran
+  return { ran, work, lost: work.lost(project) }
 }
 
 describe("the README", () => {
@@ -282,16 +291,61 @@ describe("the docs' commands", () => {
     const pageSteps = commandsOf(page)
     if (!pageSteps.some((s) => s._tag === "Command" && !INSTALLS.test(s.line))) continue
     it(`${page}: every shell command works as written (with --simulate)`, { timeout: 240_000 }, async () => {
-      const ran = await runCommands(page, pageSteps)
+      const { lost, ran, work } = await runCommands(page, pageSteps)
       assert.isAtLeast(ran.length, 1)
+      assert.deepStrictEqual(lost, [], `${page}: following it lost work`)
+      if (ran.some((line) => line.includes("--worktree"))) assert.isAbove(work.seen.size, 0, "its runs' worktrees")
     })
   }
+
+  it("the simulator's guide names every word its scripted model knows", () => {
+    const rules = fs.readFileSync(path.join(ROOT, "packages", "cli", "src", "SimulatorRules.ts"), "utf8")
+    const keywords = [...rules.matchAll(/^\s*case "([A-Z][A-Z_]+)":/gm)].map((m) => m[1]!)
+    assert.includeMembers(keywords, ["ECHO", "WRITE", "BASH", "LIMIT"], "the rules' keywords were read")
+    const guide = read(path.join("docs", "guides", "simulator.md"))
+    const missing = keywords.filter((keyword) => !new RegExp(`^\\| \`${keyword}( <|\`)`, "m").test(guide))
+    assert.deepStrictEqual(missing, [], "a row of the guide's table for each")
+  })
 
   it("the README runs the whole path: a run, init, the REPL, serve and its clients, MCP", () => {
     const lines = commandsOf("README.md").flatMap((s) => (s._tag === "Command" ? [s.line] : []))
     for (const needed of ["flotta run", "flotta init", "flotta repl", "flotta serve", "flotta ask", "claude mcp add"]) {
       assert.isTrue(lines.some((l) => l.includes(needed)), needed)
     }
+  })
+})
+
+describe("the docs' check that no work is lost", () => {
+  it("finds the work a removal dropped, and not the work a commit kept", () => {
+    const repo = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-docs-work-")))
+    scratch.push(repo)
+    newRepo(repo)
+    const worktree = (name: string) => {
+      const at = path.join(repo, ".claude", "worktrees", name)
+      git(repo, "worktree", "add", "-q", "-b", `worktree-${name}`, at)
+      fs.writeFileSync(path.join(at, "README"), "edited\n")
+      fs.writeFileSync(path.join(at, "new.md"), `${name}\n`)
+      return at
+    }
+    const [dropped, saved, gone] = [worktree("dropped"), worktree("saved"), worktree("gone")]
+    const work = new WorkLog()
+    work.record(repo)
+    assert.deepStrictEqual(work.lost(repo), [])
+    // What gc --force did before it committed: the worktree removed with its changes.
+    git(repo, "worktree", "remove", "--force", dropped)
+    // What it does now: the work committed to the branch, then the worktree removed.
+    git(saved, "add", "-A")
+    git(saved, "commit", "-qm", "saved")
+    git(repo, "worktree", "remove", saved)
+    // Committed, but then the branch deleted.
+    git(gone, "add", "-A")
+    git(gone, "commit", "-qm", "saved, then gone")
+    git(repo, "worktree", "remove", gone)
+    git(repo, "branch", "-qD", "worktree-gone")
+    assert.deepStrictEqual(work.lost(repo), [
+      ".claude/worktrees/dropped (README, new.md): removed, and no commit of worktree-dropped holds its work",
+      ".claude/worktrees/gone (README, new.md): removed, and its branch worktree-gone is gone"
+    ])
   })
 })
 

@@ -45,6 +45,8 @@ describe("runs with the real claude CLI", () => {
       assert.deepStrictEqual(gentle.removed, [])
       const forced = yield* fleet.gcWorktrees(repo, { force: true })
       assert.deepStrictEqual(forced.removed, [worktree])
+      assert.deepStrictEqual(forced.committed.map((c) => c.files), [["out.txt"]])
+      assert.strictEqual(git(repo, "show", "worktree-writer:out.txt"), "written in isolation")
       assert.strictEqual(git(repo, "worktree", "list").split("\n").length, 1)
     }).pipe(Effect.provide(realFleet)))
 

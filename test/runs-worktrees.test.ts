@@ -125,6 +125,16 @@ describe("worktrees (fake CLI, real git)", () => {
       const forced = yield* fleet.gcWorktrees(dir, { force: true })
       assert.deepStrictEqual(forced.removed.map((p) => path.basename(p)).sort(), ["busy-one", "dirty-one"])
       assert.strictEqual(git(dir, "worktree", "list").split("\n").length, 1)
+      // The dirty one's work was committed to its branch first.
+      assert.deepStrictEqual(forced.committed.map((c) => [path.basename(c.path), c.branch, c.files]), [
+        ["dirty-one", "worktree-dirty-one", ["scratch.txt"]]
+      ])
+      assert.strictEqual(git(dir, "show", "worktree-dirty-one:scratch.txt"), "unsaved")
+      assert.strictEqual(git(dir, "rev-parse", "worktree-dirty-one"), forced.committed[0]!.commit)
+      assert.strictEqual(
+        git(dir, "log", "-1", "--format=%s", "worktree-dirty-one"),
+        "flotta gc: the uncommitted work of dirty-one, saved before its worktree was removed"
+      )
     }).pipe(Effect.provide(fakeFleet())))
 })
 

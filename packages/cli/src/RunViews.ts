@@ -3,9 +3,10 @@
  * same footer `flotta run` prints), a verify's checks, a run's diff, the run worktrees of a repository and what `gc`
  * did. Pure functions of the data, whether it came from a running serve or from git here.
  */
-import type { RunDiff } from "@flotta/core/RunDiff"
+import { type RunDiff, someFiles } from "@flotta/core/RunDiff"
 import type { RunView } from "@flotta/core/RunList"
-import type { GcResult, VerifyResult, WorktreeInfo } from "@flotta/core/Worktrees"
+import type { GcResult } from "@flotta/core/WorktreeGc"
+import type { VerifyResult, WorktreeInfo } from "@flotta/core/Worktrees"
 import type { RunResult, VerifyReport } from "@flotta/mcp/Schemas"
 import * as path from "node:path"
 
@@ -148,14 +149,28 @@ export const renderWorktrees = (worktrees: ReadonlyArray<WorktreeInfo>, repo: st
   return table([["WORKTREE", "BRANCH", "STATE", "AGE"], ...rows])
 }
 
-/** What `gc` removed and what it kept, and why. */
+/**
+ * What `gc` did, a worktree per line: removed (its uncommitted work first committed to its branch, with the commit,
+ * or discarded, each file named), or kept and why.
+ */
 export const renderGc = (result: GcResult, repo: string): string => {
   const shown = (p: string) => path.relative(repo, p) || p
   if (result.removed.length === 0 && result.kept.length === 0) return "no run worktrees"
-  return [
-    ...result.removed.map((p) => `removed ${shown(p)}`),
-    ...result.kept.map((k) => `kept ${shown(k.path)}: ${k.reason}`)
-  ].join("\n")
+  const committed = new Map(result.committed.map((c) => [c.path, c]))
+  const discarded = new Map(result.discarded.map((d) => [d.path, d]))
+  const removed = result.removed.map((p) => {
+    const saved = committed.get(p)
+    if (saved !== undefined) {
+      return `removed ${shown(p)}: its uncommitted work (${someFiles(saved.files)}) was first committed to branch ` +
+        `${saved.branch} (${saved.commit.slice(0, 12)})`
+    }
+    const dropped = discarded.get(p)
+    if (dropped !== undefined) {
+      return `removed ${shown(p)}: discarded its uncommitted changes to ${dropped.files.join(", ")}`
+    }
+    return `removed ${shown(p)}`
+  })
+  return [...removed, ...result.kept.map((k) => `kept ${shown(k.path)}: ${k.reason}`)].join("\n")
 }
 
 /** A run's diff as `git diff --stat` shows it (a file per line, the totals), then the patch unless asked not to. */

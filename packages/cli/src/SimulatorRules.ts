@@ -34,7 +34,8 @@
  * Requests the CLI makes on its own (model probes, prompt suggestions, compaction) are "side requests": they
  * get short fixed answers and never reach the rules.
  *
- * The CLI's side of the wire (what it sends, and the environment that keeps it offline) is in CLAUDE-CLI.md.
+ * The CLI's side of the wire (what it sends, and the environment that keeps it offline) is in CLAUDE-CLI.md. The
+ * user's page of these words is docs/guides/simulator.md (a test holds it to the keywords here).
  */
 import { CONTINUATION } from "@flotta/core/Parking"
 import { Option } from "effect"

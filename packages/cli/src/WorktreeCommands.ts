@@ -5,10 +5,13 @@
  * structured answer.
  *
  * `gc` leaves a locked worktree alone: a run locks its worktree while it goes on, whichever process runs it (a
- * `flotta serve`, a `flotta run --worktree` in another shell), and unlocks it when it ends. `verify` exits 0 when
+ * `flotta serve`, a `flotta run --worktree` in another shell), and unlocks it when it ends. `gc --force` commits a
+ * worktree's uncommitted work to its branch before removing it, so nothing is lost; only `--force --discard` drops
+ * it, and says which files. `verify` exits 0 when
  * every check passed, else with ChecksFailed (exit code 14) after printing the checks.
  */
 import { Args, Command, Options } from "@effect/cli"
+import * as WorktreeGc from "@flotta/core/WorktreeGc"
 import * as Worktrees from "@flotta/core/Worktrees"
 import { Effect, Option, Schema } from "effect"
 import * as path from "node:path"
@@ -38,9 +41,6 @@ const dirOf = (flag: Option.Option<string>) => path.resolve(Option.getOrElse(fla
 const print = <A>(json: boolean, value: A, render: (value: A) => string) =>
   Output.stdout(json ? JSON.stringify(value, null, 2) : render(value))
 
-/** The hint a worktree kept for its lock gets: the lock may outlive a run whose process was killed. */
-const STALE_LOCK = "it is locked; if no run uses it any more, `git worktree unlock <path>` releases it"
-
 /** The git repository `--cwd` is in, and its run worktrees. */
 const repoWorktrees = Effect.fn("WorktreeCommands.repoWorktrees")(function*(cwd: Option.Option<string>) {
   const repo = yield* Worktrees.repoRoot(dirOf(cwd))
@@ -63,25 +63,42 @@ const gc = Command.make(
   {
     cwd,
     force: Options.boolean("force").pipe(
-      Options.withDescription("Also remove worktrees with uncommitted changes (a locked one is always kept).")
+      Options.withDescription(
+        "Also remove worktrees with uncommitted changes: their work is committed to their branch first, and " +
+          "named (a locked one is always kept)."
+      )
+    ),
+    discard: Options.boolean("discard").pipe(
+      Options.withDescription(
+        "With --force: remove them without committing, throwing their uncommitted changes away (each file named)."
+      )
     ),
     json: Shared.json
   },
   (flags) =>
     Effect.gen(function*() {
-      const { repo, worktrees } = yield* repoWorktrees(flags.cwd)
-      const locked = new Set(worktrees.filter((w) => w.locked).map((w) => w.path))
-      const result = yield* Worktrees.gc(repo, { busy: locked, ...(flags.force ? { force: true } : {}) })
+      if (flags.discard && !flags.force) {
+        return yield* Shared.invalid("--discard", "throws uncommitted work away, so it needs --force as well")
+      }
+      const repo = yield* Worktrees.repoRoot(dirOf(flags.cwd))
+      // A run here locks its worktree, whichever process runs it, and gc never touches a locked one.
+      const result = yield* WorktreeGc.gc(repo, {
+        busy: new Set(),
+        ...(flags.force ? { force: true } : {}),
+        ...(flags.discard ? { discard: true } : {})
+      })
+      // The engine's reasons name its options; here they are flags.
       const kept = result.kept.map((k) => ({
-        path: k.path,
-        reason: locked.has(k.path) ? STALE_LOCK : k.reason.replace("use force", "use --force")
+        ...k,
+        reason: k.reason.replace("force with discard", "--force --discard").replace("use force", "use --force")
       }))
-      yield* print(flags.json, { repo, removed: result.removed, kept }, (v) => RunViews.renderGc(v, repo))
+      yield* print(flags.json, { repo, ...result, kept }, (v) => RunViews.renderGc(v, repo))
     })
 ).pipe(
   Command.withDescription(
     "Remove the run worktrees whose run has ended from the git repository here (or --cwd's): the clean ones, and " +
-      "with --force the ones with uncommitted changes too. Branches stay, and so does a worktree a run has locked."
+      "with --force the ones with uncommitted changes too, after committing their work to their branch (--force " +
+      "--discard drops it instead, naming each file). Branches stay, and so does a worktree a run has locked."
   )
 )
 

@@ -135,15 +135,32 @@ describe("worktrees and gc", () => {
     assert.strictEqual(RunViews.renderWorktrees([], "/r"), "no run worktrees")
   })
 
-  it("says what gc removed and what it kept, and why", () => {
+  it("says what gc removed (the work it committed first, the work it dropped), what it kept, and why", () => {
+    const files = ["a.ts", "b.ts", "c.ts", "d.ts", "e.ts", "f.ts", "g.ts"]
     assert.strictEqual(
       RunViews.renderGc({
-        removed: ["/r/.claude/worktrees/a"],
+        removed: ["/r/.claude/worktrees/a", "/r/.claude/worktrees/c", "/r/.claude/worktrees/d"],
+        committed: [{
+          path: "/r/.claude/worktrees/c",
+          branch: "worktree-c",
+          commit: "0123456789abcdef0123456789abcdef01234567",
+          files
+        }],
+        discarded: [{ path: "/r/.claude/worktrees/d", branch: "worktree-d", files }],
         kept: [{ path: "/r/.claude/worktrees/b", reason: "it is locked" }]
       }, "/r"),
-      "removed .claude/worktrees/a\nkept .claude/worktrees/b: it is locked"
+      [
+        "removed .claude/worktrees/a",
+        "removed .claude/worktrees/c: its uncommitted work (a.ts, b.ts, c.ts, d.ts, e.ts and 2 more) was first " +
+        "committed to branch worktree-c (0123456789ab)",
+        "removed .claude/worktrees/d: discarded its uncommitted changes to a.ts, b.ts, c.ts, d.ts, e.ts, f.ts, g.ts",
+        "kept .claude/worktrees/b: it is locked"
+      ].join("\n")
     )
-    assert.strictEqual(RunViews.renderGc({ removed: [], kept: [] }, "/r"), "no run worktrees")
+    assert.strictEqual(
+      RunViews.renderGc({ removed: [], committed: [], discarded: [], kept: [] }, "/r"),
+      "no run worktrees"
+    )
   })
 })
 

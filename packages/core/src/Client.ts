@@ -15,6 +15,7 @@ import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./Re
 import type { RunOptions, Runs } from "./Run.js"
 import type { RunQuery } from "./RunList.js"
 import type { Store } from "./Store.js"
+import type { GcOptions } from "./WorktreeGc.js"
 import type { VerifyOptions } from "./Worktrees.js"
 
 export interface SubscribeCallbacks extends SubscribeOptions {
@@ -188,7 +189,7 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     verifyAsync: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
-    gcWorktrees: (cwd: string, gcOptions?: { readonly force?: boolean }) => run((f) => f.gcWorktrees(cwd, gcOptions)),
+    gcWorktrees: (cwd: string, gcOptions?: GcOptions) => run((f) => f.gcWorktrees(cwd, gcOptions)),
     diff: (name: string) => run((f) => f.diff(name)),
     /**
      * Live report entries; returns the function that unsubscribes, whose `ready` resolves once the

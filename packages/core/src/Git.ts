@@ -11,6 +11,7 @@ import type { Duration } from "effect"
 import { WorktreeFailed } from "./Errors.js"
 import type { BranchNotFound, NotAGitRepo } from "./Errors.js"
 import type { Changes } from "./RunDiff.js"
+import * as WorktreeGc from "./WorktreeGc.js"
 import * as Worktrees from "./Worktrees.js"
 
 export interface ChecksOptions {
@@ -38,10 +39,14 @@ export interface GitShape {
   /** Unlocks and removes a worktree; its branch stays. */
   readonly remove: (repo: string, path: string) => Effect.Effect<void, WorktreeFailed>
   readonly list: (cwd: string) => Effect.Effect<ReadonlyArray<Worktrees.WorktreeInfo>, NotAGitRepo | WorktreeFailed>
+  /**
+   * Removes the run worktrees no run uses (`busy`, or locked): clean ones; with `force` the others too, their
+   * uncommitted work committed to their branch first (`WorktreeGc.collect`), or with `discard` dropped.
+   */
   readonly gc: (
     cwd: string,
-    options: { readonly force?: boolean; readonly busy: ReadonlySet<string> }
-  ) => Effect.Effect<Worktrees.GcResult, NotAGitRepo | WorktreeFailed>
+    options: WorktreeGc.GcOptions & { readonly busy: ReadonlySet<string> }
+  ) => Effect.Effect<WorktreeGc.GcResult, NotAGitRepo | WorktreeFailed>
   /** Each check against `branch`, in a throwaway worktree. */
   readonly verify: (
     cwd: string,
@@ -82,7 +87,7 @@ export class Git extends Context.Tag("@flotta/core/Git")<Git, GitShape>() {
           diff: (worktree, base, max) => provide(Worktrees.diff(worktree, base, max)),
           remove: (repo, path) => provide(Worktrees.remove(repo, path)).pipe(Effect.mapError(failed(path))),
           list: (cwd) => provide(Worktrees.list(cwd)),
-          gc: (cwd, options) => provide(Worktrees.gc(cwd, options)),
+          gc: (cwd, options) => provide(WorktreeGc.gc(cwd, options)),
           verify: (cwd, options) => provide(Worktrees.verify(cwd, options)),
           checksIn: (dir, checks, options) => provide(Worktrees.checksIn(dir, checks, options))
         })

@@ -28,6 +28,7 @@ import * as Sandbox from "./Sandbox.js"
 import * as Spec from "./Spec.js"
 import { Store } from "./Store.js"
 import type { RunRow } from "./Store.js"
+import * as WorktreeGc from "./WorktreeGc.js"
 import * as Worktrees from "./Worktrees.js"
 
 export { boundFlags } from "./RunOptions.js"
@@ -354,8 +355,9 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** What a run in a worktree changed: as recorded when it ended (also after gc), or so far while it goes on. */
     const diff = diffs.diff
 
-    const gcWorktrees = (cwd: string, options: { readonly force?: boolean } = {}) =>
-      git.gc(path.resolve(cwd), { busy: busyWorktrees, ...options })
+    /** Removes the run worktrees no run uses (`force`: the dirty ones too, their work committed first). */
+    const gcWorktrees = (cwd: string, options: WorktreeGc.GcOptions = {}) =>
+      Effect.zipRight(WorktreeGc.checkOptions(options), git.gc(path.resolve(cwd), { busy: busyWorktrees, ...options }))
 
     const addTemplates = (specs: ReadonlyArray<Spec.Spec>) =>
       Effect.sync(() => {

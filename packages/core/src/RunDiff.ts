@@ -88,3 +88,9 @@ export const changesOf = (
   removed: files.reduce((n, f) => n + (f.removed ?? 0), 0),
   ...patch
 })
+
+/** Files by name for a person to read: the first few, then how many more (`a.ts, b.ts and 3 more`). */
+export const someFiles = (files: ReadonlyArray<string>, shown = 5): string =>
+  files.length <= shown
+    ? files.join(", ")
+    : `${files.slice(0, shown).join(", ")} and ${files.length - shown} more`

@@ -20,7 +20,8 @@
  * Runs in worktrees, best-of-N attempts and verifies act on git and `sh` on this machine, unless `git:
  * Testing.git({ check })` keeps the repositories in memory: worktrees are records, and each shell check is a
  * function of its command, directory and environment (an attempt's `FLOTTA_ATTEMPT` among it), and what a run
- * wrote there is what `changes` says (its diff is taken from them).
+ * wrote there is what `changes` says (its diff is taken from them; its uncommitted work until a commit, which
+ * `commitFails` may refuse).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer } from "effect"

@@ -114,24 +114,31 @@ export const create = (repo: string, name: string): Effect.Effect<NewWorktree, W
   )
 }
 
-/** Commits whatever the run left uncommitted, so removing the worktree loses nothing; returns the commit. */
+/** The identity flotta commits under when git has none configured (no `user.name` or `user.email`). */
+export const DEFAULT_IDENTITY = { name: "flotta", email: "flotta@localhost" } as const
+
+/** `-c` flags that give git flotta's identity, unless git already knows who commits here (config or environment). */
+const identityFlags = (cwd: string) =>
+  Effect.all([git(cwd, "var", "GIT_AUTHOR_IDENT"), git(cwd, "var", "GIT_COMMITTER_IDENT")]).pipe(
+    Effect.as([]),
+    Effect.orElseSucceed(
+      () => ["-c", `user.name=${DEFAULT_IDENTITY.name}`, "-c", `user.email=${DEFAULT_IDENTITY.email}`]
+    )
+  )
+
+/**
+ * Commits whatever the run left uncommitted (edits, and new files that are not ignored), so removing the worktree
+ * loses nothing; returns the branch's head. The author is the one git uses here, else flotta's `DEFAULT_IDENTITY`.
+ * It skips the pre-commit and commit-msg hooks (this saves work, it is no commit of the user's); another hook, a
+ * signing key or a lock can still refuse it, and then it fails with git's words.
+ */
 export const commitAll = (worktree: Worktree, message: string) =>
   Effect.gen(function*() {
     const status = yield* git(worktree.path, "status", "--porcelain")
     if (status.length > 0) {
       yield* git(worktree.path, "add", "-A")
-      yield* git(
-        worktree.path,
-        "-c",
-        "user.name=flotta",
-        "-c",
-        "user.email=flotta@localhost",
-        "commit",
-        "-q",
-        "--no-verify",
-        "-m",
-        message
-      )
+      const identity = yield* identityFlags(worktree.path)
+      yield* git(worktree.path, ...identity, "commit", "-q", "--no-verify", "-m", message)
     }
     return yield* git(worktree.path, "rev-parse", "HEAD")
   })
@@ -183,6 +190,34 @@ const gitOut = (cwd: string, env: Record<string, string>, args: ReadonlyArray<st
       onTimeout: () => new Proc.CommandFailed({ command: `git ${args.join(" ")}`, reason: "timed out" })
     })
   )
+
+const MAX_STATUS_BYTES = 1024 * 1024
+
+/**
+ * The files a worktree holds uncommitted changes to: tracked edits (staged or not, deletions too) and new files
+ * that are not ignored, each by its path from the worktree's top, sorted.
+ */
+export const changedFiles = (worktreePath: string) =>
+  gitOut(worktreePath, {}, ["status", "--porcelain", "-z", "--untracked-files=all"], MAX_STATUS_BYTES).pipe(
+    Effect.map(({ bytes, total }) => {
+      const text = new TextDecoder().decode(bytes)
+      // Cut short (a tree of many thousands of new files): the last record may be partial.
+      return parseStatus(total > bytes.length ? text.slice(0, text.lastIndexOf("\0") + 1) : text)
+    })
+  )
+
+/** `git status --porcelain -z`: `XY path` records, a rename's or copy's followed by its old path. */
+export const parseStatus = (text: string): ReadonlyArray<string> => {
+  const fields = text.split("\0")
+  const files = new Set<string>()
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!
+    if (field.length < 4) continue
+    files.add(field.slice(3))
+    if (/[RC]/.test(field.slice(0, 2))) i++
+  }
+  return [...files].sort()
+}
 
 /**
  * What a worktree holds against `base`: what its run committed, what it left uncommitted and its new untracked
@@ -256,33 +291,6 @@ export const list = (cwd: string): Effect.Effect<ReadonlyArray<WorktreeInfo>, No
         }
       }))
   }).pipe(Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwd, reason: e.reason })))
-
-export interface GcResult {
-  readonly removed: ReadonlyArray<string>
-  readonly kept: ReadonlyArray<{ readonly path: string; readonly reason: string }>
-}
-
-/** Unlocks and removes clean run worktrees (dirty ones too with `force`), never one whose run goes on. */
-export const gc = (cwd: string, options: { readonly force?: boolean; readonly busy: ReadonlySet<string> }) =>
-  Effect.gen(function*() {
-    const repo = yield* repoRoot(cwd)
-    const removed: Array<string> = []
-    const kept: Array<{ path: string; reason: string }> = []
-    for (const worktree of yield* list(repo)) {
-      if (options.busy.has(worktree.path)) {
-        kept.push({ path: worktree.path, reason: "its run is still going" })
-        continue
-      }
-      if (!worktree.clean && options.force !== true) {
-        kept.push({ path: worktree.path, reason: "it has uncommitted changes (use force to remove it anyway)" })
-        continue
-      }
-      const outcome = yield* Effect.either(remove(repo, worktree.path, true))
-      if (outcome._tag === "Right") removed.push(worktree.path)
-      else kept.push({ path: worktree.path, reason: outcome.left.reason })
-    }
-    return { removed, kept } satisfies GcResult
-  })
 
 /** Runs each shell check in `dir`, in order, every one whatever the others did (`env` added to theirs). */
 export const checksIn = (

@@ -48,8 +48,11 @@ describe("run diffs", () => {
       assert.include(diff.patch, "-# old\n")
       assert.strictEqual(diff.patchBytes, new TextEncoder().encode(diff.patch).length)
 
-      const gc = yield* f.gcWorktrees(REPO)
+      // Its work is uncommitted: gc keeps it, and with force commits it to its branch, then removes the worktree.
+      assert.deepStrictEqual((yield* f.gcWorktrees(REPO)).removed, [])
+      const gc = yield* f.gcWorktrees(REPO, { force: true })
       assert.deepStrictEqual(gc.removed, [`${REPO}/.claude/worktrees/two`])
+      assert.deepStrictEqual(gc.committed.map((c) => c.files), [["README.md", "src/add.ts"]])
       assert.deepStrictEqual(yield* f.worktrees(REPO), [])
       assert.deepStrictEqual(yield* f.diff("two"), diff)
     }).pipe(Effect.provide(fleet)))

@@ -234,7 +234,14 @@ export const CwdArgs = Schema.Struct({ cwd: opt(Text, REPO_DESCRIPTION) })
 
 export const GcArgs = Schema.Struct({
   cwd: opt(Text, REPO_DESCRIPTION),
-  force: opt(Schema.Boolean, "Remove worktrees with uncommitted changes too")
+  force: opt(
+    Schema.Boolean,
+    "Remove worktrees with uncommitted changes too: their work is committed to their branch first"
+  ),
+  discard: opt(
+    Schema.Boolean,
+    "With force: remove them without committing, dropping their uncommitted changes (named in `discarded`)"
+  )
 })
 
 export const NoArgs = Schema.Struct({})

@@ -6,6 +6,7 @@
 import { Flotta } from "@flotta/core/Flotta"
 import type * as Run from "@flotta/core/Run"
 import { RunDiff } from "@flotta/core/RunDiff"
+import { GcResult } from "@flotta/core/WorktreeGc"
 import { Effect, Schema } from "effect"
 import * as ApprovalTools from "./ApprovalTools.js"
 import * as CostTools from "./CostTools.js"
@@ -377,16 +378,22 @@ export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
     name: "flotta_gc_worktrees",
     title: "Remove finished run worktrees",
-    description: "Remove the run worktrees whose run has ended: clean ones, and dirty ones too with force. " +
-      "Branches stay. Returns what was removed and what was kept, and why.",
+    description: "Remove the run worktrees whose run has ended: clean ones; with force the ones with uncommitted " +
+      "changes too, their work committed to their branch first (with force and discard: dropped instead). A locked " +
+      "worktree is never touched, and branches stay. Returns what was removed (the work committed, with the commit, " +
+      "and the work discarded, by file) and what was kept, and why.",
     annotations: STOPS,
     input: S.GcArgs,
-    output: Schema.Struct({
-      removed: Schema.Array(Schema.String),
-      kept: Schema.Array(Schema.Struct({ path: Schema.String, reason: Schema.String }))
-    }),
-    run: ({ cwd, force }) =>
-      Effect.flatMap(Flotta, (fleet) => fleet.gcWorktrees(cwd ?? ".", force === undefined ? {} : { force }))
+    output: GcResult,
+    run: ({ cwd, discard, force }) =>
+      Effect.flatMap(
+        Flotta,
+        (fleet) =>
+          fleet.gcWorktrees(cwd ?? ".", {
+            ...(force === undefined ? {} : { force }),
+            ...(discard === undefined ? {} : { discard })
+          })
+      )
   }),
   // Steering the scheduler (SchedulerNotEnabled when the fleet runs none).
   ...SchedulerTools.tools,
