@@ -126,6 +126,11 @@ export interface StoreOptions {
   /** Read what is there without taking the store (no lock, no writes): for tools beside a running fleet. */
   readonly readOnly?: boolean
   /**
+   * Hold the store only for a moment (a shell run importing its record, see `RunInbox`): a host that opens it
+   * meanwhile waits for it (up to `BRIEF_HOLD_WAIT`) instead of failing with `StoreLocked`.
+   */
+  readonly brief?: boolean
+  /**
    * Report entries kept waiting while the store refuses writes (default 200,000); past it the oldest are
    * dropped and counted in `health.lost`. Agents, turns, runs and state are kept by key and never dropped.
    */
@@ -136,15 +141,21 @@ export interface StoreOptions {
 
 export const DEFAULT_RETAIN_DAYS = 30
 
+/** How long an opener waits for a store held briefly (`StoreOptions.brief`) before it is `StoreLocked`. */
+export const BRIEF_HOLD_WAIT = "10 seconds"
+
 /** Finished turns a memory store keeps per agent, and finished runs in all: a long-lived fleet stays bounded. */
 export const MEMORY_TURNS_PER_AGENT = 1_000
 export const MEMORY_FINISHED_RUNS = 10_000
 /** Cost rows a memory store keeps (a turn's spend per model); past it the oldest go. */
 export const MEMORY_COST_ROWS = 200_000
+/** Closed runs whose turns a memory store keeps (so a run's record can be exported); past it the oldest go. */
+export const MEMORY_CLOSED_RUNS = 1_000
 
 /**
- * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent's
- * turns go, and past the bounds above the oldest finished turns and runs go first.
+ * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed session's
+ * turns go (a closed run's stay, for its record, up to `MEMORY_CLOSED_RUNS`), and past the bounds above the oldest
+ * finished turns and runs go first.
  */
 export const makeMemory = (): StoreShape => {
   const entries: Array<ReportEntry> = []
@@ -153,6 +164,8 @@ export const makeMemory = (): StoreShape => {
   const runs = new Map<string, RunRow>()
   const state = new Map<string, string>()
   const lastTurns = new Map<string, number>()
+  /** Closed runs that keep their turns, oldest first. */
+  const closedRuns = new Set<string>()
   /** A finished turn's spend per model, kept when its turn goes (a closed agent's spend still counts). */
   const costs = new Map<string, Costs.CostRow>()
   const health: StoreHealth = { state: "ok", reason: null, since: null, pending: 0, lost: 0 }
@@ -172,7 +185,15 @@ export const makeMemory = (): StoreShape => {
     readReports: (query) => Effect.sync(() => readArray(entries, query)),
     saveAgent: (row) => {
       agents.set(row.name, row)
-      if (row.status === "closed") turns.delete(row.name)
+      if (row.status !== "closed") return
+      if (row.lifecycle !== "run") return void turns.delete(row.name)
+      closedRuns.delete(row.name)
+      closedRuns.add(row.name)
+      if (closedRuns.size > MEMORY_CLOSED_RUNS) {
+        const oldest = closedRuns.values().next().value!
+        closedRuns.delete(oldest)
+        turns.delete(oldest)
+      }
     },
     saveTurn: (row) => {
       let byId = turns.get(row.agent)
