@@ -64,7 +64,7 @@ export class RunNameTaken extends Schema.TaggedError<RunNameTaken>()("RunNameTak
   holder: Schema.String
 }) {
   override get message() {
-    return `the run "${this.name}" cannot be recorded: ${this.holder} (pick another name with --name)`
+    return `the run "${this.name}" cannot be recorded: ${this.holder}; give the run another name`
   }
 }
 
@@ -184,6 +184,36 @@ export const importInto = Effect.fn("RunRecord.import")(function*(target: Import
     return { _tag: "Imported", name: record.name, entries: record.reports.length }
   })
 })
+
+/**
+ * `store` as a reader sees it with `records` laid over it (records not imported yet, waiting in its inbox): their
+ * runs, agents, turns and diffs where the store has none of that name. Reports and costs are the store's alone.
+ */
+export const overlay = (store: StoreShape, records: ReadonlyArray<RunRecord>): StoreShape => {
+  if (records.length === 0) return store
+  const runs = new Map(records.map((record) => [record.name, record.run]))
+  const agents = records.flatMap((record) => record.agents)
+  const turns = records.flatMap((record) => record.turns)
+  const diffs = new Map(records.flatMap((record) => record.diffs.map((diff) => [stateKey(diff.name), diff])))
+  return {
+    ...store,
+    runs: Effect.map(store.runs, (rows) => {
+      const stored = new Set(rows.map((row) => row.name))
+      return [...rows, ...[...runs.values()].filter((row) => !stored.has(row.name))]
+    }),
+    run: (name) => Effect.map(store.run(name), Option.orElse(() => Option.fromNullable(runs.get(name)))),
+    agents: Effect.map(store.agents, (rows) => {
+      const stored = new Set(rows.map((row) => row.name))
+      return [...rows, ...agents.filter((agent) => !stored.has(agent.name))]
+    }),
+    turns: (agent) =>
+      Effect.map(
+        store.turns(agent),
+        (rows) => rows.length > 0 ? rows : turns.filter((turn) => turn.agent === agent).sort((a, b) => a.n - b.n)
+      ),
+    loadState: (key) => Effect.map(store.loadState(key), Option.orElse(() => Option.fromNullable(diffs.get(key))))
+  }
+}
 
 /** Records over the engine's own store: exported from it, imported into it through its report log. */
 export class RunRecords extends Effect.Service<RunRecords>()("@flotta/core/RunRecords", {
