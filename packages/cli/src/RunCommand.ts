@@ -13,7 +13,6 @@ import { Effect, Either, Exit, Option } from "effect"
 import * as path from "node:path"
 import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as Composition from "./Composition.js"
-import { connection } from "./Connection.js"
 import * as DetachedRun from "./DetachedRun.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -93,8 +92,15 @@ const options = {
         "it with `flotta runs NAME` and `flotta diff NAME`."
     )
   ),
-  url: connection.url,
-  token: connection.token,
+  url: Flags.url("url").pipe(
+    Flags.optional(
+      "With --detach: the serve's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)."
+    )
+  ),
+  token: Options.redacted("token").pipe(
+    Options.withPseudoName("token"),
+    Flags.optional("With --detach: the serve's bearer token (default: FLOTTA_MCP_TOKEN, else the config's mcp.token).")
+  ),
   simulate: Shared.simulate,
   config: Shared.config
 }
