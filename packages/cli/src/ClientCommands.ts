@@ -281,7 +281,7 @@ export const withSource = <A, E, R>(
     if (Option.isSome(flags.store)) {
       const target = yield* storeTarget(flags.store.value)
       const inbox = StoreTarget.inboxOf(target, process.cwd())
-      return yield* body(storeSource(yield* StoreAccess.openReadOnly(target, inbox)))
+      return yield* body(storeSource(yield* StoreAccess.openWithInbox(target, inbox)))
     }
     const config = yield* clientConfig(flags)
     const endpoint = endpointOf(flags, config)
@@ -291,7 +291,7 @@ export const withSource = <A, E, R>(
     if (Either.isRight(client)) return yield* body(serverSource(client.right, yield* inboxSource(inbox)))
     if (Option.isNone(flags.url) && stored !== "memory" && "sqlite" in stored && StoreAccess.exists(stored)) {
       yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
-      return yield* body(storeSource(yield* StoreAccess.openReadOnly(stored, inbox)))
+      return yield* body(storeSource(yield* StoreAccess.openWithInbox(stored, inbox)))
     }
     return yield* client.left
   }))

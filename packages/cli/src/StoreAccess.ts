@@ -31,16 +31,20 @@ export class NotInStore extends Schema.TaggedError<NotInStore>()("NotInStore", {
   }
 }
 
+/** Opens a store read-only for the scope. */
+export const openReadOnly = (config: Store.StoreConfig): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope> =>
+  StoreConfig.open(config, { readOnly: true })
+
 /**
- * Opens a store read-only for the scope; with its `inbox`, the run records waiting there (not imported yet) are laid
- * over it, so a shell run's record is never invisible (`RunRecord.overlay`).
+ * Opens a store read-only for the scope, with the run records waiting in its `inbox` (not imported yet) laid over it,
+ * so that a shell run's record is never invisible (`RunRecord.overlay`).
  */
-export const openReadOnly = (
+export const openWithInbox = (
   config: Store.StoreConfig,
-  inbox?: string
+  inbox: string | undefined
 ): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope | FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const store = yield* StoreConfig.open(config, { readOnly: true })
+    const store = yield* openReadOnly(config)
     return inbox === undefined ? store : RunRecord.overlay(store, yield* RunInbox.records(inbox))
   })
 
@@ -65,7 +69,7 @@ export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, St
   }
   return Effect.scoped(
     Effect.flatMap(
-      StoreConfig.open(config, { readOnly: true }),
+      openReadOnly(config),
       (store) => Effect.map(store.info, (info) => ({ _tag: "Found", info } as const))
     )
   )

@@ -8,11 +8,12 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Stream, TestClock } from "effect"
+import { Context, Effect, Layer, Option, Stream, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Flotta } from "../src/Flotta.js"
 import { ReportLog } from "../src/ReportLog.js"
+import { stateKey } from "../src/RunDiff.js"
 import * as RunInbox from "../src/RunInbox.js"
 import * as RunRecord from "../src/RunRecord.js"
 import { RunRecords } from "../src/RunRecord.js"
@@ -130,6 +131,32 @@ describe("run records", () => {
       yield* TestClock.adjust("5 seconds")
       yield* serve.fleet.awaitRun(going)
       assert.strictEqual((yield* serve.records.exportRun(going)).run.status, "succeeded")
+    }))
+
+  it.scoped("laid over a store, a record not imported yet reads as the store's own; the store's rows win", () =>
+    Effect.gen(function*() {
+      const record = yield* ranElsewhere("hello", "waiting")
+      const serve = yield* fleetIn()
+      yield* serve.fleet.awaitRun(yield* serve.fleet.runAsync({ prompt: "hello", name: "stored" }))
+      // A record of a run the store has already (imported meanwhile): the store's row is the one read.
+      const stale = { ...record, run: { ...Option.getOrThrow(yield* serve.store.run("stored")), finishedAt: "x" } }
+      const seen = RunRecord.overlay(serve.store, [record, {
+        ...stale,
+        name: "stored",
+        agents: [],
+        turns: [],
+        diffs: []
+      }])
+      assert.deepStrictEqual((yield* seen.runs).map((r) => r.name).sort(), ["stored", "waiting"])
+      assert.strictEqual(
+        Option.getOrThrow(yield* seen.run("stored")).startedAt,
+        Option.getOrThrow(yield* serve.store.run("stored")).startedAt
+      )
+      assert.deepStrictEqual(Option.getOrThrow(yield* seen.run("waiting")), record.run)
+      assert.isTrue((yield* seen.agents).some((a) => a.name === "waiting"))
+      assert.deepStrictEqual(yield* seen.turns("waiting"), record.turns)
+      assert.deepStrictEqual(Option.getOrThrow(yield* seen.loadState(stateKey("waiting"))), record.diffs[0])
+      assert.strictEqual(RunRecord.overlay(serve.store, []), serve.store)
     }))
 
   it.scoped("a best-of-N run's record carries every attempt: agents, turns and diffs", () =>
