@@ -148,10 +148,8 @@ describe("run records", () => {
         diffs: []
       }])
       assert.deepStrictEqual((yield* seen.runs).map((r) => r.name).sort(), ["stored", "waiting"])
-      assert.strictEqual(
-        Option.getOrThrow(yield* seen.run("stored")).startedAt,
-        Option.getOrThrow(yield* serve.store.run("stored")).startedAt
-      )
+      assert.deepStrictEqual(yield* seen.run("stored"), yield* serve.store.run("stored"))
+      assert.notStrictEqual(Option.getOrThrow(yield* seen.run("stored")).finishedAt, "x")
       assert.deepStrictEqual(Option.getOrThrow(yield* seen.run("waiting")), record.run)
       assert.isTrue((yield* seen.agents).some((a) => a.name === "waiting"))
       assert.deepStrictEqual(yield* seen.turns("waiting"), record.turns)
