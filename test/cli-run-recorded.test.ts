@@ -92,6 +92,17 @@ describe("a shell run is recorded in the project's store", () => {
     assert.match(again.stderr, /RunNameTaken: the run "typo-fix" cannot be recorded: the store has a run of that name/)
     assert.strictEqual(again.stdout, "")
 
+    // Shell runs at once with no serve: each imports its record in turn (the store held only for that moment).
+    const together = await runFlottaAll(
+      root,
+      [1, 2, 3].map((i) => ["run", "--simulate", "--name", `alone-${i}`, `ECHO ${i}`])
+    )
+    for (const ran of together) assert.strictEqual(ran.code, 0, ran.stderr)
+    for (const ran of together) assert.include(ran.stderr, `flotta: recorded in the store ${db}: \`flotta runs alone-`)
+    const alone = await runFlotta(root, ["runs", "--json", "--store", db])
+    const stored = (JSON.parse(alone.stdout) as { runs: Array<{ name: string }> }).runs.map((r) => r.name).sort()
+    assert.deepStrictEqual(stored, ["alone-1", "alone-2", "alone-3", "typo-fix"])
+
     // The store held by a host that does not import (a live pid's lock): the record waits in the inbox, and is read
     // there; the serve that starts next imports it.
     fs.writeFileSync(`${db}.lock`, JSON.stringify({ pid: process.pid, startTicks: null, host: "t", since: "now" }))
@@ -114,7 +125,9 @@ describe("a shell run is recorded in the project's store", () => {
       const both = await runFlotta(root, ["runs", "--json"])
       assert.strictEqual(both.code, 0, both.stderr)
       const names = (JSON.parse(both.stdout) as { runs: Array<{ name: string; state: string }> }).runs
-      assert.deepStrictEqual(names.map((r) => [r.name, r.state]), [["waiting", "succeeded"], ["typo-fix", "succeeded"]])
+      assert.strictEqual(names[0]!.name, "waiting", "newest first")
+      assert.deepStrictEqual(names.map((r) => r.name).sort(), ["alone-1", "alone-2", "alone-3", "typo-fix", "waiting"])
+      assert.isTrue(names.every((r) => r.state === "succeeded"))
 
       // Shell runs at once beside the serve: none blocks, each is imported by the serve.
       const [one, two, three] = await runFlottaAll(root, [
@@ -136,7 +149,16 @@ describe("a shell run is recorded in the project's store", () => {
       const costs = await runFlotta(root, ["costs", "--by", "run", "--json"])
       assert.strictEqual(costs.code, 0, costs.stderr)
       const byRun = (JSON.parse(costs.stdout) as { groups: Array<{ key: string }> }).groups.map((g) => g.key).sort()
-      assert.deepStrictEqual(byRun, ["beside-1", "beside-2", "beside-3", "typo-fix", "waiting"])
+      assert.deepStrictEqual(byRun, [
+        "alone-1",
+        "alone-2",
+        "alone-3",
+        "beside-1",
+        "beside-2",
+        "beside-3",
+        "typo-fix",
+        "waiting"
+      ])
       const finished = await runFlotta(root, ["reports", "--agent", "beside-3", "--json"])
       const kinds = finished.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { kind: string }).kind)
       assert.includeMembers(kinds, ["spawned", "result", "run_finished"])
