@@ -21,6 +21,7 @@ import { Clock, Effect, Either, Option } from "effect"
 import * as path from "node:path"
 import * as Composition from "./Composition.js"
 import type { LoadedConfig } from "./ConfigFile.js"
+import * as Output from "./Output.js"
 import * as StoreTarget from "./StoreTarget.js"
 
 /** Where a shell run of this config is recorded: the store `serve` would use, and its inbox. */
@@ -101,10 +102,16 @@ export const run = (fleet: Flotta, options: RunOptions, recording: Option.Option
           Effect.either
         )
     })
+    // Stopped: its turns interrupted, it ends and is recorded (and landed, as the command goes no further).
     const stop = ownAgents(fleet, name).pipe(
       Effect.flatMap((names) => Effect.forEach(names, (n) => Effect.ignore(fleet.interrupt(n)), { discard: true })),
       Effect.zipRight(Effect.timeout(Effect.exit(fleet.awaitRun(name)), "20 seconds")),
       Effect.zipRight(written),
+      Effect.flatMap((file) =>
+        Either.isLeft(file) || Option.isNone(recording) ? Effect.void : land(recording.value, file.right).pipe(
+          Effect.flatMap((kept) => Output.stderr(describeKept(kept, name, recording.value, false)))
+        )
+      ),
       Effect.ignore
     )
     const exit = yield* fleet.awaitRun(name).pipe(Effect.exit, Effect.onInterrupt(() => stop))

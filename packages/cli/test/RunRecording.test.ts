@@ -8,7 +8,6 @@ import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Flotta } from "@flotta/core/Flotta"
 import * as RunInbox from "@flotta/core/RunInbox"
-import type { RunRecord } from "@flotta/core/RunRecord"
 import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Either, Exit, Fiber, Layer, Option, TestClock } from "effect"
 import * as fs from "node:fs"
@@ -80,23 +79,24 @@ describe("a shell run's record", () => {
       assert.deepStrictEqual((yield* StoreAccess.runs(reader, {})).map((r) => [r.name, r.state]), [["held", "failed"]])
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("is written on Ctrl-C too: the run's turn is interrupted, and the run recorded as it ended", () =>
+  it.scoped("is kept on Ctrl-C too: the run's turn is interrupted, and the run recorded as it ended", () =>
     Effect.gen(function*() {
       const recording = recordingIn(yield* tempDir())
-      const records: Array<RunRecord> = []
       yield* Effect.scoped(
         Effect.gen(function*() {
-          const running = yield* Effect.fork(
-            RunRecording.run(yield* Flotta, { prompt: "hang", name: "stopped" }, Option.some(recording))
-          )
           const f = yield* Flotta
+          const running = yield* Effect.fork(
+            RunRecording.run(f, { prompt: "hang", name: "stopped" }, Option.some(recording))
+          )
           yield* eventually(f.list, (agents) => agents.some((a) => a.name === "stopped" && a.status === "working"))
           yield* Fiber.interrupt(running)
-          records.push(...(yield* RunInbox.records(recording.inbox)))
         }).pipe(Effect.provide(fleet))
       )
-      assert.deepStrictEqual(records.map((r) => [r.name, r.run.status]), [["stopped", "failed"]])
-      assert.strictEqual((records[0]!.run.error as { _tag: string })._tag, "TurnInterrupted")
+      assert.deepStrictEqual(yield* RunInbox.records(recording.inbox), [], "landed in the store at once")
+      const store = yield* StoreConfig.open(recording.store, { readOnly: true })
+      const row = Option.getOrThrow(yield* store.run("stopped"))
+      assert.strictEqual(row.status, "failed")
+      assert.strictEqual((row.error as { _tag: string })._tag, "TurnInterrupted")
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a name the store or its inbox holds is refused before the run", () =>
