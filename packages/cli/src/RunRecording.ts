@@ -115,7 +115,8 @@ export const run = (fleet: Flotta, options: RunOptions, recording: Option.Option
       Effect.ignore
     )
     const exit = yield* fleet.awaitRun(name).pipe(Effect.exit, Effect.onInterrupt(() => stop))
-    return { name, exit, written: yield* written }
+    // Once it ended, nothing stops its record half-written.
+    return { name, exit, written: yield* Effect.uninterruptible(written) }
   })
 
 const RETRY = "100 millis"
