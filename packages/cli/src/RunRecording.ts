@@ -80,7 +80,9 @@ const ownAgents = (fleet: Flotta, name: string) =>
   Effect.map(
     fleet.list,
     (agents) =>
-      agents.map((agent) => agent.name).filter((n) => n === name || new RegExp(`^${name}-a[1-9][0-9]*$`).test(n))
+      agents.map((agent) => agent.name).filter((n) =>
+        n === name || (n.startsWith(`${name}-a`) && /^[1-9][0-9]*$/.test(n.slice(name.length + 2)))
+      )
   )
 
 /**
