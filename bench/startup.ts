@@ -82,7 +82,7 @@ const startServe = (bin: string, cwd: string, port: number) =>
   new Promise<ChildProcess>((resolve, reject) => {
     fs.writeFileSync(
       path.join(cwd, "flotta.config.json"),
-      JSON.stringify({ agents: [{ name: "scout" }], mcp: { port } })
+      JSON.stringify({ agents: [{ name: "scout" }], mcp: { port }, store: "memory" })
     )
     const child = spawn(bin, ["serve", "--simulate"], { cwd, stdio: ["ignore", "ignore", "pipe"] })
     let stderr = ""

@@ -50,7 +50,6 @@ const CLIENT = new Set([
   "interrupt",
   "wait",
   "broadcast",
-  "runs",
   "approvals",
   "approve",
   "deny",
@@ -217,7 +216,10 @@ const runCommands = async (page: string, pageSteps: ReadonlyArray<Step>) => {
     assert.deepStrictEqual(argv.slice(0, 2), ["npx", "flotta"], `${page}: an unexpected command: ${line}`)
     const args = argv.slice(2)
     const command = args[0]!
-    if (SIMULATED.has(command) && !args.includes("--simulate")) args.push("--simulate")
+    // A detached run runs in the serve, with the serve's model.
+    const detached = command === "run" && (args.includes("--detach") || args.includes("--serve"))
+    if (SIMULATED.has(command) && !detached && !args.includes("--simulate")) args.push("--simulate")
+    if (detached) assert.isDefined(server, `${page}: ${line} needs \`flotta serve\` earlier on the page`)
     if (command === "serve") {
       if (server !== undefined) await stop(server)
       server = await startBackground(project, env, args, (out) => out.stderr.includes("flotta serve:"))

@@ -5,7 +5,7 @@
  * first schema is brought up to the second, its finished turns' spend booked for the cost console.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Exit, Schedule } from "effect"
+import { Effect, Exit, Fiber, Option, Schedule, Scope } from "effect"
 import pg from "pg"
 import * as Costs from "../packages/core/src/Costs.js"
 import type { CostBy } from "../packages/core/src/Costs.js"
@@ -80,6 +80,22 @@ describe("Store: Postgres", () => {
       assert.strictEqual(info.kind, "postgres")
       assert.strictEqual(info.schemaVersion, SCHEMA_VERSION)
       assert.include(info.location, "schema fleet_a")
+    })))
+
+  it.live("a host waits for a holder there only for a moment (brief, an import); a brief opener is refused by a host", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* newDatabase()
+      const target = { postgres: url }
+      const briefly = yield* Scope.make()
+      yield* StoreConfig.open(target, { brief: true }).pipe(Scope.extend(briefly))
+      const host = yield* Effect.fork(Effect.scoped(Effect.as(StoreConfig.open(target), "opened")))
+      yield* Effect.sleep("1 second")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(host)), "the host waits for the brief holder")
+      yield* Scope.close(briefly, Exit.void)
+      assert.strictEqual(yield* Fiber.join(host), "opened")
+      yield* StoreConfig.open(target)
+      const refused = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open(target, { brief: true }))))
+      assert.strictEqual(refused?._tag, "StoreLocked")
     })))
 
   it.live("a store of the first schema is brought up to date: its finished turns' spend is booked for costs", () =>

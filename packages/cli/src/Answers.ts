@@ -7,7 +7,7 @@ import { RunDiff } from "@flotta/core/RunDiff"
 import * as Tool from "@flotta/mcp/Schemas"
 import { Schema } from "effect"
 
-export const { AgentInfo, BroadcastResult, ReportEntry, RunView, WaitResult } = Tool
+export const { AgentInfo, BroadcastResult, ReportEntry, RunView, Started, WaitResult } = Tool
 
 export const List = Schema.Struct({ agents: Schema.Array(Tool.AgentInfo) })
 export const Status = Schema.Struct({ name: Schema.String, ...Tool.StatusView.fields })

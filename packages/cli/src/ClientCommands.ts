@@ -8,8 +8,14 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { TurnRecord } from "@flotta/core/Agent"
-import type { RunNotFound } from "@flotta/core/Errors"
+import type { RunNotFound, TurnPending } from "@flotta/core/Errors"
+import type { RunError, VerifyError } from "@flotta/core/Run"
 import type { NoDiff, RunDiff } from "@flotta/core/RunDiff"
+import * as RunInbox from "@flotta/core/RunInbox"
+import * as RunList from "@flotta/core/RunList"
+import type { RunQuery, RunView } from "@flotta/core/RunList"
+import * as RunRecord from "@flotta/core/RunRecord"
+import * as Store from "@flotta/core/Store"
 import type { ReportEntry, StoreShape } from "@flotta/core/Store"
 import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Option, Schema } from "effect"
@@ -30,6 +36,7 @@ import {
 import type { ServerUnreachable, ToolFailed, Unauthorized } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
+import type * as RunViews from "./RunViews.js"
 import * as Shared from "./SharedOptions.js"
 import * as StoreAccess from "./StoreAccess.js"
 import * as StoreTarget from "./StoreTarget.js"
@@ -178,9 +185,28 @@ export interface Source {
     RunDiff,
     ToolFailed | ServerUnreachable | Unauthorized | RunNotFound | NoDiff
   >
+  /** The runs and verifies, newest first. */
+  readonly runs: (
+    query: RunQuery
+  ) => Effect.Effect<ReadonlyArray<RunView>, ToolFailed | ServerUnreachable | Unauthorized>
+  /** One run's outcome: its result, or its own typed failure. */
+  readonly runResult: (
+    name: string
+  ) => Effect.Effect<
+    RunViews.RunAnswer | RunViews.VerifyAnswer,
+    ToolFailed | ServerUnreachable | Unauthorized | RunNotFound | TurnPending | RunError | VerifyError
+  >
 }
 
-const serverSource = (client: Client): Source => ({
+/** A serve's refusal of a name it has no run of. */
+const runNotFound = (error: ToolFailed | ServerUnreachable | Unauthorized) =>
+  error._tag === "ToolFailed" && error.error._tag === "RunNotFound"
+
+/**
+ * A running serve; what it does not know of (a shell run's record it has not imported, as an older serve would not)
+ * is read from the records waiting in its store's inbox.
+ */
+const serverSource = (client: Client, inbox: Source): Source => ({
   reports: ({ agent, cursor, limit }) =>
     call(client, "flotta_reports", {
       cursor,
@@ -189,7 +215,24 @@ const serverSource = (client: Client): Source => ({
     }, Answers.Reports),
   transcript: (name, last) =>
     call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }, Answers.Transcript),
-  diff: (name) => call(client, "flotta_diff", { name }, Answers.Diff)
+  diff: (name) =>
+    call(client, "flotta_diff", { name }, Answers.Diff).pipe(
+      Effect.catchIf(runNotFound, (error) => Effect.orElse(inbox.diff(name), () => Effect.fail(error)))
+    ),
+  runs: (query) =>
+    Effect.zipWith(
+      call(client, "flotta_runs", { ...query }, Answers.Runs),
+      inbox.runs({}),
+      ({ runs }, waiting) => {
+        const known = new Set(runs.map((run) => run.name))
+        return RunList.selectRuns([...runs, ...waiting.filter((run) => !known.has(run.name))], query)
+      }
+    ),
+  runResult: (name) =>
+    call(client, "flotta_run_result", { name }, Answers.RunOutcome).pipe(
+      Effect.map((answer) => answer.result),
+      Effect.catchIf(runNotFound, (error) => Effect.orElse(inbox.runResult(name), () => Effect.fail(error)))
+    )
 })
 
 const storeSource = (store: StoreShape): Source => ({
@@ -200,8 +243,17 @@ const storeSource = (store: StoreShape): Source => ({
       ...Shared.ifSome("agent", agent)
     }),
   transcript: (name, last) => StoreAccess.transcript(store, name, last),
-  diff: (name) => StoreAccess.diff(store, name)
+  diff: (name) => StoreAccess.diff(store, name),
+  runs: (query) => StoreAccess.runs(store, query),
+  runResult: (name) => StoreAccess.runResult(store, name)
 })
+
+/** The records waiting in an inbox, read as a store of their own. */
+const inboxSource = (inbox: string | undefined) =>
+  Effect.map(
+    inbox === undefined ? Effect.succeed([]) : RunInbox.records(inbox),
+    (records) => storeSource(RunRecord.overlay(Store.makeMemory(), records))
+  )
 
 export const storeFlag = Options.text("store").pipe(
   Options.withPseudoName("path"),
@@ -234,20 +286,22 @@ export const withSource = <A, E, R>(
   Effect.scoped(Effect.gen(function*() {
     if (Option.isSome(flags.store)) {
       const target = yield* storeTarget(flags.store.value)
-      return yield* body(storeSource(yield* StoreAccess.openReadOnly(target)))
+      const inbox = StoreTarget.inboxOf(target, process.cwd())
+      return yield* body(storeSource(yield* StoreAccess.openWithInbox(target, inbox)))
     }
     const config = yield* clientConfig(flags)
     const endpoint = endpointOf(flags, config)
-    const client = yield* Effect.either(connectTo(endpoint))
-    if (Either.isRight(client)) return yield* body(serverSource(client.right))
     const stored = StoreTarget.storeFor(config, true)
+    const inbox = StoreTarget.inboxOf(stored, config.dir)
+    const client = yield* Effect.either(connectTo(endpoint))
+    if (Either.isRight(client)) return yield* body(serverSource(client.right, yield* inboxSource(inbox)))
     // A serve that answered (and refused the token) is no reason to read behind its back: its refusal stands.
     if (
       client.left._tag === "ServerUnreachable" && Option.isNone(flags.url) && stored !== "memory" &&
       "sqlite" in stored && StoreAccess.exists(stored)
     ) {
       yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
-      return yield* body(storeSource(yield* StoreAccess.openReadOnly(stored)))
+      return yield* body(storeSource(yield* StoreAccess.openWithInbox(stored, inbox)))
     }
     return yield* client.left
   }))

@@ -8,9 +8,10 @@
  * nothing of ~/.claude touched). The platform (`NodeContext`) is provided here, at the edge.
  *
  * Where state lives: `serve` and `repl` (`durable`) use the config's `store`, else `.flotta/state.db` in the
- * project directory; `run` and `mcp` keep theirs in memory, whatever the config says: a one-shot run, and a
- * stdio server each client starts for itself, must never contend with a running serve for its store (one host
- * holds a store at a time).
+ * project directory, and import the run records waiting in its inbox (`RunInbox`); `run` and `mcp` keep theirs in
+ * memory, whatever the config says: a one-shot run, and a stdio server each client starts for itself, must never
+ * contend with a running serve for its store (one host holds a store at a time). A shell run's record reaches the
+ * store through that inbox (see RunRecording).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -18,6 +19,7 @@ import type { ClusterConfigError } from "@flotta/cluster/ClusterConfig"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flotta from "@flotta/core/Flotta"
 import * as Otlp from "@flotta/core/Otlp"
+import * as RunInbox from "@flotta/core/RunInbox"
 import type { StoreConfig, StoreOptions } from "@flotta/core/Store"
 import type { DashboardConfigInput } from "@flotta/dashboard/DashboardConfig"
 import * as McpConfig from "@flotta/mcp/McpConfig"
@@ -25,7 +27,7 @@ import { Effect, Layer, Option } from "effect"
 import type { LoadedConfig } from "./ConfigFile.js"
 import * as Output from "./Output.js"
 import * as Simulator from "./Simulator.js"
-import { storeFor } from "./StoreTarget.js"
+import { inboxOf, storeFor } from "./StoreTarget.js"
 
 /**
  * The child environment of a simulated fleet; the simulator lives as long as the surrounding scope. The CLI's
@@ -146,7 +148,10 @@ export const layer = (config: LoadedConfig, features: Features) =>
     // In a cluster the shared state is the cluster store's: each node's engine keeps only its own, in memory.
     const durable = features.durable === true && !on.cluster
     const env = features.simulate ? yield* simulatedEnv(simulationRoot(storeFor(config, durable))) : {}
-    const local = Flotta.layer(fleetOptions(config, env, durable))
+    // A durable fleet is its store's host: it imports the shell runs' records waiting in the store's inbox.
+    const inbox = durable ? inboxOf(storeFor(config, true), config.dir) : undefined
+    const engineOnly = Flotta.layer(fleetOptions(config, env, durable))
+    const local = inbox === undefined ? engineOnly : RunInbox.layer(inbox).pipe(Layer.provideMerge(engineOnly))
     const engine: Layer.Layer<
       Layer.Layer.Success<typeof local>,
       Layer.Layer.Error<typeof local> | ClusterConfigError | StoreUnavailable,

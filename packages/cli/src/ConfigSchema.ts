@@ -177,7 +177,8 @@ export const FileSchema = Schema.Struct({
   store: field(
     Schema.Unknown,
     "Where `serve` and `repl` keep the fleet's state, so that a restart brings every agent back. Absent: " +
-      "`{ \"sqlite\": \".flotta/state.db\" }` in the project directory; `run` and `mcp` keep it in memory.",
+      "`{ \"sqlite\": \".flotta/state.db\" }` in the project directory. `run` runs in memory and records each run " +
+      "here as it ends (through the store's inbox, `<file>.inbox/` beside an SQLite file); `mcp` keeps it in memory.",
     StoreSchema
   )
 }).annotations({

@@ -10,8 +10,8 @@ import { type Args, Command, Options } from "@effect/cli"
 import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
 import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
-import { Client, SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
-import { Effect, Option, type ParseResult, Redacted, Schema } from "effect"
+import type { Client } from "@modelcontextprotocol/client"
+import { Effect, Option, type ParseResult, Predicate, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
@@ -50,14 +50,28 @@ const RefusalBody = Schema.parseJson(Schema.Struct({ error: Schema.Struct({ mess
  * answer, or one that is no MCP server's).
  */
 export const failureOf = (url: string, tokenSent: boolean) => (e: unknown): Unauthorized | ServerUnreachable => {
-  if (e instanceof SdkHttpError && (e.status === 401 || e.status === 403)) {
-    const reason = Option.match(Schema.decodeUnknownOption(RefusalBody)(e.data["text"]), {
-      onNone: () => e.statusText || (e.status === 401 ? "Unauthorized" : "Forbidden"),
+  const http = httpRefusal(e)
+  if (http !== undefined && (http.status === 401 || http.status === 403)) {
+    const reason = Option.match(Schema.decodeUnknownOption(RefusalBody)(http.text), {
+      onNone: () => http.statusText ?? (http.status === 401 ? "Unauthorized" : "Forbidden"),
       onSome: (body) => body.error.message
     })
-    return new Unauthorized({ url, status: e.status, tokenSent, reason })
+    return new Unauthorized({ url, status: http.status, tokenSent, reason })
   }
   return new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
+}
+
+/**
+ * The HTTP answer an SDK error carries (its `SdkHttpError`), told by its shape: the SDK is loaded only when a
+ * command connects, so its class is not at hand here.
+ */
+const httpRefusal = (e: unknown) => {
+  if (!Predicate.isObject(e) || !("status" in e) || typeof e.status !== "number") return undefined
+  const statusText = "statusText" in e && typeof e.statusText === "string" && e.statusText.length > 0
+    ? e.statusText
+    : undefined
+  const text = "data" in e && Predicate.isRecord(e.data) ? e.data["text"] : undefined
+  return { status: e.status, statusText, text }
 }
 
 /** The server refused a tool call with a typed failure; `_tag` is the fleet's own (AgentNotFound, ...). */
@@ -121,12 +135,16 @@ export const connect = (flags: Connection) =>
 export const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) =>
   Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => {
-        const client = new Client({ name: "flotta-cli", version: "0.1.0" })
-        const headers: Record<string, string> = Option.isSome(token) ? { authorization: `Bearer ${token.value}` } : {}
-        const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
-        return client.connect(transport).then(() => client)
-      },
+      // The SDK is loaded here, by the commands that connect, and not by the ones that only declare their flags.
+      try: () =>
+        import("@modelcontextprotocol/client").then(({ Client, StreamableHTTPClientTransport }) => {
+          const client = new Client({ name: "flotta-cli", version: "0.1.0" })
+          const headers: Record<string, string> = Option.isSome(token)
+            ? { authorization: `Bearer ${token.value}` }
+            : {}
+          const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
+          return client.connect(transport).then(() => client)
+        }),
       catch: failureOf(url, Option.isSome(token))
     }),
     (client) => Effect.promise(() => client.close().catch(() => undefined))

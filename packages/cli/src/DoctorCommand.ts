@@ -2,7 +2,7 @@
  * `flotta doctor`: is this machine ready? The claude binary in use and its version against the tested one,
  * whether credentials are present, whether the config is valid, the store `serve` would use: its kind,
  * place, size, schema version and health (read-only, so beside a running serve too; and as that serve sees it,
- * when one answers), the notification targets with their delivery state from that store and the triggers, and
+ * when one answers), the shell runs' records waiting in its inbox (or set aside), the notification targets with their delivery state from that store and the triggers, and
  * whether the CLI's sandbox works here (its tools, then one command run in it). Exits non-zero when something
  * blocks work (a missing sandbox does when the config has sandboxed entries), and with `ConfigFileError` (3) when
  * the config has any mistake, each entry that serve would skip listed with its path and why.
@@ -12,6 +12,7 @@ import { Command as Process, FileSystem } from "@effect/platform"
 import * as ClaudeCli from "@flotta/core/ClaudeCli"
 import { SandboxUnavailable, SpawnFailed } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
+import * as RunInbox from "@flotta/core/RunInbox"
 import * as Sandbox from "@flotta/core/Sandbox"
 import * as Spec from "@flotta/core/Spec"
 import * as Notifier from "@flotta/webhooks/Notifier"
@@ -199,6 +200,40 @@ export const webhookLines = (config: ConfigFile.LoadedConfig, say: Say) =>
     )
   })
 
+/**
+ * The store's inbox, when something is in it: shell runs' records waiting to be imported (a serve imports them as it
+ * starts), and records the store refused, set aside. Nothing when it is empty, as it is once they have landed.
+ */
+const inboxLines = (config: ConfigFile.LoadedConfig, say: { readonly warn: (text: string) => Effect.Effect<void> }) =>
+  Effect.gen(function*() {
+    const inbox = StoreTarget.inboxOf(StoreTarget.storeFor(config, true), config.dir)
+    if (inbox === undefined) return
+    const waiting = yield* RunInbox.waiting(inbox)
+    const records = waiting.flatMap((w) => (w._tag === "Record" ? [w.record.name] : []))
+    if (records.length > 0) {
+      yield* say.warn(
+        `store: ${records.length} shell run record(s) wait in ${inbox} to be imported (${records.join(", ")}); ` +
+          "a serve imports them as it starts, or the next `flotta run` when the store is free"
+      )
+    }
+    const unreadable = waiting.filter((w) => w._tag === "Unreadable").length
+    if (unreadable > 0) {
+      yield* say.warn(`store: ${unreadable} file(s) in ${inbox} are not run records (the next import sets them aside)`)
+    }
+    const newer = waiting.filter((w) => w._tag === "Newer").length
+    if (newer > 0) {
+      yield* say.warn(`store: ${newer} run record(s) in ${inbox} are of a newer flotta: upgrade to import them`)
+    }
+    const fs = yield* FileSystem.FileSystem
+    const aside = yield* fs.readDirectory(path.join(inbox, RunInbox.REJECTED)).pipe(Effect.orElseSucceed(() => []))
+    if (aside.length > 0) {
+      yield* say.warn(
+        `store: ${aside.length} run record(s) set aside in ${path.join(inbox, RunInbox.REJECTED)}: the store refused ` +
+          "them (a name it held already, or not a record; the serve's log says which)"
+      )
+    }
+  })
+
 /** One line of the doctor's findings: `ok`, `warn` (works, but look) or `fail` (blocks work). */
 export interface Check {
   readonly level: "ok" | "warn" | "fail"
@@ -300,6 +335,7 @@ const doctor = (flags: { readonly config: Option.Option<string>; readonly json: 
           onSome: (h) => warn(`store: in use by the serve at ${url}, ${Views.describeHealth(h)}`)
         })
       }
+      yield* inboxLines(loaded.right, { warn })
       yield* webhookLines(loaded.right, { ok, warn })
     }
 

@@ -49,6 +49,7 @@ export const EXIT_CODES = [
       "NoResult",
       "TurnPending",
       "RunNotFound",
+      "RunNameTaken",
       "NoDiff",
       "ServerUnreachable",
       "NotInStore",

@@ -1,20 +1,23 @@
 /**
  * `flotta run "prompt"`: one task in, the answer on stdout (the structured output as JSON when a schema is
  * given), a cost and duration footer on stderr, and an exit code that says how it ended. A one-shot run keeps
- * its state in memory: it never takes (or waits for) the store a running serve holds.
+ * its state in memory: it never takes (or waits for) the store a running serve holds. As it ends, its record lands
+ * in the project's store (see RunRecording), so `flotta runs`, `flotta diff` and a serve show it like their own.
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Flotta } from "@flotta/core/Flotta"
 import type { Policy } from "@flotta/core/Permission"
 import type { RunOptions } from "@flotta/core/Run"
-import { Effect, Option } from "effect"
+import { Effect, Either, Exit, Option } from "effect"
 import * as path from "node:path"
 import * as Composition from "./Composition.js"
+import * as DetachedRun from "./DetachedRun.js"
 import { describeExitCodes } from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as PermissionFlags from "./PermissionFlags.js"
+import * as RunRecording from "./RunRecording.js"
 import * as RunViews from "./RunViews.js"
 import * as SandboxFlags from "./SandboxFlags.js"
 import * as Shared from "./SharedOptions.js"
@@ -81,6 +84,22 @@ const options = {
     )
   ),
   ...SandboxFlags.options,
+  detach: Options.boolean("detach").pipe(
+    Options.withAlias("serve"),
+    Options.withDescription(
+      "Start the run inside the running `flotta serve` (over its MCP endpoint) and print its name at once; follow " +
+        "it with `flotta runs NAME` and `flotta diff NAME`."
+    )
+  ),
+  url: Flags.url("url").pipe(
+    Flags.optional(
+      "With --detach: the serve's MCP endpoint (default: from the config, else http://127.0.0.1:4099/mcp)."
+    )
+  ),
+  token: Options.redacted("token").pipe(
+    Options.withPseudoName("token"),
+    Flags.optional("With --detach: the serve's bearer token (default: FLOTTA_MCP_TOKEN, else the config's mcp.token).")
+  ),
   simulate: Shared.simulate,
   config: Shared.config
 }
@@ -139,6 +158,10 @@ export const command = Command.make(
       const config = yield* Shared.loadConfig(flags.config)
       const permission = yield* PermissionFlags.permissionOf(flags.permission, flags.allow, flags.ask)
       const asks = asksHuman(permission)
+      const detached = flags.detach
+        ? DetachedRun.refusal({ asks, simulate: flags.simulate, permissionAsk: permission === "ask" })
+        : DetachedRun.needsDetach(flags)
+      if (detached !== null) return yield* detached
       if (asks && !Output.stdinIsTTY()) return yield* needsTerminal(permission === "ask" ? "--permission" : "--ask")
       const jsonSchema = Option.isSome(flags.jsonSchema) ? yield* readSchema(flags.jsonSchema.value, cwd) : undefined
       const timeout = Option.getOrUndefined(flags.timeout)
@@ -151,12 +174,10 @@ export const command = Command.make(
       if (Option.isSome(flags.pick) && !best) return yield* invalid("--pick", "picks among attempts: add --attempts")
       if (flags.keepAll && !best) return yield* invalid("--keep-all", "keeps attempts' worktrees: add --attempts")
 
-      const spinner = yield* Spinner.start("flotta run")
       const runOptions: RunOptions = {
         prompt: flags.prompt,
         cwd,
         permission,
-        onActivity: spinner.onActivity,
         ...(flags.worktree ? { worktree: true } : {}),
         ...(flags.cleanup ? { cleanup: true } : {}),
         ...Shared.ifSome("model", flags.model),
@@ -173,37 +194,50 @@ export const command = Command.make(
         ...Shared.ifSome("pick", flags.pick),
         ...(flags.keepAll ? { keepAll: true } : {})
       }
-      const { changed, result } = yield* Effect.flatMap(Flotta, (fleet) =>
-        Effect.zipRight(
-          // Only a run that asks a person loads the approvals' questions.
-          asks
-            ? Effect.flatMap(
-              Effect.promise(() => import("./ApprovalCommands.js")),
-              (approvals) => approvals.answerAtTerminal(fleet, spinner.hold)
-            )
-            : Effect.void,
-          fleet.run(runOptions).pipe(
-            // A run in a worktree says what it changed, from the diff the fleet recorded as it ended.
-            Effect.bindTo("result"),
-            Effect.bind(
-              "changed",
-              ({ result }) =>
-                result.worktree === undefined ? Effect.succeedNone : Effect.option(fleet.diff(result.name))
-            )
-          )
-        )).pipe(
-          Effect.scoped,
-          Effect.ensuring(spinner.stop),
-          Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
-        )
-      if (flags.json) return yield* Output.stdout(JSON.stringify(result, null, 2))
-      yield* Output.stdout(
-        jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
-      )
-      yield* Output.stderr(RunViews.runFooter(result))
-      if (Option.isSome(changed)) {
-        yield* Output.stderr(RunViews.renderDiff(changed.value, { patch: false }))
+      if (flags.detach) return yield* DetachedRun.start(flags, runOptions)
+      // The run is recorded in the project's store, as a serve's run is: a name taken there is refused first.
+      const recording = RunRecording.recordingFor(config)
+      if (Option.isSome(flags.name) && Option.isSome(recording)) {
+        yield* RunRecording.checkName(recording.value, flags.name.value)
       }
+      const spinner = yield* Spinner.start("flotta run")
+      const { changed, exit, name, written } = yield* Effect.gen(function*() {
+        const fleet = yield* Flotta
+        // Only a run that asks a person loads the approvals' questions.
+        if (asks) {
+          const approvals = yield* Effect.promise(() => import("./ApprovalCommands.js"))
+          yield* approvals.answerAtTerminal(fleet, spinner.hold)
+        }
+        const ran = yield* RunRecording.run(fleet, { ...runOptions, onActivity: spinner.onActivity }, recording)
+        // A run in a worktree says what it changed, from the diff the fleet recorded as it ended.
+        const worktree = Exit.isSuccess(ran.exit) && ran.exit.value.kind === "run" && ran.exit.value.worktree
+        const changed = worktree ? yield* Effect.option(fleet.diff(ran.name)) : Option.none()
+        return { ...ran, changed }
+      }).pipe(
+        Effect.scoped,
+        Effect.ensuring(spinner.stop),
+        Effect.provide(Composition.layer(config, { simulate: flags.simulate }))
+      )
+      const result = Exit.isSuccess(exit) && exit.value.kind === "run" ? exit.value : undefined
+      if (result !== undefined) {
+        if (flags.json) yield* Output.stdout(JSON.stringify(result, null, 2))
+        else {
+          yield* Output.stdout(
+            jsonSchema === undefined ? result.text : JSON.stringify(result.structuredOutput, null, 2)
+          )
+          yield* Output.stderr(RunViews.runFooter(result))
+          if (Option.isSome(changed)) yield* Output.stderr(RunViews.renderDiff(changed.value, { patch: false }))
+        }
+      }
+      // Then its record lands in the store (or waits in its inbox), and the run's failure, if any, ends the command.
+      if (Option.isSome(recording)) {
+        const kept = Either.isRight(written)
+          ? yield* RunRecording.land(recording.value, written.right)
+          : ({ _tag: "Lost", reason: written.left } as const)
+        const worktree = flags.worktree || best
+        yield* Output.stderr(RunRecording.describeKept(kept, name, recording.value, worktree))
+      }
+      if (Exit.isFailure(exit)) return yield* exit
     })
 ).pipe(
   Command.withDescription(
@@ -211,7 +245,9 @@ export const command = Command.make(
       "The reply goes to stdout (the structured output as JSON with --json-schema, the whole outcome as JSON\n" +
       "with --json); a cost and duration footer goes to stderr. With --ask (or --permission ask), each of\n" +
       "those tool calls is put to you on stderr first (allow it, deny it, or allow it always); that needs\n" +
-      "stdin to be a terminal. Exit codes:\n" +
+      "stdin to be a terminal. As it ends, the run is recorded in the project's store, as a serve's run is\n" +
+      "(`flotta runs NAME`, `flotta diff NAME`). With --detach, it runs inside the running `flotta serve`\n" +
+      "instead, and its name is printed at once. Exit codes:\n" +
       describeExitCodes()
   )
 )

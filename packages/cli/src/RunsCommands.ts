@@ -1,15 +1,16 @@
 /**
- * `flotta runs`: the async runs and verifies of a running `flotta serve` (started over MCP, or by its scheduler),
- * over its MCP endpoint (see Connection), newest first; `flotta runs NAME` prints one's whole outcome. A run still
- * going is TurnPending, a failed one ends the command with its own error and exit code, and a name the serve does
- * not know is RunNotFound (exit code 12). `flotta diff RUN` prints what a run in a worktree changed: its files with
- * lines added and removed, then the patch (`--stat`: the files only); a run without a worktree is NoDiff.
+ * `flotta runs`: the async runs and verifies of a running `flotta serve` (started over MCP, or by its scheduler) and
+ * the shell's `flotta run`s it recorded, newest first; `flotta runs NAME` prints one's whole outcome. A run still
+ * going is TurnPending, a failed one ends the command with its own error and exit code, and a name nobody knows is
+ * RunNotFound (exit code 12). `flotta diff RUN` prints what a run in a worktree changed: its files with lines added
+ * and removed, then the patch (`--stat`: the files only); a run without a worktree is NoDiff. Each reads a running
+ * serve over its MCP endpoint (see Connection), else the store itself (`--store`, or the config's SQLite file when no
+ * serve answers), with the records waiting in its inbox.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Effect, Option } from "effect"
-import * as Answers from "./Answers.js"
 import { storeFlag, withSource } from "./ClientCommands.js"
-import { callAndPrint, connection } from "./Connection.js"
+import { connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
 import * as Output from "./Output.js"
 import * as RunViews from "./RunViews.js"
@@ -20,6 +21,7 @@ const runs = Command.make(
   "runs",
   {
     ...connection,
+    store: storeFlag,
     state: Flags.choice("state", ["running", "succeeded", "failed"]).pipe(
       Flags.optional("List only the runs in this state.")
     ),
@@ -37,21 +39,28 @@ const runs = Command.make(
           return yield* invalid(narrowed, "narrows the list of runs: give it without a <name>")
         }
         const name = flags.name.value
-        return yield* callAndPrint(flags, "flotta_run_result", { name }, Answers.RunOutcome, (v) =>
-          RunViews.renderOutcome(v.result))
+        return yield* withSource(flags, (source) =>
+          Effect.flatMap(source.runResult(name), (result) =>
+            Output.stdout(
+              flags.json
+                ? JSON.stringify({ name, kind: result.kind, result }, null, 2)
+                : RunViews.renderOutcome(result)
+            )))
       }
       const now = yield* Clock.currentTimeMillis
       const query = {
         ...Shared.ifSome("state", flags.state),
         ...Shared.ifSome("limit", flags.limit)
       }
-      return yield* callAndPrint(flags, "flotta_runs", query, Answers.Runs, (v) =>
-        RunViews.renderRuns(v.runs, now))
+      return yield* withSource(flags, (source) =>
+        Effect.flatMap(source.runs(query), (runs) =>
+          Output.stdout(flags.json ? JSON.stringify({ runs }, null, 2) : RunViews.renderRuns(runs, now))))
     })
 ).pipe(
   Command.withDescription(
-    "List the async runs and verifies of a running `flotta serve`, newest first: state, start, how long it took, " +
-      "cost and branch. With a name, print that run's whole outcome: its answer and footer, or a verify's checks."
+    "List the runs and verifies, newest first: state, start, how long it took, cost and branch: a running " +
+      "`flotta serve`'s (started over MCP or by its scheduler) and the shell's `flotta run`s, from the serve or the " +
+      "store itself. With a name, print that run's whole outcome: its answer and footer, or a verify's checks."
   )
 )
 

@@ -1,12 +1,17 @@
 /**
  * Reading a store straight from its file or database, beside a running fleet or without one: read-only, so no
  * lock is taken and nothing is written (`flotta reports --store`, `flotta transcript --store`, `flotta diff --store`,
- * `flotta doctor`).
+ * `flotta runs --store`, `flotta doctor`), with the run records waiting in its inbox laid over it.
  */
+import type { FileSystem } from "@effect/platform"
 import type { TurnRecord } from "@flotta/core/Agent"
-import { RunNotFound } from "@flotta/core/Errors"
+import { RunNotFound, TurnPending } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
 import { NoDiff, RunDiff, stateKey } from "@flotta/core/RunDiff"
+import * as RunInbox from "@flotta/core/RunInbox"
+import * as RunList from "@flotta/core/RunList"
+import * as RunOutcome from "@flotta/core/RunOutcome"
+import * as RunRecord from "@flotta/core/RunRecord"
 import * as Sqlite from "@flotta/core/Sqlite"
 import * as Store from "@flotta/core/Store"
 import * as StoreConfig from "@flotta/core/StoreConfig"
@@ -29,6 +34,19 @@ export class NotInStore extends Schema.TaggedError<NotInStore>()("NotInStore", {
 /** Opens a store read-only for the scope. */
 export const openReadOnly = (config: Store.StoreConfig): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope> =>
   StoreConfig.open(config, { readOnly: true })
+
+/**
+ * Opens a store read-only for the scope, with the run records waiting in its `inbox` (not imported yet) laid over it,
+ * so that a shell run's record is never invisible (`RunRecord.overlay`).
+ */
+export const openWithInbox = (
+  config: Store.StoreConfig,
+  inbox: string | undefined
+): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope | FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const store = yield* openReadOnly(config)
+    return inbox === undefined ? store : RunRecord.overlay(store, yield* RunInbox.records(inbox))
+  })
 
 /** Whether a store is there to read: memory never is (it lives in its host), an SQLite file once it exists. */
 export const exists = (config: Store.StoreConfig): boolean =>
@@ -95,4 +113,17 @@ export const diff = Effect.fn("StoreAccess.diff")(function*(store: Store.StoreSh
   if (Option.isSome(recorded)) return recorded.value
   const known = Option.isSome(yield* store.run(name)) || (yield* store.agents).some((a) => a.name === name)
   return yield* (known ? new NoDiff({ name }) : new RunNotFound({ name }))
+})
+
+/** The runs and verifies the store keeps, newest first, as `flotta runs` lists them. */
+export const runs = Effect.fn("StoreAccess.runs")(function*(store: Store.StoreShape, query: RunList.RunQuery) {
+  return RunList.selectRuns((yield* store.runs).map((row) => RunList.viewOf(row)), query)
+})
+
+/** One run's (or verify's) outcome from the store: its result, or its own typed failure; TurnPending while it goes. */
+export const runResult = Effect.fn("StoreAccess.runResult")(function*(store: Store.StoreShape, name: string) {
+  const row = yield* store.run(name)
+  if (Option.isNone(row)) return yield* new RunNotFound({ name })
+  if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
+  return yield* RunOutcome.outcomeOf(row.value)
 })

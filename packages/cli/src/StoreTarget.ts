@@ -11,6 +11,18 @@ import * as path from "node:path"
 /** The default store of `serve` and `repl`, under the project directory. */
 export const DEFAULT_STORE_FILE = path.join(".flotta", "state.db")
 
+/**
+ * Where a store's run records wait to be imported (see `RunInbox`): `<file>.inbox/` beside an SQLite file (for the
+ * default store, `.flotta/state.db.inbox/`, which `flotta init`'s `.gitignore` line covers), `.flotta/inbox/` in the
+ * project for Postgres; none for memory, which keeps nothing.
+ */
+export const inboxOf = (store: StoreConfig, projectDir: string): string | undefined =>
+  store === "memory"
+    ? undefined
+    : "sqlite" in store
+    ? `${store.sqlite}.inbox`
+    : path.join(projectDir, ".flotta", "inbox")
+
 /** The store section: where state lives (an SQLite path made absolute), and how long it is kept. */
 export interface StoreSection {
   readonly config: StoreConfig

@@ -27,6 +27,7 @@ import { Registry } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import { Runs } from "./Run.js"
+import { RunRecords } from "./RunRecord.js"
 import * as Spec from "./Spec.js"
 import { Store } from "./Store.js"
 import type { StoreOptions } from "./Store.js"
@@ -331,7 +332,7 @@ export interface FleetOptions extends FleetSettingsInput {
 
 /**
  * The engine's services over a process seam (`ClaudeCli`), a `Store` and the repository seam (`Git`, by default
- * git on this machine): Flotta, Runs, Registry, Permission,
+ * git on this machine): Flotta, Runs, RunRecords, Registry, Permission,
  * Approvals, ReportLog and the Store, with `pending` deciding what a policy leaves open (by default a human,
  * through `Approvals`). `layer` puts the real CLI below it; `@flotta/core/Testing` an in-memory one. Give the
  * same store to a second build to show a restart.
@@ -343,7 +344,7 @@ export const services = <E, R, SE = never, GR = CommandExecutor | FileSystem>(
   store: Layer.Layer<Store, SE> = Store.memory,
   git: Layer.Layer<Git, never, GR> = Git.live as Layer.Layer<Git, never, GR>
 ) =>
-  Flotta.Default.pipe(
+  Layer.merge(Flotta.Default, RunRecords.Default).pipe(
     Layer.provideMerge(Runs.Default),
     Layer.provide(git),
     Layer.provideMerge(Registry.Default),

@@ -5,7 +5,7 @@
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, Either, Layer, Redacted, Schema } from "effect"
+import { Data, Effect, Either, Layer, Redacted, Schedule, Schema } from "effect"
 import type { Scope } from "effect"
 import * as os from "node:os"
 import { StoreLocked, StoreUnavailable } from "./Errors.js"
@@ -13,7 +13,7 @@ import type { StoreError } from "./Errors.js"
 import { causeText } from "./internal/sqlSchema.js"
 import { migrate } from "./internal/sqlSchema.js"
 import { make as makeSqlStore } from "./internal/sqlStore.js"
-import { describeConfig, PostgresSchemaName, Store } from "./Store.js"
+import { BRIEF_HOLD_WAIT, describeConfig, PostgresSchemaName, Store } from "./Store.js"
 import type { StoreOptions, StoreShape } from "./Store.js"
 
 /** Where a Postgres store is: the server's URL, and optionally a schema of it. */
@@ -21,6 +21,12 @@ export type PostgresTarget = string | { readonly url: string; readonly schema?: 
 
 /** One advisory lock key per schema: "flotta" and the schema name, hashed by Postgres itself. */
 const LOCK_KEY = "flotta-store:"
+
+/** The application name of a connection that holds the store only for a moment (`StoreOptions.brief`). */
+const BRIEF_NAME = "flotta import"
+
+/** The lock's holder is there only for a moment. */
+class HeldBriefly extends Data.TaggedError("HeldBriefly")<{ readonly holder: string }> {}
 
 /** Opens the store in `target` (made when missing, then migrated), held until the scope closes. */
 export const make = Effect.fn("PostgresStore.make")(function*(
@@ -48,7 +54,8 @@ export const make = Effect.fn("PostgresStore.make")(function*(
     url: Redacted.make(url.toString()),
     maxConnections: 4,
     connectTimeout: "10 seconds",
-    applicationName: "flotta"
+    // A brief holder says so in its name, which a host waiting for the lock reads.
+    applicationName: options.brief === true ? BRIEF_NAME : "flotta"
   }).pipe(Effect.provide(Reactivity.layer), Effect.mapError(unavailable))
   if (schema !== undefined) {
     yield* sql`create schema if not exists ${sql(schema)}`.pipe(Effect.mapError(unavailable))
@@ -57,11 +64,12 @@ export const make = Effect.fn("PostgresStore.make")(function*(
     // The lock lives on one connection reserved for the store's life: it is released when that closes.
     const connection = yield* sql.reserve.pipe(Effect.mapError(unavailable))
     const key = LOCK_KEY + (schema ?? "public")
-    const rows = yield* connection.executeValues(
-      "select pg_try_advisory_lock(hashtext($1)), pg_backend_pid()",
-      [key]
-    ).pipe(Effect.mapError(unavailable))
-    if (rows[0]?.[0] !== true) {
+    const attempt = Effect.gen(function*() {
+      const rows = yield* connection.executeValues(
+        "select pg_try_advisory_lock(hashtext($1)), pg_backend_pid()",
+        [key]
+      ).pipe(Effect.mapError(unavailable))
+      if (rows[0]?.[0] === true) return
       const holder = yield* connection.executeValues(
         `select coalesce(a.application_name, '') || ' (backend pid ' || l.pid || ', client ' ||
              coalesce(a.client_addr::text, 'local') || ')'
@@ -69,12 +77,21 @@ export const make = Effect.fn("PostgresStore.make")(function*(
            where l.locktype = 'advisory' and l.objid = (hashtext($1)::bigint & 4294967295) and l.granted`,
         [key]
       ).pipe(Effect.orElseSucceed(() => []))
-      return yield* new StoreLocked({
-        location,
-        holder: String(holder[0]?.[0] ?? "another host")
-      })
-    }
-    yield* connection.executeRaw(`set application_name = 'flotta ${os.hostname()} pid ${process.pid}'`, [])
+      const named = String(holder[0]?.[0] ?? "another host")
+      return yield* (named.startsWith(BRIEF_NAME)
+        ? new HeldBriefly({ holder: named })
+        : new StoreLocked({ location, holder: named }))
+    })
+    // A holder there only for a moment (a shell run's import) is waited for.
+    yield* attempt.pipe(
+      Effect.retry({
+        while: (error) => error._tag === "HeldBriefly",
+        schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo(BRIEF_HOLD_WAIT))
+      }),
+      Effect.catchTag("HeldBriefly", (held) => new StoreLocked({ location, holder: held.holder }))
+    )
+    const role = options.brief === true ? BRIEF_NAME : "flotta"
+    yield* connection.executeRaw(`set application_name = '${role} ${os.hostname()} pid ${process.pid}'`, [])
       .pipe(Effect.ignore)
     yield* migrate(sql, "postgres", location)
   }

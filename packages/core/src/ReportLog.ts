@@ -69,6 +69,20 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       return entry
     }
 
+    /**
+     * Appends entries made elsewhere (an imported run's, see `RunRecord`), each at the time it says, numbered here in
+     * order and handed to live subscribers, synchronously.
+     */
+    const unsafeReplay = (
+      drafts: ReadonlyArray<Pick<ReportEntry, "at" | "agent" | "kind" | "turnId" | "data">>
+    ) => {
+      for (const draft of drafts) {
+        const entry = store.appendReport({ ...draft, turnId: draft.turnId })
+        newest = entry.seq
+        if (subscribers.size > 0) fanOut(entry)
+      }
+    }
+
     // The store's health is news: a degraded store (a full disk, say) and its recovery are in the log.
     const clock = yield* Effect.clock
     const stopWatching = store.onHealth((health) =>
@@ -137,6 +151,6 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
     const stream = (options: SubscribeOptions = {}): Stream.Stream<ReportNotice> =>
       Stream.unwrapScoped(subscribe(options))
 
-    return { post, unsafePost, unsafeFlash, reports, subscribe, stream } as const
+    return { post, unsafePost, unsafeFlash, unsafeReplay, reports, subscribe, stream } as const
   })
 }) {}

@@ -3,18 +3,19 @@
  * that names its holder. A file that is not a database, or of a newer schema, is refused and left as it is.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Data, Effect, Layer, Option, Schedule, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { exact } from "./Decode.js"
 import { StoreLocked, StoreSchemaTooNew, StoreUnavailable } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
 import { isAlive, startTicks } from "./internal/processes.js"
 import { causeText, HINT_RESTORE, migrate, SCHEMA_VERSION, schemaVersion } from "./internal/sqlSchema.js"
 import { make as makeSqlStore } from "./internal/sqlStore.js"
 import * as Sqlite from "./Sqlite.js"
-import { Store } from "./Store.js"
+import { BRIEF_HOLD_WAIT, Store } from "./Store.js"
 import type { StoreOptions, StoreShape } from "./Store.js"
 
 const HEADER = "SQLite format 3\u0000"
@@ -24,7 +25,9 @@ const Holder = Schema.Struct({
   pid: Schema.Number,
   startTicks: Schema.NullOr(Schema.String),
   host: Schema.String,
-  since: Schema.String
+  since: Schema.String,
+  /** It holds the store only for a moment (see `StoreOptions.brief`): worth waiting for. */
+  brief: exact(Schema.Boolean)
 })
 type Holder = typeof Holder.Type
 
@@ -38,46 +41,33 @@ const readHolder = (lockPath: string): Option.Option<Holder> => {
 }
 const decodeHolder = Schema.decodeUnknownOption(Schema.parseJson(Holder))
 
+/** Whether a file was written in the second before `now` (false when it is gone). */
+const justWritten = (file: string, now: number) => {
+  try {
+    return Math.abs(now - fs.statSync(file).mtimeMs) < 1000
+  } catch {
+    return false
+  }
+}
+
 const describeHolder = (h: Holder) => `pid ${h.pid} on ${h.host} (since ${h.since})`
 
-/** Takes `<file>.lock` for this process, or fails naming the live holder. A dead holder's lock is taken over. */
-const lock = (file: string) =>
+/** A live holder that holds the store only for a moment. */
+class HeldBriefly extends Data.TaggedError("HeldBriefly")<{ readonly holder: string }> {}
+
+/**
+ * Takes `<file>.lock` for this process, or fails naming the live holder; a holder there only for a moment (`brief`)
+ * is waited for, up to `BRIEF_HOLD_WAIT`. A dead holder's lock is taken over.
+ */
+const lock = (file: string, brief: boolean) =>
   Effect.acquireRelease(
-    Effect.suspend((): Effect.Effect<Holder, StoreLocked | StoreUnavailable> => {
-      const lockPath = `${file}.lock`
-      const me: Holder = {
-        pid: process.pid,
-        startTicks: startTicks(process.pid),
-        host: os.hostname(),
-        since: new Date().toISOString()
-      }
-      for (let attempt = 0; attempt < 3; attempt++) {
-        try {
-          fs.writeFileSync(lockPath, JSON.stringify(me), { flag: "wx" })
-          return Effect.succeed(me)
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
-            return Effect.fail(
-              new StoreUnavailable({
-                location: file,
-                reason: `its lock file ${lockPath} cannot be written: ${(error as Error).message}`,
-                hint: "Check the directory's permissions and free space"
-              })
-            )
-          }
-        }
-        const holder = readHolder(lockPath)
-        if (Option.isSome(holder) && isAlive(holder.value.pid, holder.value.startTicks)) {
-          return Effect.fail(new StoreLocked({ location: file, holder: describeHolder(holder.value) }))
-        }
-        try {
-          fs.unlinkSync(lockPath) // a dead host's lock
-        } catch {
-          // someone else took it over first: try again
-        }
-      }
-      return Effect.fail(new StoreLocked({ location: file, holder: "another process that keeps taking its lock" }))
-    }),
+    tryLock(file, brief).pipe(
+      Effect.retry({
+        while: (error) => error._tag === "HeldBriefly",
+        schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo(BRIEF_HOLD_WAIT))
+      }),
+      Effect.catchTag("HeldBriefly", (held) => new StoreLocked({ location: file, holder: held.holder }))
+    ),
     (me) =>
       Effect.sync(() => {
         try {
@@ -91,6 +81,54 @@ const lock = (file: string) =>
         }
       })
   )
+
+/** One attempt at the lock. */
+const tryLock = (file: string, brief: boolean) =>
+  Effect.clockWith((clock): Effect.Effect<Holder, StoreLocked | StoreUnavailable | HeldBriefly> => {
+    const lockPath = `${file}.lock`
+    const me: Holder = {
+      pid: process.pid,
+      startTicks: startTicks(process.pid),
+      host: os.hostname(),
+      since: new Date().toISOString(),
+      ...(brief ? { brief: true } : {})
+    }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        fs.writeFileSync(lockPath, JSON.stringify(me), { flag: "wx" })
+        return Effect.succeed(me)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
+          return Effect.fail(
+            new StoreUnavailable({
+              location: file,
+              reason: `its lock file ${lockPath} cannot be written: ${(error as Error).message}`,
+              hint: "Check the directory's permissions and free space"
+            })
+          )
+        }
+      }
+      const holder = readHolder(lockPath)
+      if (Option.isSome(holder) && isAlive(holder.value.pid, holder.value.startTicks)) {
+        const described = describeHolder(holder.value)
+        return Effect.fail(
+          holder.value.brief === true
+            ? new HeldBriefly({ holder: described })
+            : new StoreLocked({ location: file, holder: described })
+        )
+      }
+      // An unreadable lock may be one its holder is writing this very moment: only an old one is a dead host's.
+      if (Option.isNone(holder) && justWritten(lockPath, clock.unsafeCurrentTimeMillis())) {
+        return Effect.fail(new HeldBriefly({ holder: "a process taking the lock this moment" }))
+      }
+      try {
+        fs.unlinkSync(lockPath) // a dead host's lock
+      } catch {
+        // someone else took it over first: try again
+      }
+    }
+    return Effect.fail(new StoreLocked({ location: file, holder: "another process that keeps taking its lock" }))
+  })
 
 /** Refuses a file that is not an SQLite database, before the driver touches it. */
 const checkHeader = (file: string): Effect.Effect<void, StoreUnavailable> =>
@@ -165,7 +203,7 @@ export const make = Effect.fn("SqliteStore.make")(function*(
       })
   })
   yield* checkHeader(location)
-  if (!readOnly) yield* lock(location)
+  if (!readOnly) yield* lock(location, options.brief === true)
   // Read-only beside a running serve: no WAL switch (it would write), and the writer's lock is waited for.
   // A driver that does not load fails with its own StoreUnavailable, which says what to run.
   const config = { filename: location, readOnly, ...(options.driver === undefined ? {} : { driver: options.driver }) }

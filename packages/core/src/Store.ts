@@ -147,6 +147,11 @@ export interface StoreOptions {
   /** Read what is there without taking the store (no lock, no writes): for tools beside a running fleet. */
   readonly readOnly?: boolean
   /**
+   * Hold the store only for a moment (a shell run importing its record, see `RunInbox`): a host that opens it
+   * meanwhile waits for it (up to `BRIEF_HOLD_WAIT`) instead of failing with `StoreLocked`.
+   */
+  readonly brief?: boolean
+  /**
    * Report entries kept waiting while the store refuses writes (default 200,000); past it the oldest are
    * dropped and counted in `health.lost`. Agents, turns, runs and state are kept by key and never dropped.
    */
@@ -156,6 +161,9 @@ export interface StoreOptions {
 }
 
 export const DEFAULT_RETAIN_DAYS = 30
+
+/** How long an opener waits for a store held briefly (`StoreOptions.brief`) before it is `StoreLocked`. */
+export const BRIEF_HOLD_WAIT = "10 seconds"
 
 /** Finished turns a memory store keeps per agent, and finished runs in all: a long-lived fleet stays bounded. */
 export const MEMORY_TURNS_PER_AGENT = 1_000
@@ -167,7 +175,8 @@ export const MEMORY_COST_ROWS = 200_000
 
 /**
  * A memory store: the report log in one array (`seq` is the index + 1), the rest in maps. A closed agent keeps
- * its turns (its transcript is read from here) until the closed agents' turns pass `MEMORY_CLOSED_TURNS`, and
+ * its turns (its transcript is read from here, a run's record exported from here) until the closed agents' turns
+ * pass `MEMORY_CLOSED_TURNS`, and
  * past the bounds above the oldest finished turns and runs go first.
  */
 export const makeMemory = (): StoreShape => {

@@ -3,7 +3,7 @@
  * host, a corrupt file, a newer schema).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Logger, Option, TestClock } from "effect"
+import { Effect, Exit, Fiber, Logger, Option, Scope, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -57,6 +57,31 @@ describe("Store: an SQLite file", () => {
       // A reader beside the holder takes no lock and sees what was committed.
       const reader = yield* StoreConfig.open({ sqlite: file }, { readOnly: true })
       assert.strictEqual((yield* reader.readReports({})).entries.length, 1)
+    }))
+
+  it.scoped("waits for a holder there only for a moment (brief); a brief opener is refused at once by a host", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const briefly = yield* Scope.make()
+      yield* StoreConfig.open({ sqlite: file }, { brief: true }).pipe(Scope.extend(briefly))
+      assert.include(fs.readFileSync(`${file}.lock`, "utf8"), `"brief":true`)
+      const host = yield* Effect.fork(Effect.scoped(Effect.as(StoreConfig.open({ sqlite: file }), "opened")))
+      yield* TestClock.adjust("2 seconds")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(host)), "the host waits for the brief holder")
+      yield* Scope.close(briefly, Exit.void)
+      yield* TestClock.adjust("50 millis")
+      assert.strictEqual(yield* Fiber.join(host), "opened")
+
+      yield* StoreConfig.open({ sqlite: file })
+      const refused = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }, { brief: true }))))
+      assert.strictEqual(refused?._tag, "StoreLocked")
+      // Past the wait, a brief holder that stays is StoreLocked too.
+      const other = tempFile()
+      yield* StoreConfig.open({ sqlite: other }, { brief: true })
+      const waited = yield* Effect.fork(Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: other }))))
+      yield* TestClock.adjust(Store.BRIEF_HOLD_WAIT)
+      yield* TestClock.adjust("100 millis")
+      assert.strictEqual(failure(yield* Fiber.join(waited))?._tag, "StoreLocked")
     }))
 
   it.scoped("takes over the lock of a holder that died", () =>

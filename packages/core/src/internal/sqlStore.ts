@@ -56,7 +56,12 @@ export const make = Effect.fn("SqlStore.make")(function*(
 
   const retainDays = options.retainDays ?? DEFAULT_RETAIN_DAYS
   if (options.readOnly !== true && retainDays > 0) {
-    yield* prune(retainDays).pipe(Effect.zipRight(Effect.sleep("1 hour")), Effect.forever, Effect.forkScoped)
+    yield* prune(retainDays).pipe(
+      Effect.zipRight(Effect.sleep("1 hour")),
+      Effect.forever,
+      Effect.interruptible, // stoppable when the scope closes, even when opened in an uninterruptible region
+      Effect.forkScoped
+    )
   }
 
   const info: Effect.Effect<StoreInfo> = Effect.gen(function*() {

@@ -227,7 +227,8 @@ export const make = Effect.fn("SqlStore.writer")(function*(
     }
   })
 
-  if (options.readOnly !== true) yield* Effect.forkScoped(flushLoop)
+  // Interruptible whatever the region it is opened in (a finalizer's): closing the scope must be able to stop it.
+  if (options.readOnly !== true) yield* Effect.forkScoped(Effect.interruptible(flushLoop))
 
   const flush = (timeoutMs = 30_000) =>
     Effect.suspend(() => {
