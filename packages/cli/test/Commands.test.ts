@@ -10,8 +10,9 @@ import { flotta } from "../src/Cli.js"
 import { COMMANDS, GROUPS, rootHelp } from "../src/Commands.js"
 import { version } from "../src/Version.js"
 
-const namesOf = (command: unknown) =>
-  [...HashSet.values(Command.getNames(command as Command.Command<string, never, never, unknown>))]
+const namesOf = (
+  command: unknown
+) => [...HashSet.values(Command.getNames(command as Command.Command<string, never, never, unknown>))]
 
 describe("the command table", () => {
   it("names exactly the tree's commands", () => {

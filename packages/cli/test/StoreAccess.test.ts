@@ -12,11 +12,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Composition from "../src/Composition.js"
-import * as StoreTarget from "../src/StoreTarget.js"
 import * as ConfigFile from "../src/ConfigFile.js"
 import * as DoctorCommand from "../src/DoctorCommand.js"
 import * as InitCommand from "../src/InitCommand.js"
 import * as StoreAccess from "../src/StoreAccess.js"
+import * as StoreTarget from "../src/StoreTarget.js"
 // The same rows the core store suite writes.
 import { agentRow } from "../../core/test/storeSuite.js"
 

@@ -2,8 +2,8 @@
  * A node's cluster settings: the config file's `cluster` section, or the same fields from code. Runner-to-runner
  * traffic carries the shared secret; a node that listens beyond this machine without one is refused at start.
  */
-import { isLoopback } from "@flotta/core/ServerSection"
 import { NAME_PATTERN } from "@flotta/core/AgentView"
+import { isLoopback } from "@flotta/core/ServerSection"
 import { Data, Effect, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 

@@ -6,7 +6,13 @@
  * Without a `port` the dashboard shares the MCP server (`/` beside `/mcp`): it then inherits that server's host,
  * token and allowed names (its own `token` and allowed names still apply on top).
  */
-import { isLoopback, originHostname, redactedToken, ServerFields, type ServerSectionInput } from "@flotta/core/ServerSection"
+import {
+  isLoopback,
+  originHostname,
+  redactedToken,
+  ServerFields,
+  type ServerSectionInput
+} from "@flotta/core/ServerSection"
 import { Data, Effect, Option, Redacted, Schema } from "effect"
 
 export interface DashboardSettings {

@@ -3,7 +3,13 @@
  * file's `mcp` section (`FileSection`), or the same fields from code. Secure by default: loopback only, Host
  * and Origin checked on every request, and a non-loopback bind without a token refused at start.
  */
-import { isLoopback, originHostname, redactedToken, ServerFields, type ServerSectionInput } from "@flotta/core/ServerSection"
+import {
+  isLoopback,
+  originHostname,
+  redactedToken,
+  ServerFields,
+  type ServerSectionInput
+} from "@flotta/core/ServerSection"
 import { Data, Duration, Effect, Option, Redacted, Schema } from "effect"
 
 export interface McpSettings {

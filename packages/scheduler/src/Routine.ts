@@ -9,9 +9,9 @@
  * A routine without `every` (or with `{ "triggered": true }`) never falls due: it fires when triggered from
  * outside (`POST /hooks/routines/NAME`, `POST /hooks/github`) or by hand. Its `secret` is kept `Redacted`.
  */
+import { NAME_PATTERN } from "@flotta/core/AgentView"
 import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
-import { NAME_PATTERN } from "@flotta/core/AgentView"
 import type { Fleet, Rejected } from "@flotta/core/Spec"
 import { referenceProblem, ShapeAnnotationId } from "@flotta/core/Spec"
 import { Either, Predicate, Schema } from "effect"

@@ -3,8 +3,8 @@
  * the report kinds it wants, and the GitHub mappings from an event to a routine or a run template. The field
  * descriptions are the config reference's prose.
  */
-import { exact } from "@flotta/core/Decode"
 import { NAME_PATTERN } from "@flotta/core/AgentView"
+import { exact } from "@flotta/core/Decode"
 import type { Rejected } from "@flotta/core/Spec"
 import { Data, Option, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
