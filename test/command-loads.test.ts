@@ -102,11 +102,11 @@ describe("what a command loads", () => {
     }
   })
 
-  it("a client command loads its MCP client, and no server, cluster, database driver or test library", () => {
+  it("a client command loads no MCP SDK, server, cluster, database driver or test library", () => {
     const { code, packages } = loads(["list", "--url", "http://127.0.0.1:9/mcp"])
     assert.strictEqual(code, 12, "no serve answers: ServerUnreachable")
-    assert.isTrue(packages.has("@modelcontextprotocol/client"))
-    absent(packages, [...NEVER, ...FEATURES, ENGINE], "list")
+    assert.isTrue(packages.has("packages/cli/dist/McpClient.js"), "its own client")
+    absent(packages, [...NEVER, ...FEATURES, ENGINE, "@modelcontextprotocol/client", "zod"], "list")
   })
 
   it("a one-shot run loads the engine, and none of the servers, the scheduler or the cluster", () => {

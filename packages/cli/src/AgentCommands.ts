@@ -10,13 +10,13 @@
 import { Args, Command, Options } from "@effect/cli"
 import type { AgentInfo } from "@flotta/core/AgentView"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
-import type { Client } from "@modelcontextprotocol/client"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import * as path from "node:path"
 import * as Answers from "./Answers.js"
 import { agentToolCommand, call, callAndPrint, connection, ToolFailed, withClient } from "./Connection.js"
 import * as CostsCommand from "./CostsCommand.js"
 import * as Flags from "./Flags.js"
+import type { McpClient } from "./McpClient.js"
 import * as PermissionFlags from "./PermissionFlags.js"
 import * as RunViews from "./RunViews.js"
 import * as SandboxFlags from "./SandboxFlags.js"
@@ -254,7 +254,7 @@ const STEP_SECONDS = 45
  * its own error.
  */
 export const waitFor = Effect.fn("AgentCommands.waitFor")(function*(
-  client: Client,
+  client: McpClient,
   target: { readonly name: string; readonly turnId?: string },
   within: Option.Option<Duration.Duration> = Option.none()
 ) {
@@ -325,7 +325,7 @@ const wait = Command.make(
 )
 
 /** Every agent's outcome, the ones still going after the broadcast's own wait waited for to the end. */
-const broadcastAll = (client: Client, args: Record<string, unknown>) =>
+const broadcastAll = (client: McpClient, args: Record<string, unknown>) =>
   Effect.gen(function*() {
     const first = yield* call(
       client,

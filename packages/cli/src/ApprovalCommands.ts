@@ -11,13 +11,13 @@
 import { Command, Options } from "@effect/cli"
 import type { Approval } from "@flotta/core/Approvals"
 import type { Flotta } from "@flotta/core/Flotta"
-import type { Client } from "@modelcontextprotocol/client"
 import { Clock, Duration, Effect, Option, Schema, Stream } from "effect"
 import * as readline from "node:readline"
 import * as Answers from "./Answers.js"
 import { call, connection, ToolFailed, withClient } from "./Connection.js"
 import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
+import type { McpClient } from "./McpClient.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 
@@ -153,7 +153,7 @@ const decide = (
 ) =>
   withClient(
     flags,
-    (client: Client) =>
+    (client: McpClient) =>
       call(client, "flotta_decide", {
         id: flags.id,
         behavior,

@@ -17,7 +17,6 @@ import type { RunQuery, RunView } from "@flotta/core/RunList"
 import * as RunRecord from "@flotta/core/RunRecord"
 import * as Store from "@flotta/core/Store"
 import type { ReportEntry, StoreShape } from "@flotta/core/Store"
-import type { Client } from "@modelcontextprotocol/client"
 import { Effect, Either, Option, Schema } from "effect"
 import * as AgentCommands from "./AgentCommands.js"
 import * as Answers from "./Answers.js"
@@ -35,6 +34,7 @@ import {
 } from "./Connection.js"
 import type { ServerUnreachable, ToolFailed, Unauthorized } from "./Connection.js"
 import * as Flags from "./Flags.js"
+import type { McpClient } from "./McpClient.js"
 import * as Output from "./Output.js"
 import type * as RunViews from "./RunViews.js"
 import * as Shared from "./SharedOptions.js"
@@ -76,7 +76,7 @@ const status = Command.make("status", { ...connection, name }, (flags) =>
   )).pipe(Command.withDescription("An agent's status (and the store's, when degraded)."))
 
 /** Waits in bounded steps until the turn is done (each server-side wait is at most 50 s). */
-const waitUntilDone = (client: Client, agent: string, first: AgentCommands.WaitAnswer) =>
+const waitUntilDone = (client: McpClient, agent: string, first: AgentCommands.WaitAnswer) =>
   Effect.iterate(first, {
     while: (answer) => !answer.done,
     body: (answer) =>
@@ -206,7 +206,7 @@ const runNotFound = (error: ToolFailed | ServerUnreachable | Unauthorized) =>
  * A running serve; what it does not know of (a shell run's record it has not imported, as an older serve would not)
  * is read from the records waiting in its store's inbox.
  */
-const serverSource = (client: Client, inbox: Source): Source => ({
+const serverSource = (client: McpClient, inbox: Source): Source => ({
   reports: ({ agent, cursor, limit }) =>
     call(client, "flotta_reports", {
       cursor,

@@ -10,10 +10,10 @@ import { type Args, Command, Options } from "@effect/cli"
 import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
 import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
-import type { Client } from "@modelcontextprotocol/client"
-import { Effect, Option, type ParseResult, Predicate, Redacted, Schema } from "effect"
+import { Effect, Option, type ParseResult, Redacted, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
+import * as McpClient from "./McpClient.js"
 import * as Output from "./Output.js"
 import * as Shared from "./SharedOptions.js"
 import * as Views from "./Views.js"
@@ -49,30 +49,25 @@ const RefusalBody = Schema.parseJson(Schema.Struct({ error: Schema.Struct({ mess
  * Why a request to `url` failed: Unauthorized when the server answered 401 or 403, else ServerUnreachable (no
  * answer, or one that is no MCP server's).
  */
-export const failureOf = (url: string, tokenSent: boolean) => (e: unknown): Unauthorized | ServerUnreachable => {
-  const http = httpRefusal(e)
-  if (http !== undefined && (http.status === 401 || http.status === 403)) {
-    const reason = Option.match(Schema.decodeUnknownOption(RefusalBody)(http.text), {
-      onNone: () => http.statusText ?? (http.status === 401 ? "Unauthorized" : "Forbidden"),
-      onSome: (body) => body.error.message
-    })
-    return new Unauthorized({ url, status: http.status, tokenSent, reason })
+export const failureOf =
+  (url: string, tokenSent: boolean) => (e: McpClient.McpFailure): Unauthorized | ServerUnreachable => {
+    switch (e._tag) {
+      case "McpHttpError": {
+        if (e.status !== 401 && e.status !== 403) {
+          return new ServerUnreachable({ url, reason: `HTTP ${e.status}${e.statusText ? ` ${e.statusText}` : ""}` })
+        }
+        const reason = Option.match(Schema.decodeUnknownOption(RefusalBody)(e.text), {
+          onNone: () => e.statusText || (e.status === 401 ? "Unauthorized" : "Forbidden"),
+          onSome: (body) => body.error.message
+        })
+        return new Unauthorized({ url, status: e.status, tokenSent, reason })
+      }
+      case "McpRequestFailed":
+        return new ServerUnreachable({ url, reason: `it answered ${e.message} (${e.code})` })
+      case "McpUnreachable":
+        return new ServerUnreachable({ url, reason: e.reason })
+    }
   }
-  return new ServerUnreachable({ url, reason: e instanceof Error ? e.message : String(e) })
-}
-
-/**
- * The HTTP answer an SDK error carries (its `SdkHttpError`), told by its shape: the SDK is loaded only when a
- * command connects, so its class is not at hand here.
- */
-const httpRefusal = (e: unknown) => {
-  if (!Predicate.isObject(e) || !("status" in e) || typeof e.status !== "number") return undefined
-  const statusText = "statusText" in e && typeof e.statusText === "string" && e.statusText.length > 0
-    ? e.statusText
-    : undefined
-  const text = "data" in e && Predicate.isRecord(e.data) ? e.data["text"] : undefined
-  return { status: e.status, statusText, text }
-}
 
 /** The server refused a tool call with a typed failure; `_tag` is the fleet's own (AgentNotFound, ...). */
 export class ToolFailed extends Schema.TaggedError<ToolFailed>()("ToolFailed", {
@@ -131,26 +126,19 @@ export const endpointOf = (
 export const connect = (flags: Connection) =>
   Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
 
-/** A client connected to `url` for the duration of the scope. */
-export const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      // The SDK is loaded here, by the commands that connect, and not by the ones that only declare their flags.
-      try: () =>
-        import("@modelcontextprotocol/client").then(({ Client, StreamableHTTPClientTransport }) => {
-          const client = new Client({ name: "flotta-cli", version: "0.1.0" })
-          const headers: Record<string, string> = Option.isSome(token)
-            ? { authorization: `Bearer ${token.value}` }
-            : {}
-          const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })
-          return client.connect(transport).then(() => client)
-        }),
-      catch: failureOf(url, Option.isSome(token))
-    }),
-    (client) => Effect.promise(() => client.close().catch(() => undefined))
+/**
+ * A client of the serve at `url`, once it has answered: its discovery request (`server/discover`) tells a serve
+ * that is up and takes the token from one that is not there or refuses it.
+ */
+export const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) => {
+  const client = McpClient.make(url, token)
+  return Effect.as(
+    Effect.mapError(client.request("server/discover"), failureOf(url, Option.isSome(token))),
+    client
   )
+}
 
-/** A tool's result as the MCP SDK gives it. */
+/** A tool's result, as MCP has it. */
 const ToolResult = Schema.Struct({
   isError: Schema.optional(Schema.Boolean),
   content: Schema.Array(Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })),
@@ -187,15 +175,13 @@ export const describeRefusal = (error: { readonly _tag: string; readonly message
  * is the failure's own), and so does an answer this command cannot read (a serve of another version).
  */
 export const call = <A, I>(
-  client: Client,
+  client: McpClient.McpClient,
   tool: string,
   args: Record<string, unknown>,
   answer: Schema.Schema<A, I>
 ): Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized> =>
-  Effect.tryPromise({
-    try: () => client.callTool({ name: tool, arguments: args }, { timeout: 120_000 }),
-    catch: failureOf("the server", true)
-  }).pipe(
+  client.callTool(tool, args).pipe(
+    Effect.mapError(failureOf(client.url, true)),
     Effect.flatMap((raw) => {
       const unexpected = (error: ParseResult.ParseError) => {
         const message = `the server's answer to ${tool} is not what this flotta reads: ${error.message}`
@@ -236,7 +222,7 @@ const STORE_KINDS = ["store_degraded", "store_recovered"] as const
  * reader of the file cannot know: the writes that fail are the serve's). None when it is ok, or unknown.
  */
 export const liveStoreHealth = Effect.fn("Connection.liveStoreHealth")(
-  function*(client: Client) {
+  function*(client: McpClient.McpClient) {
     let cursor = 0
     let latest: ReportEntry | undefined
     while (true) {
@@ -276,7 +262,7 @@ export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
  */
 export const withClient = <A>(
   flags: Connection,
-  body: (client: Client) => Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized>,
+  body: (client: McpClient.McpClient) => Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized>,
   render: (value: A) => string,
   options: { readonly storeHealth?: boolean } = {}
 ) =>

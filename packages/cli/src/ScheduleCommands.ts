@@ -11,12 +11,12 @@
 import { Args, Command } from "@effect/cli"
 import { FireResult } from "@flotta/mcp/SchedulerTools"
 import * as Views from "@flotta/scheduler/SchedulerViews"
-import type { Client } from "@modelcontextprotocol/client"
 import { Array as Arr, Effect, Option, Schema } from "effect"
 import * as Answers from "./Answers.js"
 import { call, connection, ToolFailed, withClient } from "./Connection.js"
 import type { Connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
+import type { McpClient } from "./McpClient.js"
 import * as Output from "./Output.js"
 import { nowLine, renderFindings, renderOutcome, renderStatus, renderSteered } from "./ScheduleViews.js"
 import * as Shared from "./SharedOptions.js"
@@ -28,7 +28,7 @@ const NOT_ENABLED = "the serve answering here runs no scheduler (SchedulerNotEna
   "to its config and restart `flotta serve`"
 
 /** A steering call: SchedulerNotEnabled gets a message of its own (and keeps its exit code). */
-const steer = <A, I>(client: Client, tool: string, args: Record<string, unknown>, answer: Schema.Schema<A, I>) =>
+const steer = <A, I>(client: McpClient, tool: string, args: Record<string, unknown>, answer: Schema.Schema<A, I>) =>
   call(client, tool, args, answer).pipe(
     Effect.catchIf(
       (e): e is ToolFailed => e._tag === "ToolFailed" && e.error._tag === "SchedulerNotEnabled",
@@ -47,7 +47,7 @@ const StatusAnswer = Schema.Struct({ status: Views.SchedulerStatus })
 const Findings = Schema.Struct({ findings: Schema.Array(Views.Finding) })
 
 /** Follows a fire the tool stopped waiting for, through the report log, until its outcome lands. */
-const followFire = Effect.fn("ScheduleCommands.followFire")(function*(client: Client, first: FireAnswer) {
+const followFire = Effect.fn("ScheduleCommands.followFire")(function*(client: McpClient, first: FireAnswer) {
   if (first.done || first.fireId === null) return first
   const fireId = first.fireId
   yield* Output.stderr(`flotta: fire ${fireId} is still running; waiting for its outcome (Ctrl-C stops waiting)`)

@@ -3,25 +3,33 @@
  * from its report log over MCP (a client stand-in answers the tools; no socket, no process).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Client, SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client"
 import { Effect, Option, Schema } from "effect"
 import * as Connection from "../src/Connection.js"
 import * as ExitCode from "../src/ExitCode.js"
+import * as McpClient from "../src/McpClient.js"
 
 /** A client whose `flotta_reports` pages through `entries`, `limit` at a time, recording what it was asked. */
 const fakeClient = (entries: ReadonlyArray<{ kind: string; data: unknown }>, asked: Array<unknown> = []) =>
-  ({
-    callTool: ({ arguments: args }: { arguments: { cursor: number; limit: number } }) => {
-      asked.push(args)
-      const page = entries.slice(args.cursor, args.cursor + args.limit).map((e, i) => ({
-        seq: args.cursor + i + 1,
-        at: "2026-01-01T00:00:00.000Z",
-        agent: "store",
-        ...e
-      }))
-      return Promise.resolve({ content: [], structuredContent: { entries: page, next: args.cursor + page.length } })
-    }
-  }) as unknown as Client
+  stub((_tool, args) => {
+    const { cursor, limit } = args as { cursor: number; limit: number }
+    asked.push(args)
+    const page = entries.slice(cursor, cursor + limit).map((e, i) => ({
+      seq: cursor + i + 1,
+      at: "2026-01-01T00:00:00.000Z",
+      agent: "store",
+      ...e
+    }))
+    return Effect.succeed({ content: [], structuredContent: { entries: page, next: cursor + page.length } })
+  })
+
+/** A client whose tools answer with `answer`. */
+const stub = (
+  answer: (tool: string, args: Record<string, unknown>) => Effect.Effect<unknown, McpClient.McpFailure>
+): McpClient.McpClient => ({
+  url: "http://127.0.0.1:4099/mcp",
+  request: () => Effect.succeed({}),
+  callTool: answer
+})
 
 const degraded = {
   state: "degraded",
@@ -52,7 +60,7 @@ describe("the store's health from a running serve", () => {
       const recovered = [{ kind: "store_degraded", data: degraded }, { kind: "store_recovered", data: {} }]
       assert.isTrue(Option.isNone(yield* Connection.liveStoreHealth(fakeClient(recovered))))
       assert.isTrue(Option.isNone(yield* Connection.liveStoreHealth(fakeClient([]))))
-      const broken = { callTool: () => Promise.reject(new Error("gone")) } as unknown as Client
+      const broken = stub(() => Effect.fail(new McpClient.McpUnreachable({ reason: "gone" })))
       assert.isTrue(Option.isNone(yield* Connection.liveStoreHealth(broken)))
     }))
 })
@@ -60,14 +68,13 @@ describe("the store's health from a running serve", () => {
 describe("a serve's refusal", () => {
   it.effect("keeps the fleet's tag (its exit code) and gives advice for the shell, not the server's MCP advice", () =>
     Effect.gen(function*() {
-      const refusing = {
-        callTool: () =>
-          Promise.resolve({
-            isError: true,
-            content: [{ type: "text", text: "AgentNotFound: no agent named \"ghost\". Call flotta_list ..." }],
-            structuredContent: { error: { _tag: "AgentNotFound", message: "no agent named \"ghost\"" } }
-          })
-      } as unknown as Client
+      const refusing = stub(() =>
+        Effect.succeed({
+          isError: true,
+          content: [{ type: "text", text: "AgentNotFound: no agent named \"ghost\". Call flotta_list ..." }],
+          structuredContent: { error: { _tag: "AgentNotFound", message: "no agent named \"ghost\"" } }
+        })
+      )
       const refused = yield* Effect.flip(Connection.call(refusing, "flotta_info", { name: "ghost" }, Schema.Unknown))
       assert.strictEqual(refused._tag, "ToolFailed")
       if (refused._tag === "ToolFailed") {
@@ -87,11 +94,7 @@ describe("a serve's refusal", () => {
 describe("a request the server refused", () => {
   const url = "http://127.0.0.1:4099/mcp"
   const answered = (status: number, text: string, statusText: string) =>
-    new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
-      status,
-      statusText,
-      text
-    })
+    new McpClient.McpHttpError({ status, statusText, text })
 
   it("is Unauthorized on 401 or 403 (with the serve's reason, or the status text), with an exit code of its own", () => {
     const body = JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "send the token" }, id: null })
@@ -117,8 +120,8 @@ describe("a request the server refused", () => {
       Connection.failureOf(url, true)(answered(404, "Not Found", "Not Found"))._tag,
       "ServerUnreachable"
     )
-    const none = Connection.failureOf(url, true)(new TypeError("fetch failed"))
+    const none = Connection.failureOf(url, true)(new McpClient.McpUnreachable({ reason: "connect ECONNREFUSED" }))
     assert.strictEqual(none._tag, "ServerUnreachable")
-    assert.include(none.message, `no flotta server answered at ${url} (fetch failed)`)
+    assert.include(none.message, `no flotta server answered at ${url} (connect ECONNREFUSED)`)
   })
 })
