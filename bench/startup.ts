@@ -65,16 +65,19 @@ const weigh = (root: string) => {
   return { bytes, effects }
 }
 
-const LOADER = `export async function resolve(specifier, context, next) {
+/** An ES module loader hook that notes each file it resolves, synchronously (a process may exit at any time). */
+const loader = (log: string) => `import { appendFileSync } from "node:fs"
+export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context)
-  if (resolved.url.startsWith("file:") && /\\.[cm]?js$/.test(resolved.url)) process.stderr.write("LOADED " + resolved.url + "\\n")
+  if (resolved.url.startsWith("file:") && /\\.[cm]?js$/.test(resolved.url)) appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n")
   return resolved
 }
 `
-/** The JavaScript files a command loads, each once (an ES module loader hook sees them; the bundle has no require). */
-const countLoaded = (bin: string, args: ReadonlyArray<string>, cwd: string, hook: string) => {
-  const ran = spawnSync(process.execPath, ["--import", hook, bin, ...args], { cwd, encoding: "utf8" })
-  return new Set(ran.stderr.split("\n").filter((l) => l.startsWith("LOADED "))).size
+/** The JavaScript files a command loads, each once (the hook sees ES modules; the bundle has no require of its own). */
+const countLoaded = (bin: string, args: ReadonlyArray<string>, cwd: string, hook: string, log: string) => {
+  fs.rmSync(log, { force: true })
+  spawnSync(process.execPath, ["--import", hook, bin, ...args], { cwd, encoding: "utf8" })
+  return fs.existsSync(log) ? new Set(fs.readFileSync(log, "utf8").split("\n").filter((l) => l.length > 0)).size : 0
 }
 
 /** A serve of `bin` in `cwd` on a free port; resolves once it says it is up. */
@@ -160,7 +163,8 @@ export const run = () =>
       const project = path.join(work, "project")
       fs.mkdirSync(project)
       const hook = path.join(work, "hook.mjs")
-      fs.writeFileSync(path.join(work, "loader.mjs"), LOADER)
+      const loaded = path.join(work, "loaded.txt")
+      fs.writeFileSync(path.join(work, "loader.mjs"), loader(loaded))
       fs.writeFileSync(
         hook,
         `import { register } from "node:module"\nregister(${
@@ -191,8 +195,8 @@ export const run = () =>
           )
         }
       }
-      const files = countLoaded(bin, ["--version"], project, hook)
-      const baseFiles = baseline === undefined ? undefined : countLoaded(baseline, ["--version"], project, hook)
+      const files = countLoaded(bin, ["--version"], project, hook, loaded)
+      const baseFiles = baseline === undefined ? undefined : countLoaded(baseline, ["--version"], project, hook, loaded)
       rows.push(row(
         "JavaScript files loaded by --version",
         String(files),

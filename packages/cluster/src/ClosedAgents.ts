@@ -3,25 +3,14 @@
  * it keeps its record in its own store. Its info is asked of this host and every other live host at once (the
  * newest close wins when a name was closed on several), and its transcript of the host whose record that is.
  */
-import type { AgentNotFound, StoreUnavailable } from "@flotta/core/Errors"
+import type { AgentNotFound } from "@flotta/core/Errors"
 import { Effect, Option } from "effect"
-import type { HostingShape } from "./Hosting.js"
 import { withHost } from "./Hosting.js"
 import * as Protocol from "./Protocol.js"
-import type { HostLost } from "./Protocol.js"
+import type { StartDeps } from "./Starts.js"
 
-export interface ClosedDeps {
-  readonly h: HostingShape
-  /** The live hosts as the store has them now. */
-  readonly liveNow: Effect.Effect<ReadonlyArray<{ readonly host: string }>, StoreUnavailable>
-  /** A call to another host, which ends with HostLost if that host dies under it. */
-  readonly remote: <A, E>(
-    host: string,
-    name: string,
-    call: Effect.Effect<A, E>
-  ) => Effect.Effect<A, E | HostLost | StoreUnavailable>
-  readonly agentClient: Effect.Effect.Success<typeof Protocol.AgentEntity.client>
-}
+/** What the closed agents' reads use of the cluster: the same as a start's (the hosts, a call to one of them). */
+export type ClosedDeps = StartDeps
 
 export const make = ({ agentClient, h, liveNow, remote }: ClosedDeps) => {
   const { local } = h
