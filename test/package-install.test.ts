@@ -142,7 +142,9 @@ describe(`flotta installed from its tarball (Node ${process.versions.node}, npm)
     assert.strictEqual(ran.stdout, "ECHO: hi\n")
     const doctor = await npx(["flotta", "doctor"])
     assert.match(doctor.stdout + doctor.stderr, /claude: \S+ \(from dependency\) is 2\.1\.332/)
-    assert.include(doctor.stdout, `on ${NODE_SQLITE ? "node:sqlite" : "better-sqlite3"}`)
+    // The run made the project's store (it is recorded there), on the driver of this Node.
+    assert.match(doctor.stdout, /store: sqlite \S+state\.db \(schema v\d+, [^)]*(node:sqlite|better-sqlite3)/)
+    assert.include(doctor.stdout, NODE_SQLITE ? "node:sqlite" : "better-sqlite3")
   })
 
   it("`npx flotta serve --simulate` keeps its state in SQLite, which a restart reads back", async () => {

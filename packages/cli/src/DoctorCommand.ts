@@ -123,7 +123,7 @@ export const storeLine = (
       return say.ok("store: memory (serve and repl keep no state across restarts)")
     case "NotCreated":
       return say.ok(
-        `store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` makes it, on ` +
+        `store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` or \`flotta run\` makes it, on ` +
           `${inspected.driver})`
       )
     case "Found":

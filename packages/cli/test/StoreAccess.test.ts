@@ -108,7 +108,7 @@ describe("the store, read-only", () => {
       assert.match(
         lines[0]!,
         new RegExp(
-          `^ok store: sqlite ${file}: not created yet \\(the first \`flotta serve\` makes it, on ${DRIVER}\\)$`
+          `^ok store: sqlite ${file}: not created yet \\(the first \`flotta serve\` or \`flotta run\` makes it, on ${DRIVER}\\)$`
         )
       )
       assert.strictEqual(lines[1], "ok store: memory (serve and repl keep no state across restarts)")
