@@ -6,7 +6,6 @@
 import { Flotta } from "@flotta/core/Flotta"
 import type * as Run from "@flotta/core/Run"
 import { RunDiff } from "@flotta/core/RunDiff"
-import { GcResult } from "@flotta/core/WorktreeGc"
 import { Effect, Schema } from "effect"
 import * as ApprovalTools from "./ApprovalTools.js"
 import * as CostTools from "./CostTools.js"
@@ -16,6 +15,7 @@ import * as SchedulerTools from "./SchedulerTools.js"
 import * as S from "./Schemas.js"
 import * as SessionTools from "./SessionTools.js"
 import * as Tool from "./Tool.js"
+import * as WorktreeTools from "./WorktreeTools.js"
 
 // Hints: `readOnlyHint` lets hosts auto-approve; `destructiveHint` asks them to confirm; `openWorldHint` marks
 // tools that prompt a model (which may reach beyond this machine).
@@ -365,36 +365,8 @@ export const tools: ReadonlyArray<Tool.Tool> = [
   }),
   // The cost console: spend by agent, run, routine, model, day or hour.
   ...CostTools.tools,
-  Tool.make({
-    name: "flotta_worktrees",
-    title: "List run worktrees",
-    description: "The runs' git worktrees in a repository: path, branch, clean or dirty, locked, age.",
-    annotations: READ,
-    input: S.CwdArgs,
-    output: Schema.Struct({ worktrees: Schema.Array(S.WorktreeInfo) }),
-    run: ({ cwd }) =>
-      Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.worktrees(cwd ?? ".")), (worktrees) => ({ worktrees }))
-  }),
-  Tool.make({
-    name: "flotta_gc_worktrees",
-    title: "Remove finished run worktrees",
-    description: "Remove the run worktrees whose run has ended: clean ones; with force the ones with uncommitted " +
-      "changes too, their work committed to their branch first (with force and discard: dropped instead). A locked " +
-      "worktree is never touched, and branches stay. Returns what was removed (the work committed, with the commit, " +
-      "and the work discarded, by file) and what was kept, and why.",
-    annotations: STOPS,
-    input: S.GcArgs,
-    output: GcResult,
-    run: ({ cwd, discard, force }) =>
-      Effect.flatMap(
-        Flotta,
-        (fleet) =>
-          fleet.gcWorktrees(cwd ?? ".", {
-            ...(force === undefined ? {} : { force }),
-            ...(discard === undefined ? {} : { discard })
-          })
-      )
-  }),
+  // The run worktrees of a repository, and removing the finished ones.
+  ...WorktreeTools.tools,
   // Steering the scheduler (SchedulerNotEnabled when the fleet runs none).
   ...SchedulerTools.tools,
   // Human approvals: what waits for a person, and their decision.
