@@ -66,10 +66,13 @@ const weigh = (root: string) => {
 }
 
 /** An ES module loader hook that notes each file it resolves, synchronously (a process may exit at any time). */
-const loader = (log: string) => `import { appendFileSync } from "node:fs"
+const loader = (log: string) =>
+  `import { appendFileSync } from "node:fs"
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context)
-  if (resolved.url.startsWith("file:") && /\\.[cm]?js$/.test(resolved.url)) appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n")
+  if (resolved.url.startsWith("file:") && /\\.[cm]?js$/.test(resolved.url)) appendFileSync(${
+    JSON.stringify(log)
+  }, resolved.url + "\\n")
   return resolved
 }
 `
