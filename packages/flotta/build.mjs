@@ -50,13 +50,34 @@ const common = {
   chunkNames: "[name]-[hash]",
   banner: { js: REQUIRE },
   alias: STUBS,
-  logLevel: "warning"
+  logLevel: "warning",
+  // Paths in the metafile are the repository's, wherever this runs from (the workspace, or `npm pack`'s prepack).
+  absWorkingDir: path.join(packages, ".."),
+  write: false
 }
 
-fs.rmSync(path.join(dist, "cli"), { recursive: true, force: true })
-fs.rmSync(path.join(dist, "lib"), { recursive: true, force: true })
-fs.rmSync(path.join(dist, "static"), { recursive: true, force: true })
-fs.rmSync(path.join(dist, "types"), { recursive: true, force: true })
+/**
+ * Writes a build's files into `dir`, each only when its bytes changed, then removes what the build no longer has.
+ * A build of the same sources is a no-op: a `flotta` that runs meanwhile (a test, as `npm pack` rebuilds) never
+ * finds a chunk missing.
+ */
+const writeOutputs = (dir, outputFiles) => {
+  const written = new Set()
+  for (const file of outputFiles) {
+    written.add(file.path)
+    const same = fs.existsSync(file.path) && Buffer.compare(fs.readFileSync(file.path), file.contents) === 0
+    if (same) continue
+    fs.mkdirSync(path.dirname(file.path), { recursive: true })
+    const temporary = `${file.path}.${process.pid}.tmp`
+    fs.writeFileSync(temporary, file.contents)
+    fs.renameSync(temporary, file.path)
+  }
+  if (!fs.existsSync(dir)) return
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const file = path.join(entry.parentPath, entry.name)
+    if (entry.isFile() && !written.has(file)) fs.rmSync(file)
+  }
+}
 
 const cli = await esbuild.build({
   ...common,
@@ -65,28 +86,37 @@ const cli = await esbuild.build({
   external: OPTIONAL,
   metafile: true
 })
+writeOutputs(path.join(dist, "cli"), cli.outputFiles)
 // What each chunk holds (not packed): test/command-loads.test.ts reads which packages a command loaded.
 fs.writeFileSync(path.join(dist, "cli-meta.json"), JSON.stringify(cli.metafile))
-await esbuild.build({
+const lib = await esbuild.build({
   ...common,
   entryPoints: { index: path.join(dist, "index.js") },
   outdir: path.join(dist, "lib"),
   external: [...OPTIONAL, "effect", "effect/*"]
 })
+writeOutputs(path.join(dist, "lib"), lib.outputFiles)
 
 // The dashboard finds its files at ../static from its module, which is now a chunk of dist/cli or dist/lib.
-const staticDir = path.join(dist, "static")
-fs.cpSync(path.join(packages, "dashboard", "static"), staticDir, { recursive: true })
 const uplot = path.dirname(
   (await import("node:module")).createRequire(path.join(packages, "dashboard", "package.json"))
     .resolve("uplot/package.json")
 )
-for (const file of ["uPlot.iife.min.js", "uPlot.min.css"]) {
-  fs.copyFileSync(path.join(uplot, "dist", file), path.join(staticDir, file))
-}
+const assets = [
+  ...fs.readdirSync(path.join(packages, "dashboard", "static")).map((
+    file
+  ) => [path.join(packages, "dashboard", "static", file), file]),
+  ...["uPlot.iife.min.js", "uPlot.min.css"].map((file) => [path.join(uplot, "dist", file), file])
+]
+const staticDir = path.join(dist, "static")
+writeOutputs(
+  staticDir,
+  assets.map(([from, name]) => ({ path: path.join(staticDir, name), contents: fs.readFileSync(from) }))
+)
 
 // Declarations: each package's under types/<package>/, `@flotta/<package>[/<module>]` made relative.
 const types = path.join(dist, "types")
+fs.rmSync(types, { recursive: true, force: true })
 const relative = (fromFile, target) => {
   const rel = path.relative(path.dirname(fromFile), target).split(path.sep).join("/")
   return rel.startsWith(".") ? rel : `./${rel}`
