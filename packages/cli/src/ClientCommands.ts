@@ -14,6 +14,7 @@ import type { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import * as RunInbox from "@flotta/core/RunInbox"
 import * as RunList from "@flotta/core/RunList"
 import type { RunQuery, RunView } from "@flotta/core/RunList"
+import * as RunOutcome from "@flotta/core/RunOutcome"
 import * as RunRecord from "@flotta/core/RunRecord"
 import * as Store from "@flotta/core/Store"
 import type { ReportEntry, StoreShape } from "@flotta/core/Store"
@@ -245,7 +246,7 @@ const storeSource = (store: StoreShape): Source => ({
   transcript: (name, last) => StoreAccess.transcript(store, name, last),
   diff: (name) => StoreAccess.diff(store, name),
   runs: (query) => StoreAccess.runs(store, query),
-  runResult: (name) => StoreAccess.runResult(store, name)
+  runResult: (name) => RunOutcome.storedOutcome(store, name)
 })
 
 /** The records waiting in an inbox, read as a store of their own. */

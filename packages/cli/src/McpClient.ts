@@ -90,10 +90,7 @@ export const make = (url: string, token: Option.Option<string>, timeoutMs = 120_
   let ids = 0
   const request = (method: string, params: Record<string, unknown> = {}, name?: string) =>
     Effect.flatMap(
-      Effect.async<
-        { readonly status: number; readonly statusText: string | undefined; readonly body: unknown },
-        McpFailure
-      >(
+      Effect.async<unknown, McpFailure>(
         (resumeOnce, signal) => {
           const id = ++ids
           // An event stream's answer is taken as soon as it is whole, and the rest of the response ignored.
@@ -126,7 +123,7 @@ export const make = (url: string, token: Option.Option<string>, timeoutMs = 120_
               if (!stream) return
               const answer = answerOf(eventMessages(text), id)
               if (answer !== undefined) {
-                resume(Effect.succeed({ status, statusText: res.statusMessage, body: answer }))
+                resume(Effect.succeed(answer))
                 res.destroy()
               }
             })
@@ -137,7 +134,7 @@ export const make = (url: string, token: Option.Option<string>, timeoutMs = 120_
                 const answer = Option.filter(parsed, (m) => Predicate.isRecord(m) && m["id"] === id && "error" in m)
                 return resume(
                   Option.isSome(answer) && status !== 401 && status !== 403
-                    ? Effect.succeed({ status, statusText: res.statusMessage, body: answer.value })
+                    ? Effect.succeed(answer.value)
                     : Effect.fail(new McpHttpError({ status, statusText: res.statusMessage, text }))
                 )
               }
@@ -147,7 +144,7 @@ export const make = (url: string, token: Option.Option<string>, timeoutMs = 120_
               resume(
                 answer === undefined
                   ? Effect.fail(new McpUnreachable({ reason: `no answer to ${method} in what the server sent` }))
-                  : Effect.succeed({ status, statusText: res.statusMessage, body: answer })
+                  : Effect.succeed(answer)
               )
             })
             res.on("error", (error) => resume(Effect.fail(new McpUnreachable({ reason: error.message }))))
@@ -157,7 +154,7 @@ export const make = (url: string, token: Option.Option<string>, timeoutMs = 120_
           req.end(body)
         }
       ),
-      ({ body }) => resultOf(body)
+      resultOf
     )
   return {
     url,

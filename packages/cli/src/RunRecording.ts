@@ -12,6 +12,7 @@
 import { FileSystem } from "@effect/platform"
 import type { Flotta } from "@flotta/core/Flotta"
 import type { RunOptions } from "@flotta/core/Run"
+import { isOwnAgent } from "@flotta/core/RunAttempts"
 import * as RunInbox from "@flotta/core/RunInbox"
 import * as RunRecord from "@flotta/core/RunRecord"
 import { RunNameTaken, RunRecords } from "@flotta/core/RunRecord"
@@ -75,15 +76,9 @@ export type Kept =
   | { readonly _tag: "Rejected"; readonly file: string; readonly reason: string }
   | { readonly _tag: "Lost"; readonly reason: string }
 
-/** The attempts of a run that are live now (`<name>-a<i>`), and the run itself. */
+/** The run's agent and its attempts that are live now. */
 const ownAgents = (fleet: Flotta, name: string) =>
-  Effect.map(
-    fleet.list,
-    (agents) =>
-      agents.map((agent) => agent.name).filter((n) =>
-        n === name || (n.startsWith(`${name}-a`) && /^[1-9][0-9]*$/.test(n.slice(name.length + 2)))
-      )
-  )
+  Effect.map(fleet.list, (agents) => agents.map((agent) => agent.name).filter((n) => isOwnAgent(name, n)))
 
 /**
  * Runs `options` in `fleet` (async, then awaited, so that the fleet keeps its row as a serve's run's), and writes its

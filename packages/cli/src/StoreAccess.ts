@@ -5,12 +5,11 @@
  */
 import type { FileSystem } from "@effect/platform"
 import type { TurnRecord } from "@flotta/core/Agent"
-import { RunNotFound, TurnPending } from "@flotta/core/Errors"
+import { RunNotFound } from "@flotta/core/Errors"
 import type { StoreError } from "@flotta/core/Errors"
 import { NoDiff, RunDiff, stateKey } from "@flotta/core/RunDiff"
 import * as RunInbox from "@flotta/core/RunInbox"
 import * as RunList from "@flotta/core/RunList"
-import * as RunOutcome from "@flotta/core/RunOutcome"
 import * as RunRecord from "@flotta/core/RunRecord"
 import * as Sqlite from "@flotta/core/Sqlite"
 import * as Store from "@flotta/core/Store"
@@ -118,12 +117,4 @@ export const diff = Effect.fn("StoreAccess.diff")(function*(store: Store.StoreSh
 /** The runs and verifies the store keeps, newest first, as `flotta runs` lists them. */
 export const runs = Effect.fn("StoreAccess.runs")(function*(store: Store.StoreShape, query: RunList.RunQuery) {
   return RunList.selectRuns((yield* store.runs).map((row) => RunList.viewOf(row)), query)
-})
-
-/** One run's (or verify's) outcome from the store: its result, or its own typed failure; TurnPending while it goes. */
-export const runResult = Effect.fn("StoreAccess.runResult")(function*(store: Store.StoreShape, name: string) {
-  const row = yield* store.run(name)
-  if (Option.isNone(row)) return yield* new RunNotFound({ name })
-  if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
-  return yield* RunOutcome.outcomeOf(row.value)
 })

@@ -284,10 +284,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
           if (Option.isNone(done)) return yield* new TurnPending({ name, turnId: name, status: "running" })
           return yield* done.value
         }
-        const row = yield* store.run(name)
-        if (Option.isNone(row)) return yield* new RunNotFound({ name })
-        if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
-        return yield* RunOutcome.outcomeOf(row.value)
+        return yield* RunOutcome.storedOutcome(store, name)
       })
 
     /** Waits for an async run (or verify) to finish. */

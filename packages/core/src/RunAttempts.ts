@@ -35,6 +35,10 @@ export interface AttemptDeps {
 /** The name of attempt `i` of run `name`. */
 export const attemptName = (name: string, i: number) => `${name}-a${i}`
 
+/** Whether `agent` is run `name`'s own agent or one of its attempts (`attemptName`). */
+export const isOwnAgent = (name: string, agent: string) =>
+  agent === name || (agent.startsWith(`${name}-a`) && /^[1-9][0-9]*$/.test(agent.slice(name.length + 2)))
+
 /** An attempt's prompt: `{{attempt}}` becomes its number. */
 export const render = (prompt: string, attempt: number) => prompt.replaceAll("{{attempt}}", String(attempt))
 

@@ -8,7 +8,7 @@ import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
 import * as path from "node:path"
 import { PermissionDenial } from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
-import { RunErrorSchema } from "./Errors.js"
+import { RunErrorSchema, RunNotFound, TurnPending } from "./Errors.js"
 import type {
   AgentAlreadyExists,
   AgentClosed,
@@ -121,6 +121,18 @@ export const outcomeOf = (row: RunRow): Exit.Exit<Outcome, RunError | VerifyErro
     onSome: Exit.fail
   })
 }
+
+/** A run's (or verify's) outcome as `store` keeps it: RunNotFound when it has none, TurnPending while it runs. */
+export const storedOutcome = (
+  store: StoreShape,
+  name: string
+): Effect.Effect<Outcome, RunError | VerifyError | RunNotFound | TurnPending> =>
+  Effect.gen(function*() {
+    const row = yield* store.run(name)
+    if (Option.isNone(row)) return yield* new RunNotFound({ name })
+    if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
+    return yield* outcomeOf(row.value)
+  })
 
 /**
  * Keeps an async run in the store: running (with its worktree once it has one), then its outcome, and then posts

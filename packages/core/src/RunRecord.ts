@@ -18,6 +18,7 @@ import { RunNotFound, TurnPending } from "./Errors.js"
 import { Registry } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
 import { MAX_LIMIT } from "./ReportLog.js"
+import { isOwnAgent } from "./RunAttempts.js"
 import { RunDiff, stateKey } from "./RunDiff.js"
 import { RunRow, Store } from "./Store.js"
 import type { StoreShape } from "./Store.js"
@@ -68,10 +69,9 @@ export class RunNameTaken extends Schema.TaggedError<RunNameTaken>()("RunNameTak
   }
 }
 
-/** Whether an agent is one of `name`'s: the run's own, or one of its attempts (`<name>-a<i>`). */
+/** Whether an agent is one of `name`'s: the run's own, or one of its attempts. */
 const ownedBy = (name: string) => (agent: AgentRow) =>
-  agent.name === name || (agent.lifecycle === "run" && agent.name.startsWith(`${name}-a`) &&
-    /^[1-9][0-9]*$/.test(agent.name.slice(name.length + 2)))
+  agent.name === name || (agent.lifecycle === "run" && isOwnAgent(name, agent.name))
 
 const decodeDiff = Schema.decodeUnknownOption(RunDiff)
 

@@ -82,9 +82,10 @@ export const collect = <E, R>(
     const discarded: Array<GcResult["discarded"][number]> = []
     const kept: Array<{ path: string; reason: string }> = []
     const keep = (worktree: Worktree, reason: string) => kept.push({ path: worktree.path, reason })
-    const removing = (worktree: Worktree, after: () => void) =>
+    /** Removes it, then `after`; kept when removing fails, the reason after `done` (what was done before). */
+    const removing = (worktree: Worktree, after: () => void, done = "") =>
       Effect.match(ops.remove(repo, worktree.path), {
-        onFailure: (e) => keep(worktree, `removing it failed: ${e.reason}`),
+        onFailure: (e) => keep(worktree, `${done}removing it failed: ${e.reason}`),
         onSuccess: () => {
           removed.push(worktree.path)
           after()
@@ -128,18 +129,19 @@ export const collect = <E, R>(
         keep(worktree, `it has ${changes}, and committing them failed, so it stays: ${commit.left.reason}`)
         continue
       }
-      const saved = `its work was committed to ${worktree.branch} (${commit.right.slice(0, 12)})`
-      yield* Effect.match(ops.remove(repo, worktree.path), {
-        onFailure: (e) =>
-          keep(worktree, `${saved}, but removing it failed: ${e.reason}`),
-        onSuccess: () => {
-          removed.push(worktree.path)
-          committed.push({ path: worktree.path, branch: worktree.branch, commit: commit.right, files: files.right })
-        }
-      })
+      yield* removing(
+        worktree,
+        () =>
+          committed.push({ path: worktree.path, branch: worktree.branch, commit: commit.right, files: files.right }),
+        `its work was committed to ${worktree.branch} (${commit.right.slice(0, 12)}), but `
+      )
     }
     return { removed, committed, discarded, kept }
   })
+
+/** A git failure on the worktree at `path`, as `WorktreeFailed`. */
+const failedAt = (at: string) =>
+  Effect.mapError((e: { readonly reason: string }) => new WorktreeFailed({ path: at, reason: e.reason }))
 
 /** `collect` on git here: see there. */
 export const gc = (cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) =>
@@ -147,18 +149,9 @@ export const gc = (cwd: string, options: GcOptions & { readonly busy: ReadonlySe
     {
       repoRoot: Worktrees.repoRoot,
       list: Worktrees.list,
-      changedFiles: (worktree) =>
-        Worktrees.changedFiles(worktree.path).pipe(
-          Effect.mapError((e) => new WorktreeFailed({ path: worktree.path, reason: e.reason }))
-        ),
-      commitAll: (worktree, message) =>
-        Worktrees.commitAll(worktree, message).pipe(
-          Effect.mapError((e) => new WorktreeFailed({ path: worktree.path, reason: e.reason }))
-        ),
-      remove: (repo, worktreePath) =>
-        Worktrees.remove(repo, worktreePath).pipe(
-          Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: e.reason }))
-        )
+      changedFiles: (worktree) => Worktrees.changedFiles(worktree.path).pipe(failedAt(worktree.path)),
+      commitAll: (worktree, message) => Worktrees.commitAll(worktree, message).pipe(failedAt(worktree.path)),
+      remove: (repo, worktreePath) => Worktrees.remove(repo, worktreePath).pipe(failedAt(worktreePath))
     },
     cwd,
     options
