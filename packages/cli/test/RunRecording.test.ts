@@ -8,6 +8,7 @@ import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Flotta } from "@flotta/core/Flotta"
 import * as RunInbox from "@flotta/core/RunInbox"
+import * as RunOutcome from "@flotta/core/RunOutcome"
 import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Either, Exit, Fiber, Layer, Option, TestClock } from "effect"
 import * as fs from "node:fs"
@@ -74,7 +75,7 @@ describe("a shell run's record", () => {
         /^flotta: recorded in .*state\.db\.inbox\/held\.[0-9a-f]{8}\.json, not in the store yet \(the store is held/
       )
       const reader = yield* StoreAccess.openWithInbox(recording.store, recording.inbox)
-      const failed = yield* Effect.flip(StoreAccess.runResult(reader, "held"))
+      const failed = yield* Effect.flip(RunOutcome.storedOutcome(reader, "held"))
       assert.strictEqual(failed._tag, "TurnFailed")
       assert.deepStrictEqual((yield* StoreAccess.runs(reader, {})).map((r) => [r.name, r.state]), [["held", "failed"]])
     }).pipe(Effect.provide(NodeContext.layer)))
