@@ -1,8 +1,11 @@
 /**
  * Turn overhead: what the fleet adds to one round trip. The same fake child script is driven three ways, each
  * with one long-lived child: raw child_process (the floor), `fleet.ask`, and the Agent SDK's `query()` in
- * streaming-input mode. Blocks of turns alternate between the three so drift (JIT, page cache, thermal) hits
+ * streaming-input mode. Blocks of turns alternate between them so drift (JIT, page cache, thermal) hits
  * all of them alike.
+ * With them, the A/B of the turn path (issue 34, item 9; bench/support/turn-queue.ts): the turns of one agent
+ * hand-driven (a plain array, as the engine does) or through an Effect `Queue` taken by a fiber of the agent's
+ * own, over the engine's process seam and a child of their own, and again in process (no child, no noise).
  *   npx tsx bench/turn-overhead.ts        (BENCH_TURNS=2000 by default)
  */
 import { query } from "@anthropic-ai/claude-agent-sdk"
@@ -22,6 +25,7 @@ import {
   sum,
   targetRow
 } from "./lib.js"
+import { inProcess, overChild, type TurnPath } from "./support/turn-queue.js"
 
 const TURNS = Number(process.env["BENCH_TURNS"] ?? 2000)
 const WARMUP = 300
@@ -118,9 +122,26 @@ const sdkDriver = async (): Promise<Driver> => {
   }
 }
 
+/** One agent of the turn path's model (see bench/support/turn-queue.ts), over a child or in process. */
+const modelDriver = async (path: TurnPath, where: "child" | "memory"): Promise<Driver> => {
+  const agent = where === "child" ? await overChild(path, REALISTIC_ENV) : await inProcess(path)
+  return { name: `${path}-${where}`, turn: agent.ask, close: agent.close }
+}
+
+/** The Queue's cost per turn the issue accepts (item 9): under it, the turns go through a `Queue`. */
+const QUEUE_BUDGET_MS = 0.05
+
 export const run = () =>
   main("turn-overhead", "1. Turn overhead (fake child, sequential turns)", async () => {
-    const drivers = [await rawDriver(), await fleetDriver(), await sdkDriver()]
+    const drivers = [
+      await rawDriver(),
+      await fleetDriver(),
+      await sdkDriver(),
+      await modelDriver("hand", "child"),
+      await modelDriver("queue", "child"),
+      await modelDriver("hand", "memory"),
+      await modelDriver("queue", "memory")
+    ]
     const samples = new Map<string, Array<number>>(drivers.map((d) => [d.name, []]))
     const notes: Array<string> = []
 
@@ -155,12 +176,21 @@ export const run = () =>
     const sdk = stats("sdk")
     const fleetOver = { p50: fleet.p50 - raw.p50, p99: fleet.p99 - raw.p99 }
     const sdkOver = { p50: sdk.p50 - raw.p50, p99: sdk.p99 - raw.p99 }
+    const handChild = stats("hand-child")
+    const queueChild = stats("queue-child")
+    const handMemory = stats("hand-memory")
+    const queueMemory = stats("queue-memory")
+    const queueCost = {
+      child: { p50: queueChild.p50 - handChild.p50, mean: queueChild.mean - handChild.mean },
+      memory: { p50: queueMemory.p50 - handMemory.p50, mean: queueMemory.mean - handMemory.mean }
+    }
     const passP50 = fleetOver.p50 <= 0.25
     const passP99 = fleetOver.p99 <= 1
 
     notes.push(
       `${raw.n} measured turns per driver after ${WARMUP} warm-up turns; means: raw ${fmtMs(raw.mean)}, ` +
-        `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}.`
+        `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}; turn path over a child: hand ${fmtMs(handChild.mean)}, ` +
+        `queue ${fmtMs(queueChild.mean)}; in process: hand ${fmtMs(handMemory.mean)}, queue ${fmtMs(queueMemory.mean)}.`
     )
     if (!passP50 || !passP99) {
       notes.push(
@@ -177,7 +207,11 @@ export const run = () =>
         `in alternating blocks of ${BLOCK}. Raw = write a user frame on stdin with child_process, read stdout lines ` +
         `until the \`result\` frame. Fleet = \`createFleet(...).ask\`. SDK = \`@anthropic-ai/claude-agent-sdk\` ` +
         `\`query()\` with an async-iterable prompt (one user message per turn, each after the previous result), ` +
-        `\`pathToClaudeCodeExecutable\` = the fake script. Overhead = driver percentile − raw percentile.`,
+        `\`pathToClaudeCodeExecutable\` = the fake script. Overhead = driver percentile − raw percentile. ` +
+        `Turn path A/B (bench/support/turn-queue.ts): one agent's turns hand-driven (an array, \`Deferred.unsafeDone\`, ` +
+        `the next turn sent from the result's handler) or through an Effect \`Queue\` taken by the agent's own fiber, ` +
+        `over the engine's process seam (\`ClaudeCli.layerCommand\`, a child each) and in process (answered on the ` +
+        `next macrotask); the Queue's cost = queue − hand, in the same run.`,
       rows: [
         row("raw round trip p50 (baseline)", fmtMs(raw.p50), "", "1.00×"),
         row("raw round trip p99 (baseline)", fmtMs(raw.p99), "", "1.00×"),
@@ -207,7 +241,59 @@ export const run = () =>
           `${fmtMs(raw.p50)} raw`,
           fmtRatio(sdkOver.p50, raw.p50)
         ),
-        row("SDK overhead p99 (SDK − raw)", fmtMs(sdkOver.p99), `${fmtMs(raw.p99)} raw`, fmtRatio(sdkOver.p99, raw.p99))
+        row(
+          "SDK overhead p99 (SDK − raw)",
+          fmtMs(sdkOver.p99),
+          `${fmtMs(raw.p99)} raw`,
+          fmtRatio(sdkOver.p99, raw.p99)
+        ),
+        row(
+          "turn path, hand-driven, over a child p50",
+          fmtMs(handChild.p50),
+          `${fmtMs(raw.p50)} raw`,
+          fmtRatio(handChild.p50, raw.p50)
+        ),
+        row(
+          "turn path, Queue, over a child p50",
+          fmtMs(queueChild.p50),
+          `${fmtMs(handChild.p50)} hand`,
+          fmtRatio(queueChild.p50, handChild.p50)
+        ),
+        targetRow(
+          "Queue's cost per turn, over a child p50 (queue − hand)",
+          fmtMs(queueCost.child.p50),
+          `${fmtMs(handChild.p50)} hand`,
+          fmtRatio(queueChild.p50, handChild.p50),
+          `< ${QUEUE_BUDGET_MS} ms`,
+          queueCost.child.p50 < QUEUE_BUDGET_MS
+        ),
+        row(
+          "Queue's cost per turn, over a child mean (queue − hand)",
+          fmtMs(queueCost.child.mean),
+          `${fmtMs(handChild.mean)} hand`,
+          fmtRatio(queueChild.mean, handChild.mean)
+        ),
+        row("turn path, hand-driven, in process p50 (baseline)", fmtMs(handMemory.p50), "", "1.00×"),
+        row(
+          "turn path, Queue, in process p50",
+          fmtMs(queueMemory.p50),
+          `${fmtMs(handMemory.p50)} hand`,
+          fmtRatio(queueMemory.p50, handMemory.p50)
+        ),
+        targetRow(
+          "Queue's cost per turn, in process p50 (queue − hand)",
+          fmtMs(queueCost.memory.p50),
+          `${fmtMs(handMemory.p50)} hand`,
+          fmtRatio(queueMemory.p50, handMemory.p50),
+          `< ${QUEUE_BUDGET_MS} ms`,
+          queueCost.memory.p50 < QUEUE_BUDGET_MS
+        ),
+        row(
+          "Queue's cost per turn, in process mean (queue − hand)",
+          fmtMs(queueCost.memory.mean),
+          `${fmtMs(handMemory.mean)} hand`,
+          fmtRatio(queueMemory.mean, handMemory.mean)
+        )
       ],
       notes
     }
