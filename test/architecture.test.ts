@@ -2,7 +2,8 @@
  * ARCHITECTURE.md is the map: every src module (`packages/<package>/src/**\/*.ts`) has exactly one row, and every
  * row names a module that exists. A row is a line of a table headed `| package | module | what it owns |`:
  * `| core | \`internal/sqlStore\` | what it owns |` names packages/core/src/internal/sqlStore.ts. And no module is
- * over 400 lines: one concept each.
+ * over 400 lines: one concept each. Its list of errors names every `Schema.TaggedError`, and its table of layers
+ * every `layer*` a public module exports.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -86,5 +87,42 @@ describe("ARCHITECTURE.md", () => {
       return lines > 400 ? [`${file}: ${lines} lines`] : []
     })
     expect(long, "src modules over 400 lines").toEqual([])
+  })
+
+  const sources = () => modules().map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), "utf8") }))
+  const text = fs.readFileSync(path.join(ROOT, "ARCHITECTURE.md"), "utf8")
+
+  it("names every Schema.TaggedError of every package in its list of errors", () => {
+    const errors = sources().flatMap(({ file, text: source }) =>
+      [...source.matchAll(/class (\w+) extends Schema\.TaggedError</g)].map((m) => ({ file, name: m[1]! }))
+    )
+    expect(errors.length).toBeGreaterThan(40)
+    const section = text.slice(text.indexOf("Failures are typed"), text.indexOf("Status values:"))
+    expect(
+      errors.filter((e) => !section.includes(`\`${e.name}\``)).map((e) => `${e.name} (${e.file})`),
+      "errors ARCHITECTURE.md does not name"
+    ).toEqual([])
+  })
+
+  it("names every layer a public module exports in its table of layers", () => {
+    const layers = sources().filter(({ file }) => !file.includes("/internal/")).flatMap(({ file, text: source }) => {
+      const module = path.basename(file, ".ts")
+      const exported = [...source.matchAll(/^export (?:const|function) (layer\w*)\b/gm)].map((m) => `${module}.${m[1]}`)
+      // A static layer is named by its class: `ClaudeCli.layerCommand`, `Store.memory`.
+      const statics = [...source.matchAll(/^  static (?:readonly )?(layer\w*|memory|live|none|pendingDecisions)\b/gm)]
+        .map((m) => {
+          const before = source.slice(0, m.index)
+          const owner = [...before.matchAll(/^export class (\w+)/gm)].at(-1)?.[1] ?? module
+          return `${owner}.${m[1]}`
+        })
+      return [...new Set([...exported, ...statics])].map((name) => ({ file, name }))
+    })
+    expect(layers.length).toBeGreaterThan(20)
+    const start = text.indexOf("## Layers")
+    const section = text.slice(start, text.indexOf("\n## ", start + 1))
+    expect(
+      layers.filter((l) => !section.includes(`\`${l.name}`)).map((l) => `${l.name} (${l.file})`),
+      "layers ARCHITECTURE.md does not name"
+    ).toEqual([])
   })
 })
