@@ -128,7 +128,7 @@ const modelDriver = async (path: TurnPath, where: "child" | "memory"): Promise<D
   return { name: `${path}-${where}`, turn: agent.ask, close: agent.close }
 }
 
-/** The Queue's cost per turn the issue accepts (item 9): under it, the turns go through a `Queue`. */
+/** The Queue's cost per turn issue 34 accepts (item 9): under it, the turns would go through a `Queue`. */
 const QUEUE_BUDGET_MS = 0.05
 
 export const run = () =>
@@ -191,6 +191,12 @@ export const run = () =>
       `${raw.n} measured turns per driver after ${WARMUP} warm-up turns; means: raw ${fmtMs(raw.mean)}, ` +
         `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}; turn path over a child: hand ${fmtMs(handChild.mean)}, ` +
         `queue ${fmtMs(queueChild.mean)}; in process: hand ${fmtMs(handMemory.mean)}, queue ${fmtMs(queueMemory.mean)}.`
+    )
+    notes.push(
+      "Turn path A/B: in process the Queue's own cost shows apart from the child's (the p50 is a typical turn, the " +
+        "mean what the Queue adds per turn in all, its tail included: more allocation and two fiber hops a turn); " +
+        "over a child, the difference is within the run-to-run noise of a loaded machine. ARCHITECTURE.md keeps " +
+        "the figures and the decision (\"The turn path is hand-driven, not a `Queue`\")."
     )
     if (!passP50 || !passP99) {
       notes.push(
@@ -259,13 +265,11 @@ export const run = () =>
           `${fmtMs(handChild.p50)} hand`,
           fmtRatio(queueChild.p50, handChild.p50)
         ),
-        targetRow(
+        row(
           "Queue's cost per turn, over a child p50 (queue − hand)",
           fmtMs(queueCost.child.p50),
           `${fmtMs(handChild.p50)} hand`,
-          fmtRatio(queueChild.p50, handChild.p50),
-          `< ${QUEUE_BUDGET_MS} ms`,
-          queueCost.child.p50 < QUEUE_BUDGET_MS
+          fmtRatio(queueChild.p50, handChild.p50)
         ),
         row(
           "Queue's cost per turn, over a child mean (queue − hand)",
@@ -288,11 +292,13 @@ export const run = () =>
           `< ${QUEUE_BUDGET_MS} ms`,
           queueCost.memory.p50 < QUEUE_BUDGET_MS
         ),
-        row(
+        targetRow(
           "Queue's cost per turn, in process mean (queue − hand)",
           fmtMs(queueCost.memory.mean),
           `${fmtMs(handMemory.mean)} hand`,
-          fmtRatio(queueMemory.mean, handMemory.mean)
+          fmtRatio(queueMemory.mean, handMemory.mean),
+          `< ${QUEUE_BUDGET_MS} ms`,
+          queueCost.memory.mean < QUEUE_BUDGET_MS
         )
       ],
       notes
