@@ -6,7 +6,8 @@
  * With them, the A/B of the turn path (issue 34, item 9; bench/support/turn-queue.ts): the turns of one agent
  * hand-driven (a plain array, as the engine does) or through an Effect `Queue` taken by a fiber of the agent's
  * own, over the engine's process seam and a child of their own, and again in process (no child, no noise).
- *   npx tsx bench/turn-overhead.ts        (BENCH_TURNS=2000 by default)
+ *   npx tsx bench/turn-overhead.ts        (BENCH_TURNS=2000 by default; BENCH_TURN_AB=0 leaves the A/B out, as
+ *                                          the bench was before issue 34, to compare the fleet's figures across trees)
  */
 import { query } from "@anthropic-ai/claude-agent-sdk"
 import type { SDKMessage, SDKUserMessage } from "@anthropic-ai/claude-agent-sdk"
@@ -28,6 +29,7 @@ import {
 import { inProcess, overChild, type TurnPath } from "./support/turn-queue.js"
 
 const TURNS = Number(process.env["BENCH_TURNS"] ?? 2000)
+const AB = process.env["BENCH_TURN_AB"] !== "0"
 const WARMUP = 300
 const BLOCK = 250
 const TEXT = "hello"
@@ -131,16 +133,92 @@ const modelDriver = async (path: TurnPath, where: "child" | "memory"): Promise<D
 /** The Queue's cost per turn issue 34 accepts (item 9): under it, the turns would go through a `Queue`. */
 const QUEUE_BUDGET_MS = 0.05
 
+/** The turn path's A/B (bench/support/turn-queue.ts): its rows, its means for the notes, and what to read. */
+const abResult = (stats: (name: string) => { readonly p50: number; readonly mean: number }) => {
+  const raw = stats("raw")
+  const handChild = stats("hand-child")
+  const queueChild = stats("queue-child")
+  const handMemory = stats("hand-memory")
+  const queueMemory = stats("queue-memory")
+  const queueCost = {
+    child: { p50: queueChild.p50 - handChild.p50, mean: queueChild.mean - handChild.mean },
+    memory: { p50: queueMemory.p50 - handMemory.p50, mean: queueMemory.mean - handMemory.mean }
+  }
+  return {
+    rows: [
+      row(
+        "turn path, hand-driven, over a child p50",
+        fmtMs(handChild.p50),
+        `${fmtMs(raw.p50)} raw`,
+        fmtRatio(handChild.p50, raw.p50)
+      ),
+      row(
+        "turn path, Queue, over a child p50",
+        fmtMs(queueChild.p50),
+        `${fmtMs(handChild.p50)} hand`,
+        fmtRatio(queueChild.p50, handChild.p50)
+      ),
+      row(
+        "Queue's cost per turn, over a child p50 (queue − hand)",
+        fmtMs(queueCost.child.p50),
+        `${fmtMs(handChild.p50)} hand`,
+        fmtRatio(queueChild.p50, handChild.p50)
+      ),
+      row(
+        "Queue's cost per turn, over a child mean (queue − hand)",
+        fmtMs(queueCost.child.mean),
+        `${fmtMs(handChild.mean)} hand`,
+        fmtRatio(queueChild.mean, handChild.mean)
+      ),
+      row("turn path, hand-driven, in process p50 (baseline)", fmtMs(handMemory.p50), "", "1.00×"),
+      row(
+        "turn path, Queue, in process p50",
+        fmtMs(queueMemory.p50),
+        `${fmtMs(handMemory.p50)} hand`,
+        fmtRatio(queueMemory.p50, handMemory.p50)
+      ),
+      targetRow(
+        "Queue's cost per turn, in process p50 (queue − hand)",
+        fmtMs(queueCost.memory.p50),
+        `${fmtMs(handMemory.p50)} hand`,
+        fmtRatio(queueMemory.p50, handMemory.p50),
+        `< ${QUEUE_BUDGET_MS} ms`,
+        queueCost.memory.p50 < QUEUE_BUDGET_MS
+      ),
+      targetRow(
+        "Queue's cost per turn, in process mean (queue − hand)",
+        fmtMs(queueCost.memory.mean),
+        `${fmtMs(handMemory.mean)} hand`,
+        fmtRatio(queueMemory.mean, handMemory.mean),
+        `< ${QUEUE_BUDGET_MS} ms`,
+        queueCost.memory.mean < QUEUE_BUDGET_MS
+      )
+    ],
+    means: `; turn path over a child: hand ${fmtMs(handChild.mean)}, queue ${fmtMs(queueChild.mean)}; ` +
+      `in process: hand ${fmtMs(handMemory.mean)}, queue ${fmtMs(queueMemory.mean)}`,
+    notes: [
+      "Turn path A/B: in process the Queue's own cost shows apart from the child's (the p50 is a typical turn, the " +
+      "mean what the Queue adds per turn in all, its tail included: more allocation and two fiber hops a turn); " +
+      "over a child, the difference is within the run-to-run noise of a loaded machine. ARCHITECTURE.md keeps " +
+      "the figures and the decision (\"The turn path is hand-driven, not a `Queue`\")."
+    ]
+  }
+}
+
 export const run = () =>
   main("turn-overhead", "1. Turn overhead (fake child, sequential turns)", async () => {
     const drivers = [
       await rawDriver(),
       await fleetDriver(),
       await sdkDriver(),
-      await modelDriver("hand", "child"),
-      await modelDriver("queue", "child"),
-      await modelDriver("hand", "memory"),
-      await modelDriver("queue", "memory")
+      ...(AB
+        ? [
+          await modelDriver("hand", "child"),
+          await modelDriver("queue", "child"),
+          await modelDriver("hand", "memory"),
+          await modelDriver("queue", "memory")
+        ]
+        : [])
     ]
     const samples = new Map<string, Array<number>>(drivers.map((d) => [d.name, []]))
     const notes: Array<string> = []
@@ -176,27 +254,14 @@ export const run = () =>
     const sdk = stats("sdk")
     const fleetOver = { p50: fleet.p50 - raw.p50, p99: fleet.p99 - raw.p99 }
     const sdkOver = { p50: sdk.p50 - raw.p50, p99: sdk.p99 - raw.p99 }
-    const handChild = stats("hand-child")
-    const queueChild = stats("queue-child")
-    const handMemory = stats("hand-memory")
-    const queueMemory = stats("queue-memory")
-    const queueCost = {
-      child: { p50: queueChild.p50 - handChild.p50, mean: queueChild.mean - handChild.mean },
-      memory: { p50: queueMemory.p50 - handMemory.p50, mean: queueMemory.mean - handMemory.mean }
-    }
     const passP50 = fleetOver.p50 <= 0.25
     const passP99 = fleetOver.p99 <= 1
 
+    const ab = AB ? abResult(stats) : { rows: [], means: "", notes: [] }
     notes.push(
       `${raw.n} measured turns per driver after ${WARMUP} warm-up turns; means: raw ${fmtMs(raw.mean)}, ` +
-        `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}; turn path over a child: hand ${fmtMs(handChild.mean)}, ` +
-        `queue ${fmtMs(queueChild.mean)}; in process: hand ${fmtMs(handMemory.mean)}, queue ${fmtMs(queueMemory.mean)}.`
-    )
-    notes.push(
-      "Turn path A/B: in process the Queue's own cost shows apart from the child's (the p50 is a typical turn, the " +
-        "mean what the Queue adds per turn in all, its tail included: more allocation and two fiber hops a turn); " +
-        "over a child, the difference is within the run-to-run noise of a loaded machine. ARCHITECTURE.md keeps " +
-        "the figures and the decision (\"The turn path is hand-driven, not a `Queue`\")."
+        `fleet ${fmtMs(fleet.mean)}, SDK ${fmtMs(sdk.mean)}${ab.means}.`,
+      ...ab.notes
     )
     if (!passP50 || !passP99) {
       notes.push(
@@ -253,53 +318,7 @@ export const run = () =>
           `${fmtMs(raw.p99)} raw`,
           fmtRatio(sdkOver.p99, raw.p99)
         ),
-        row(
-          "turn path, hand-driven, over a child p50",
-          fmtMs(handChild.p50),
-          `${fmtMs(raw.p50)} raw`,
-          fmtRatio(handChild.p50, raw.p50)
-        ),
-        row(
-          "turn path, Queue, over a child p50",
-          fmtMs(queueChild.p50),
-          `${fmtMs(handChild.p50)} hand`,
-          fmtRatio(queueChild.p50, handChild.p50)
-        ),
-        row(
-          "Queue's cost per turn, over a child p50 (queue − hand)",
-          fmtMs(queueCost.child.p50),
-          `${fmtMs(handChild.p50)} hand`,
-          fmtRatio(queueChild.p50, handChild.p50)
-        ),
-        row(
-          "Queue's cost per turn, over a child mean (queue − hand)",
-          fmtMs(queueCost.child.mean),
-          `${fmtMs(handChild.mean)} hand`,
-          fmtRatio(queueChild.mean, handChild.mean)
-        ),
-        row("turn path, hand-driven, in process p50 (baseline)", fmtMs(handMemory.p50), "", "1.00×"),
-        row(
-          "turn path, Queue, in process p50",
-          fmtMs(queueMemory.p50),
-          `${fmtMs(handMemory.p50)} hand`,
-          fmtRatio(queueMemory.p50, handMemory.p50)
-        ),
-        targetRow(
-          "Queue's cost per turn, in process p50 (queue − hand)",
-          fmtMs(queueCost.memory.p50),
-          `${fmtMs(handMemory.p50)} hand`,
-          fmtRatio(queueMemory.p50, handMemory.p50),
-          `< ${QUEUE_BUDGET_MS} ms`,
-          queueCost.memory.p50 < QUEUE_BUDGET_MS
-        ),
-        targetRow(
-          "Queue's cost per turn, in process mean (queue − hand)",
-          fmtMs(queueCost.memory.mean),
-          `${fmtMs(handMemory.mean)} hand`,
-          fmtRatio(queueMemory.mean, handMemory.mean),
-          `< ${QUEUE_BUDGET_MS} ms`,
-          queueCost.memory.mean < QUEUE_BUDGET_MS
-        )
+        ...ab.rows
       ],
       notes
     }
