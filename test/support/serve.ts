@@ -33,7 +33,7 @@ export interface Served {
   readonly flotta: (...args: Array<string>) => Promise<Ran>
   /** `flotta ...args` in the project, run in the test's process (for checks of what it prints; see inProcess). */
   readonly inProcess: (...args: Array<string>) => Promise<Ran>
-  /** An MCP client connected to the serve (one, made on first use). */
+  /** An MCP client connected to the serve (one, made on first use; with the config's `mcp.token`, if any). */
   readonly client: () => Promise<Client>
   /** Stops the serve: SIGTERM, SIGKILL after `grace` ms; gives its exit code (null when it was killed). */
   readonly stop: (grace?: number) => Promise<number | null>
@@ -43,9 +43,11 @@ export interface Served {
 export const startServe = async (project: string, options: ServeOptions = {}): Promise<Served> => {
   fs.mkdirSync(project, { recursive: true })
   let port = 0
+  let token: string | undefined
   if (options.config !== undefined) {
     const mcp = (options.config["mcp"] ?? {}) as Record<string, unknown>
     port = typeof mcp["port"] === "number" ? mcp["port"] : await freePort()
+    token = typeof mcp["token"] === "string" ? mcp["token"] : undefined
     fs.writeFileSync(
       path.join(project, "flotta.config.json"),
       JSON.stringify({ ...options.config, mcp: { ...mcp, port } })
@@ -83,7 +85,8 @@ export const startServe = async (project: string, options: ServeOptions = {}): P
     client: async () => {
       if (client === undefined) {
         const made = new Client({ name: "flotta-test", version: "0.0.0" })
-        await made.connect(new StreamableHTTPClientTransport(new URL(url)))
+        const headers = token === undefined ? {} : { requestInit: { headers: { Authorization: `Bearer ${token}` } } }
+        await made.connect(new StreamableHTTPClientTransport(new URL(url), headers))
         client = made
       }
       return client
