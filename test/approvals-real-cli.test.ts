@@ -14,7 +14,6 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import { Effect, Exit, Layer } from "effect"
 import { spawn } from "node:child_process"
@@ -23,8 +22,9 @@ import * as path from "node:path"
 import type { Approval } from "../packages/core/src/Approvals.js"
 import { createFleet } from "../packages/core/src/Client.js"
 import * as Flotta from "../packages/core/src/Flotta.js"
-import { FLOTTA, runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
-import { CLAUDE, freePort, isAlive, useOfflineApi, waitUntil } from "./support/realCli.js"
+import { FLOTTA, runFlotta } from "./support/cli.js"
+import { CLAUDE, isAlive, useOfflineApi } from "./support/realCli.js"
+import { startServe } from "./support/serve.js"
 import { eventually, waitFor } from "./support/waiting.js"
 
 const offline = useOfflineApi("flotta-approvals")
@@ -36,32 +36,18 @@ type ApprovalOut = Approval
 
 /** A project with a config whose one session asks before each Write, served by `flotta serve --simulate`. */
 const serveProject = async (name: string, extra: Record<string, unknown> = {}) => {
-  const project = offline.workdir(name)
-  const port = await freePort()
-  fs.writeFileSync(
-    path.join(project, "flotta.config.json"),
-    JSON.stringify({ agents: [{ name: "guarded", permission: GUARDED }], mcp: { port }, ...extra })
-  )
-  const served = startFlotta(["serve", "--simulate"], project)
-  await waitUntil(
-    () => served.out.stderr.includes("flotta serve:") || served.out.exited,
-    60_000,
-    `flotta serve in ${name} to start`
-  )
-  assert.isFalse(served.out.exited, served.out.stderr)
+  const served = await startServe(offline.workdir(name), {
+    config: { agents: [{ name: "guarded", permission: GUARDED }], ...extra },
+    timeout: 60_000
+  })
   // The test's own view of the serve, for waiting on conditions without a Node start-up per look.
-  const client = new Client({ name: "approvals-e2e", version: "0" })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)))
+  const client = await served.client()
   const call = async <A = Record<string, unknown>>(name: string, args: Record<string, unknown>) => {
     const result = await client.callTool({ name, arguments: args }) as CallToolResult
     assert.notStrictEqual(result.isError, true, `${name}: ${JSON.stringify(result.content)}`)
     return result.structuredContent as A
   }
-  const stop = async () => {
-    await client.close().catch(() => undefined)
-    await stopFlotta(served.child, served.out)
-  }
-  return { project, port, call, stop, ...served }
+  return { ...served, call }
 }
 
 type Served = Awaited<ReturnType<typeof serveProject>>

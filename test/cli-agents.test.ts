@@ -6,13 +6,12 @@
  * --json, and an unknown agent or run answered with the fleet's typed error and its exit code.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
 import { newRepo } from "./support/git.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { runAllInProcess as runFlottaAll } from "./support/inProcess.js"
+import { withServe } from "./support/serve.js"
 import { eventually } from "./support/waiting.js"
 
 let dir: string
@@ -41,25 +40,18 @@ describe("the agent, run and worktree commands against a running serve", () => {
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, "README.md"), "hello\n")
     newRepo(project)
-    const port = await freePort()
-    fs.writeFileSync(
-      path.join(project, "flotta.config.json"),
-      JSON.stringify({ agents: [{ name: "scout" }], mcp: { port }, store: "memory" })
-    )
-    const { child, out } = startFlotta(["serve", "--simulate", "--json"], project)
-    const flotta = (...args: Array<string>) => runFlotta(project, args)
-    let client: Client | undefined
-    try {
-      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
+    const config = { agents: [{ name: "scout" }], store: "memory" }
+    await withServe(project, { config, args: ["--simulate", "--json"] }, async (served) => {
+      const { out, port } = served
+      // What each command prints is checked in process (that it starts as the binary: test/cli-help.test.ts).
+      const flotta = served.inProcess
       // --json: one line on stdout, ready; the lines for a person stay on stderr.
       const ready = json<{ event: string; agents: Array<string>; mcp: string; scheduler: boolean }>(out.stdout)
       assert.deepInclude(ready, { event: "ready", agents: ["scout"], mcp: `http://127.0.0.1:${port}/mcp` })
       assert.isFalse(ready.scheduler)
       assert.strictEqual(out.stdout.split("\n").filter((l) => l.length > 0).length, 1)
       assert.include(out.stderr, "1 agent(s) up (scout)")
-      client = new Client({ name: "agents-test", version: "0.0.0" })
-      await client.connect(new StreamableHTTPClientTransport(new URL(ready.mcp)))
-      const mcp = client
+      const mcp = await served.client()
       const status = async (name: string) =>
         structuredOf<{ current: string | null }>(await mcp.callTool({ name: "flotta_status", arguments: { name } }))
 
@@ -295,9 +287,6 @@ describe("the agent, run and worktree commands against a running serve", () => {
         failing!.stderr,
         "flotta: ChecksFailed: 1 of 2 checks failed on main: echo broken; exit 3\n"
       )
-    } finally {
-      await client?.close().catch(() => undefined)
-      await stopFlotta(child, out)
-    }
+    })
   })
 })

@@ -5,15 +5,13 @@
  * is refused, naming it.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { renderCosts } from "../packages/cli/src/CostsCommand.js"
 import type { CostReport } from "../packages/core/src/Costs.js"
 import { toCsv } from "../packages/core/src/Costs.js"
-import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { withServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -35,28 +33,13 @@ describe("flotta costs against a running serve", () => {
   it("prints the spend by agent, by model as CSV, and as JSON: the sums of the turns' costs", {
     timeout: 300_000
   }, async () => {
-    const project = path.join(dir, "fleet")
-    fs.mkdirSync(project)
-    const port = await freePort()
-    fs.writeFileSync(
-      path.join(project, "flotta.config.json"),
-      JSON.stringify({
-        agents: [{ name: "scout" }, { name: "helper", model: "claude-haiku-4-5" }],
-        mcp: { port },
-        store: "memory"
-      })
-    )
-    const { child, out } = startFlotta(["serve", "--simulate"], project)
-    const flotta = (...args: Array<string>) => runFlotta(project, args)
-    let client: Client | undefined
-    try {
-      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
-      assert.isFalse(out.exited, out.stderr)
-      client = new Client({ name: "costs-test", version: "0.0.0" })
-      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)))
-      const mcp = client
+    const config = { agents: [{ name: "scout" }, { name: "helper", model: "claude-haiku-4-5" }], store: "memory" }
+    await withServe(path.join(dir, "fleet"), { config }, async (served) => {
+      const mcp = await served.client()
       const call = async <A>(name: string, args: Record<string, unknown> = {}) =>
         structuredOf<A>(await mcp.callTool({ name, arguments: args }))
+      // What `flotta costs` prints is checked in process (that it starts as the binary: test/cli-help.test.ts).
+      const flotta = served.inProcess
 
       // Nothing yet: the table says so.
       const none = await flotta("costs")
@@ -136,9 +119,6 @@ describe("flotta costs against a running serve", () => {
       const bad = await flotta("costs", "--since", "yesterday")
       assert.notStrictEqual(bad.code, 0)
       assert.match(bad.stderr, /InvalidSpec|since/)
-    } finally {
-      await client?.close().catch(() => undefined)
-      await stopFlotta(child, out)
-    }
+    })
   })
 })

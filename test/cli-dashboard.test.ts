@@ -9,9 +9,9 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
+import { runFlotta } from "./support/cli.js"
 import { freePort } from "./support/ports.js"
-import { waitUntil } from "./support/waiting.js"
+import { withServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -29,16 +29,8 @@ const project = (name: string, config: unknown) => {
 }
 
 /** Runs serve until its first line, hands over that line, then stops it. */
-const serving = async (cwd: string, use: (line: string) => Promise<void>) => {
-  const { child, out } = startFlotta(["serve", "--simulate"], cwd)
-  try {
-    await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 90_000, "serve to start")
-    const line = out.stderr.split("\n").find((l) => l.startsWith("flotta serve:")) ?? out.stderr
-    await use(line)
-  } finally {
-    await stopFlotta(child, out)
-  }
-}
+const serving = (cwd: string, use: (line: string) => Promise<void>) =>
+  withServe(cwd, {}, ({ out }) => use(out.stderr.split("\n").find((l) => l.startsWith("flotta serve:")) ?? out.stderr))
 
 describe("flotta serve and the dashboard", () => {
   it("shares the MCP server's port: the page at /, MCP still at /mcp", { timeout: 120_000 }, async () => {

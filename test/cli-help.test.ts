@@ -1,6 +1,8 @@
 /**
  * `--help` as a script or a pager gets it, through a pipe: plain text (no escape codes), with a real description
  * under every option and argument and none of @effect/cli's filler. (On a terminal: test/cli-terminal.test.ts.)
+ * The text is checked in process (test/support/inProcess.ts); that every command starts as the real binary and
+ * prints that same text is checked once per command.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
@@ -8,6 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, runFlottaAll } from "./support/cli.js"
+import { runAllInProcess } from "./support/inProcess.js"
 
 let dir: string
 beforeAll(() => {
@@ -65,7 +68,7 @@ describe("--help through a pipe", () => {
 
   it("is plain text with a real description under every option and argument", { timeout: 300_000 }, async () => {
     const argvs = [["--help"], ...COMMANDS.map((command) => [...command.split(" "), "--help"])]
-    const results = await runFlottaAll(dir, argvs)
+    const results = await runAllInProcess(dir, argvs)
     results.forEach((ran, i) => {
       const line = `flotta ${argvs[i]!.join(" ")}`
       assert.strictEqual(ran.code, 0, `${line}: ${ran.stderr}`)
@@ -109,6 +112,19 @@ describe("--help through a pipe", () => {
       for (const paragraph of paragraphs.filter((p) => !BUILT_IN.test(p))) {
         assert.match(paragraph, /[.:]$/, `${line}: "${paragraph}" is not a sentence`)
       }
+    })
+  })
+
+  it("every command starts as the built binary and prints the help it prints in process", {
+    timeout: 300_000
+  }, async () => {
+    // One start per command (a subcommand loads its command's chunk): the bundle runs each, and says the same.
+    const argvs = [["--help"], ...[...new Set(COMMANDS.map((c) => c.split(" ")[0]!))].map((c) => [c, "--help"])]
+    const [real, inProcess] = [await runFlottaAll(dir, argvs), await runAllInProcess(dir, argvs)]
+    real.forEach((ran, i) => {
+      const line = `flotta ${argvs[i]!.join(" ")}`
+      assert.strictEqual(ran.code, 0, `${line}: ${ran.stderr}`)
+      assert.strictEqual(ran.stdout, inProcess[i]!.stdout, `${line} as the binary`)
     })
   })
 

@@ -7,8 +7,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { runInProcess as runFlotta } from "./support/inProcess.js"
+import { withServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -18,13 +18,16 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-/** Runs a command until its output matches (each run is a Node start-up, so this waits for real). */
+// The commands run in process (what they print is the check; that each starts as the binary: test/cli-help.test.ts).
+
+/** Runs a command until its output matches, a tenth of a second apart. */
 const until = async (project: string, args: ReadonlyArray<string>, pattern: RegExp, what: string) => {
   const end = Date.now() + 60_000
   while (true) {
     const ran = await runFlotta(project, args)
     if (ran.code === 0 && pattern.test(ran.stdout)) return ran.stdout
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${ran.stdout}${ran.stderr}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 
@@ -32,16 +35,8 @@ describe("flotta unpark", () => {
   it(
     "serve --simulate parks agents at a LIMIT; status and list show it; unpark resumes one, then the rest",
     async () => {
-      const project = path.join(dir, "limits")
-      fs.mkdirSync(project)
-      const port = await freePort()
-      fs.writeFileSync(
-        path.join(project, "flotta.config.json"),
-        JSON.stringify({ agents: [{ name: "alpha" }, { name: "beta" }], mcp: { port }, store: "memory" })
-      )
-      const { child, out } = startFlotta(["serve", "--simulate"], project)
-      try {
-        await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, `serve to start: ${out.stderr}`)
+      const config = { agents: [{ name: "alpha" }, { name: "beta" }], store: "memory" }
+      await withServe(path.join(dir, "limits"), { config }, async ({ project }) => {
         const prompted = await runFlotta(project, ["prompt", "alpha", "LIMIT 3600 the big job"])
         assert.strictEqual(prompted.code, 0, prompted.stderr)
         const status = await until(project, ["status", "alpha"], /parked/, "alpha parked")
@@ -79,10 +74,7 @@ describe("flotta unpark", () => {
           reports.stdout.trim().split("\n").map((l) => l.trim().split(/\s+/)[3]),
           ["spawned", "turn_started", "parked", "unparked", "result"]
         )
-      } finally {
-        child.kill("SIGTERM")
-        await stopFlotta(child, out)
-      }
+      })
     },
     180_000
   )

@@ -10,10 +10,11 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
+import { runFlotta, runFlottaAll } from "./support/cli.js"
 import { newRepo } from "./support/git.js"
 import { freePort } from "./support/ports.js"
-import { eventually, waitUntil } from "./support/waiting.js"
+import { type Served, startServe } from "./support/serve.js"
+import { eventually } from "./support/waiting.js"
 
 let dir: string
 beforeAll(() => {
@@ -43,18 +44,10 @@ const writing = (root: string, name: string, file: string) => [
   `WRITE ${root}/.claude/worktrees/${name}/${file} ${name} was here`
 ]
 
-const serve = async (root: string) => {
-  const server = startFlotta(["serve", "--simulate"], root, "ignore")
-  await waitUntil(() => server.out.stderr.includes("flotta serve: state in") || server.out.exited, 120_000, "serve")
-  assert.isFalse(server.out.exited, server.out.stderr)
-  return server
-}
+const serve = (root: string) => startServe(root, { stdin: "ignore", timeout: 120_000 })
 
-const stop = async (server: ReturnType<typeof startFlotta>) => {
-  server.child.kill("SIGTERM")
-  await waitUntil(() => server.out.exited, 60_000, "serve to stop")
-  assert.strictEqual(server.out.exit, 0, server.out.stderr)
-}
+/** SIGTERM: the serve ends cleanly. */
+const stop = async (server: Served) => assert.strictEqual(await server.stop(60_000), 0, server.out.stderr)
 
 describe("a shell run is recorded in the project's store", () => {
   it("with no serve, with the store held, then with a serve up: runs, diff, costs and the log show every run", {
@@ -167,7 +160,7 @@ describe("a shell run is recorded in the project's store", () => {
       assert.include(await page.text(), "one.txt")
       assert.notInclude(server.out.stderr, "StoreLocked")
     } finally {
-      await stop(server).finally(() => stopFlotta(server.child, server.out))
+      await stop(server)
     }
   })
 })
@@ -210,7 +203,7 @@ describe("flotta run --detach", () => {
       assert.strictEqual(refused.code, 2)
       assert.match(refused.stderr, /^flotta: --ask: asks you at this terminal, and a detached run has none/)
     } finally {
-      await stop(server).finally(() => stopFlotta(server.child, server.out))
+      await stop(server)
     }
     const unreachable = await runFlotta(root, ["run", "--detach", "ECHO nobody"])
     assert.strictEqual(unreachable.code, 12, unreachable.stderr)

@@ -5,13 +5,15 @@
  * runs no scheduler: its steering tools answer SchedulerNotEnabled.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Client } from "@modelcontextprotocol/client"
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { FLOTTA, runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { FLOTTA } from "./support/cli.js"
+import { runInProcess } from "./support/inProcess.js"
+import { freePort } from "./support/realCli.js"
+import { withServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -26,9 +28,8 @@ const ALL_WEEK = Object.fromEntries(["mon", "tue", "wed", "thu", "fri", "sat", "
 const TASKS = { tasks: [{ title: "Fix the README", detail: "The install steps are stale.", priority: "high" }] }
 
 /** A schedule whose routines fire only by hand here (the first interval ends an hour after boot). */
-const config = (port: number) => ({
+const CONFIG = {
   agents: [{ name: "helper" }],
-  mcp: { port },
   schedule: { timezone: "utc", hours: ALL_WEEK },
   routines: [
     {
@@ -46,7 +47,7 @@ const config = (port: number) => ({
       dailyBudgetUsd: 5
     }
   ]
-})
+}
 
 const json = <A = Record<string, unknown>>(stdout: string): A => JSON.parse(stdout) as A
 
@@ -56,12 +57,6 @@ interface Status {
   readonly reason: string
   readonly overrides: ReadonlyArray<{ readonly kind: string }>
   readonly routines: ReadonlyArray<{ readonly name: string; readonly lastFire: { fireId: string; ok: boolean } | null }>
-}
-
-const mcpClient = async (url: string) => {
-  const client = new Client({ name: "schedule-test", version: "0.0.0" })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
-  return client
 }
 
 const structuredOf = <A = Record<string, unknown>>(result: unknown): A => {
@@ -74,17 +69,11 @@ describe("flotta schedule and flotta findings against a running serve", () => {
   it("pause, resume, keep going, status, run a routine and read the findings, through the CLI and MCP", {
     timeout: 180_000
   }, async () => {
-    const project = path.join(dir, "scheduled")
-    fs.mkdirSync(project)
-    const port = await freePort()
-    fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify(config(port)))
-    const { child, out } = startFlotta(["serve", "--simulate"], project)
-    const flotta = (...args: Array<string>) => runFlotta(project, args)
-    let client: Client | undefined
-    try {
-      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
-      assert.include(out.stderr, "scheduler on", out.stderr)
-      client = await mcpClient(`http://127.0.0.1:${port}/mcp`)
+    await withServe(path.join(dir, "scheduled"), { config: CONFIG }, async (served) => {
+      // What each command prints is checked in process (that it starts as the binary: test/cli-help.test.ts).
+      const flotta = served.inProcess
+      assert.include(served.out.stderr, "scheduler on", served.out.stderr)
+      const client = await served.client()
 
       // The compact status: mode, working and why, today's windows, the routines and the day's spend.
       const status = await flotta("schedule", "status")
@@ -183,25 +172,16 @@ describe("flotta schedule and flotta findings against a running serve", () => {
       const zero = await flotta("schedule", "keep-going", "0")
       assert.strictEqual(zero.code, 2)
       assert.match(zero.stderr, /<minutes>: "0" is not a whole number of minutes from 1 to 1440/)
-    } finally {
-      await client?.close()
-      await stopFlotta(child, out)
-    }
+    })
   })
 
   it("a serve without a schedule, and `flotta mcp` over stdio, answer SchedulerNotEnabled", {
     timeout: 120_000
   }, async () => {
-    const project = path.join(dir, "unscheduled")
-    fs.mkdirSync(project)
-    const port = await freePort()
-    fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify({ mcp: { port } }))
-    const { child, out } = startFlotta(["serve", "--simulate"], project)
-    try {
-      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
+    await withServe(path.join(dir, "unscheduled"), { config: {} }, async ({ out, project }) => {
       assert.include(out.stderr, "scheduler off", out.stderr)
       for (const args of [["schedule", "status"], ["schedule", "pause"], ["schedule", "run", "nudge"], ["findings"]]) {
-        const ran = await runFlotta(project, args)
+        const ran = await runInProcess(project, args)
         assert.strictEqual(ran.code, 12, args.join(" "))
         assert.strictEqual(ran.stdout, "")
         assert.strictEqual(
@@ -210,14 +190,15 @@ describe("flotta schedule and flotta findings against a running serve", () => {
             "its config and restart `flotta serve`\n"
         )
       }
-    } finally {
-      await stopFlotta(child, out)
-    }
+    })
 
     // `flotta mcp` never runs the scheduler, even when the config has one: each client starts its own.
     const stdioProject = path.join(dir, "stdio")
     fs.mkdirSync(stdioProject)
-    fs.writeFileSync(path.join(stdioProject, "flotta.config.json"), JSON.stringify(config(await freePort())))
+    fs.writeFileSync(
+      path.join(stdioProject, "flotta.config.json"),
+      JSON.stringify({ ...CONFIG, mcp: { port: await freePort() } })
+    )
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [FLOTTA, "mcp", "--simulate"],

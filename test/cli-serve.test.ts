@@ -12,6 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { FLOTTA, ROOT, runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
 import { freePort, isAlive, waitUntil } from "./support/realCli.js"
+import { startServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -33,9 +34,8 @@ describe("flotta serve and the client commands", () => {
       path.join(project, "flotta.config.json"),
       `// comments are fine\n${JSON.stringify({ agents: [{ name: "scout" }], mcp: { port } })}\n`
     )
-    const { child, out } = start(["serve", "--simulate"], project)
+    const { child, out } = await startServe(project, { timeout: 60_000 })
     try {
-      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       assert.include(out.stderr, `MCP at http://127.0.0.1:${port}/mcp`)
       assert.include(out.stderr, "1 agent(s) up (scout)")
 
@@ -88,9 +88,8 @@ describe("flotta serve and the client commands", () => {
     const port = await freePort()
     const token = "a-long-enough-secret-token"
     fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify({ mcp: { port, token } }))
-    const { child, out } = start(["serve", "--simulate"], project)
+    const { child, out } = await startServe(project, { timeout: 60_000 })
     try {
-      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       const withToken = await runFlotta(project, ["list"]) // the config's token
       assert.strictEqual(withToken.code, 0, withToken.stderr)
       const url = `http://127.0.0.1:${port}/mcp`
@@ -218,9 +217,8 @@ describe("a config with mistakes", () => {
     const project = path.join(dir, "mistaken-serve")
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, "flotta.config.json"), JSON.stringify(config(await freePort())))
-    const { child, out } = start(["serve", "--simulate", "--json"], project)
+    const { child, out } = await startServe(project, { args: ["--simulate", "--json"], timeout: 60_000 })
     try {
-      await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
       for (const line of SKIPPED) assert.include(out.stderr, `flotta: skipped ${line}\n`)
       // Said once, not again by the engine's or the scheduler's own warnings.
       assert.notInclude(out.stderr, "config entry skipped")

@@ -9,8 +9,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, runFlottaAll, startFlotta, stopFlotta } from "./support/cli.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { runAllInProcess } from "./support/inProcess.js"
+import { withServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -24,18 +24,10 @@ describe("a session's life from the shell, against a running serve", () => {
   it("fork, hibernate and wake: the fork recalls its source's fact up to --at; a sleeper wakes with its memory", {
     timeout: 300_000
   }, async () => {
-    const project = path.join(dir, "fork")
-    fs.mkdirSync(project)
-    const port = await freePort()
-    fs.writeFileSync(
-      path.join(project, "flotta.config.json"),
-      JSON.stringify({ agents: [{ name: "scout" }], mcp: { port }, store: "memory" })
-    )
-    const { child, out } = startFlotta(["serve", "--simulate"], project)
-    const flotta = (...args: Array<string>) => runFlotta(project, args)
-    try {
-      await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, 60_000, "serve to start")
-      assert.isFalse(out.exited, out.stderr)
+    const config = { agents: [{ name: "scout" }], store: "memory" }
+    await withServe(path.join(dir, "fork"), { config }, async ({ inProcess: flotta, project }) => {
+      // What each command prints is checked in process (that it starts as the binary: test/cli-help.test.ts).
+      const runFlottaAll = runAllInProcess
       for (const fact of ["PELICAN", "OTTER"]) {
         const taught = await flotta("ask", "scout", `REMEMBER ${fact}`)
         assert.strictEqual(taught.stdout, "OK, I will remember that.\n", taught.stderr)
@@ -110,8 +102,6 @@ describe("a session's life from the shell, against a running serve", () => {
       assert.match(taken!.stderr, /^flotta: AgentAlreadyExists: /)
       assert.strictEqual(badTurn!.code, 12)
       assert.match(badTurn!.stderr, /^flotta: NoResult: "scout" has no turn t9/)
-    } finally {
-      await stopFlotta(child, out)
-    }
+    })
   })
 })

@@ -11,9 +11,9 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
+import { runFlotta, stopFlotta } from "./support/cli.js"
 import { newRepo } from "./support/git.js"
-import { freePort, waitUntil } from "./support/realCli.js"
+import { type Served, startServe } from "./support/serve.js"
 
 let dir: string
 beforeAll(() => {
@@ -23,7 +23,8 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const start = (args: ReadonlyArray<string>, cwd: string) => startFlotta(args, cwd, "ignore")
+/** Each serve here: stdin closed, and the time a first start in a new repository may take. */
+const SERVE = { stdin: "ignore", timeout: 120_000 } as const
 const stop = stopFlotta
 
 /** The SQLite driver this Node uses, as doctor names it. */
@@ -41,17 +42,11 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
     async () => {
       const project = path.join(dir, "durable")
       newRepo(project) // a repository, for a run in a worktree
-      const port = await freePort()
-      const url = `http://127.0.0.1:${port}/mcp`
-      fs.writeFileSync(
-        path.join(project, "flotta.config.json"),
-        JSON.stringify({ agents: [{ name: "scout" }], mcp: { port } })
-      )
       const db = path.join(project, ".flotta", "state.db")
-      const first = start(["serve", "--simulate"], project)
-      let again: ReturnType<typeof start> | undefined
+      const first = await startServe(project, { config: { agents: [{ name: "scout" }] }, ...SERVE })
+      const url = first.url
+      let again: Served | undefined
       try {
-        await waitUntil(() => first.out.stderr.includes("flotta serve: state in"), 120_000, "serve to start")
         assert.isTrue(fs.existsSync(db), first.out.stderr)
         assert.include(first.out.stderr, `flotta serve: state in sqlite ${db} (schema v`)
         assert.notInclude(first.out.stderr, "restored")
@@ -105,9 +100,7 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
         )
         assert.include(doctor.stdout, `ok    store: in use by the serve at ${url}, ok`)
 
-        first.child.kill("SIGTERM")
-        await waitUntil(() => first.out.exited, 60_000, "serve to stop on SIGTERM")
-        assert.strictEqual(first.out.exit, 0, first.out.stderr)
+        assert.strictEqual(await first.stop(60_000), 0, first.out.stderr)
         assert.isFalse(fs.existsSync(`${db}.lock`), "the lock goes with its holder")
 
         // The transcript and the report log, from the file.
@@ -167,17 +160,14 @@ describe("flotta serve keeps the fleet's state in .flotta/state.db", () => {
         assert.include(unknown.stderr, `no agent named "ghost" in the store ${db} (it holds: `)
 
         // A restart brings both agents back under their names, with their conversations.
-        again = start(["serve", "--simulate"], project)
+        again = await startServe(project, SERVE)
         const running = again
-        await waitUntil(() => running.out.stderr.includes("flotta serve: state in"), 120_000, "serve to start again")
         assert.match(running.out.stderr, /flotta serve: 2 agent\(s\) up \((scout, scribe|scribe, scout)\)/)
         assert.match(running.out.stderr, /flotta serve: restored 2 agents \((scout, scribe|scribe, scout)\)/)
         const recalled = await runFlotta(project, ["ask", "scout", "RECALL"])
         assert.strictEqual(recalled.code, 0, recalled.stderr)
         assert.strictEqual(recalled.stdout, "The fact is: the tide turns at noon\n")
-        running.child.kill("SIGTERM")
-        await waitUntil(() => running.out.exited, 60_000, "the second serve to stop")
-        assert.strictEqual(running.out.exit, 0, running.out.stderr)
+        assert.strictEqual(await running.stop(60_000), 0, running.out.stderr)
       } finally {
         await stop(first.child, first.out)
         if (again !== undefined) await stop(again.child, again.out)

@@ -28,7 +28,6 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type CostReport, toCsv as csvOf } from "@flotta/core/Costs"
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import type { CallToolResult } from "@modelcontextprotocol/client"
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -36,9 +35,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { launchBrowser, screenshot } from "./support/browser.js"
-import { startFlotta, stopFlotta } from "./support/cli.js"
 import { newRepo } from "./support/git.js"
 import { freePort } from "./support/ports.js"
+import { startServe } from "./support/serve.js"
 import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.js"
 import { eventually, waitUntil } from "./support/waiting.js"
 
@@ -75,36 +74,13 @@ interface Served {
 
 /** A project with this config (plus `mcp` on a free port and `dashboard: {}`), served by `flotta serve --simulate`. */
 const serve = async (name: string, config: Record<string, unknown>, mcp: Record<string, unknown> = {}) => {
-  const project = path.join(dir, name)
-  fs.mkdirSync(project)
-  const port = await freePort()
-  fs.writeFileSync(
-    path.join(project, "flotta.config.json"),
-    JSON.stringify({ ...config, mcp: { port, ...mcp }, dashboard: {} })
-  )
-  const { child, out } = startFlotta(["serve", "--simulate"], project)
-  let client: Client | undefined
-  const stop = async () => {
-    await client?.close().catch(() => undefined)
-    // SIGTERM first, so that serve closes its claude processes itself; SIGKILL only if it hangs.
-    child.kill("SIGTERM")
-    await waitUntil(() => out.exited, 20_000, "serve to stop").catch(() => undefined)
-    await stopFlotta(child, out)
-  }
+  // SIGTERM when it stops, so that serve closes its claude processes itself; SIGKILL only if it hangs.
+  const served = await startServe(path.join(dir, name), { config: { ...config, mcp, dashboard: {} }, timeout: SLOW })
+  const stop = async () => void (await served.stop())
   try {
-    await waitUntil(() => out.stderr.includes("flotta serve:") || out.exited, SLOW, `flotta serve in ${name}`)
-    assert.isFalse(out.exited, out.stderr)
-    const base = `http://127.0.0.1:${port}`
-    assert.include(out.stderr, `${base}/`, `serve prints the dashboard's URL: ${out.stderr}`)
-    const token = typeof mcp["token"] === "string" ? mcp["token"] : undefined
-    client = new Client({ name: "dashboard-browser-test", version: "0" })
-    await client.connect(
-      new StreamableHTTPClientTransport(
-        new URL(`${base}/mcp`),
-        token === undefined ? {} : { requestInit: { headers: { Authorization: `Bearer ${token}` } } }
-      )
-    )
-    const connected = client
+    const base = `http://127.0.0.1:${served.port}`
+    assert.include(served.out.stderr, `${base}/`, `serve prints the dashboard's URL: ${served.out.stderr}`)
+    const connected = await served.client()
     const callResult = async (tool: string, args: Record<string, unknown> = {}) =>
       await connected.callTool({ name: tool, arguments: args }) as CallToolResult
     const call = async <A = Record<string, unknown>>(tool: string, args: Record<string, unknown> = {}) => {
@@ -112,7 +88,15 @@ const serve = async (name: string, config: Record<string, unknown>, mcp: Record<
       assert.notStrictEqual(result.isError, true, `${tool}: ${JSON.stringify(result.content)}`)
       return result.structuredContent as A
     }
-    return { project, port, base, out, call, callResult, stop } satisfies Served
+    return {
+      project: served.project,
+      port: served.port,
+      base,
+      out: served.out,
+      call,
+      callResult,
+      stop
+    } satisfies Served
   } catch (error) {
     await stop()
     throw error

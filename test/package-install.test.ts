@@ -6,8 +6,9 @@
  * dependency's install script unless the project allows it, so nothing may have one. Then `flotta run
  * --simulate`, `flotta serve --simulate` with its state in SQLite, a script that drives a fleet, and a TypeScript
  * program type-checked against the package's declarations. On Node 20 the project takes the README's extra step
- * (better-sqlite3 12 beside it, for the SQLite store its serve keeps); the global install is the plain one, which a
- * one-shot run needs no store for.
+ * (better-sqlite3 12 beside it, for the SQLite store its serve keeps). `npm install -g`, the README's first command,
+ * is checked where the README gives it plainly, on a Node with node:sqlite (CI's Node 24 and npm 12): on Node 20 the
+ * tarball is installed once, into the project.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
@@ -24,7 +25,26 @@ const MB = 1024 * 1024
 /** Node 22.13 and later keep the store on node:sqlite; Node 20 needs better-sqlite3 12 (the README says so). */
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number)
 const NODE_SQLITE = major > 22 || (major === 22 && minor >= 13)
-const EXTRA = NODE_SQLITE ? [] : ["better-sqlite3@12.11.1"]
+const BETTER_SQLITE3 = "12.11.1"
+const EXTRA = NODE_SQLITE ? [] : [`better-sqlite3@${BETTER_SQLITE3}`]
+
+/**
+ * On Node 20, better-sqlite3's install script (prebuild-install) takes the prebuilt binary of its release, which a
+ * user's install downloads: here it is the one the workspace's own install built for this Node, offered as a local
+ * prebuild, so the test does not compile SQLite a second time. The script still runs, and npm still notes it.
+ */
+const prebuiltBetterSqlite3 = (into: string): Record<string, string> => {
+  const workspace = path.join(ROOT, "node_modules", "better-sqlite3")
+  const binding = path.join(workspace, "build", "Release", "better_sqlite3.node")
+  const version = fs.existsSync(binding)
+    ? (JSON.parse(fs.readFileSync(path.join(workspace, "package.json"), "utf8")) as { version: string }).version
+    : undefined
+  if (NODE_SQLITE || version !== BETTER_SQLITE3) return {}
+  fs.mkdirSync(into, { recursive: true })
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+  const packed = spawnSync("tar", ["-czf", path.join(into, name), "-C", workspace, "build/Release/better_sqlite3.node"])
+  return packed.status === 0 ? { npm_config_better_sqlite3_local_prebuilds: into } : {}
+}
 
 let dir: string
 let tarball: string
@@ -115,7 +135,8 @@ beforeAll(async () => {
     JSON.stringify({ name: "a-user", private: true, type: "module" })
   )
   npmVersion = spawnSync("npm", ["--version"], { encoding: "utf8" }).stdout.trim()
-  const added = await run("npm", ["install", "--no-audit", "--no-fund", tarball, ...EXTRA], {}, INSTALL_TIMEOUT)
+  const prebuilt = prebuiltBetterSqlite3(path.join(dir, "prebuilds"))
+  const added = await run("npm", ["install", "--no-audit", "--no-fund", tarball, ...EXTRA], prebuilt, INSTALL_TIMEOUT)
   installLog = added.stdout + added.stderr
   if (added.code !== 0) throw new Error(`npm ${npmVersion} install of the tarball failed:\n${installLog}`)
 }, INSTALL_TIMEOUT + 60_000)
@@ -200,35 +221,51 @@ describe(`flotta installed from its tarball (Node ${process.versions.node}, npm)
     }
   })
 
-  it("`npm install -g` is one package within 600 MB, says nothing to contradict the README, and answers", async () => {
-    const prefix = path.join(dir, "global")
-    const added = await run(
-      "npm",
-      ["install", "-g", "--prefix", prefix, "--no-audit", "--no-fund", tarball],
-      {},
+  it("is within 600 MB in the project, the claude binary most of it", () => {
+    const modules = path.join(project, "node_modules")
+    const binary = [...installed(modules)].find(([name]) => name.startsWith("@anthropic-ai/claude-code-"))
+    assert.isDefined(binary, "the platform's claude package")
+    const size = sizeOf(modules)
+    assert.isAtMost(size, 600 * MB, `the install is ${(size / MB).toFixed(0)} MB`)
+    assert.isAtLeast(sizeOf(binary![1][0]!), 300 * MB, "the claude binary is most of it")
+  })
+
+  // The README's `npm i -g flotta` as it is written (on Node 20 it adds better-sqlite3, which the project above does).
+  if (NODE_SQLITE) {
+    it(
+      "`npm install -g` is one package within 600 MB, says nothing to contradict the README, and answers",
+      async () => {
+        const prefix = path.join(dir, "global")
+        const added = await run(
+          "npm",
+          ["install", "-g", "--prefix", prefix, "--no-audit", "--no-fund", tarball],
+          {},
+          INSTALL_TIMEOUT
+        )
+        assert.strictEqual(added.code, 0, added.stderr)
+        assert.deepStrictEqual(complaints(added.stdout + added.stderr), [], added.stdout + added.stderr)
+        const modules = path.join(prefix, "lib", "node_modules")
+        assert.deepStrictEqual(fs.readdirSync(modules).filter((name) => !name.startsWith(".")), ["flotta"])
+        const packages = installed(modules)
+        for (const [name, at] of packages) assert.strictEqual(at.length, 1, `${name} is installed once, not at ${at}`)
+        const size = sizeOf(prefix)
+        const binary = [...packages].find(([name]) => name.startsWith("@anthropic-ai/claude-code-"))
+        assert.isDefined(binary, "the platform's claude package")
+        const claude = sizeOf(binary![1][0]!)
+        assert.isAtMost(size, 600 * MB, `the install is ${(size / MB).toFixed(0)} MB`)
+        assert.isAtLeast(claude, 300 * MB, "the claude binary is most of it")
+
+        const flotta = path.join(prefix, "bin", "flotta")
+        const version = await run(flotta, ["--version"])
+        assert.strictEqual(version.code, 0, version.stderr)
+        assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/)
+        const ran = await run(flotta, ["run", "--simulate", "hi from anywhere"])
+        assert.strictEqual(ran.code, 0, ran.stderr)
+        assert.strictEqual(ran.stdout, "ECHO: hi from anywhere\n")
+      },
       INSTALL_TIMEOUT
     )
-    assert.strictEqual(added.code, 0, added.stderr)
-    assert.deepStrictEqual(complaints(added.stdout + added.stderr), [], added.stdout + added.stderr)
-    const modules = path.join(prefix, "lib", "node_modules")
-    assert.deepStrictEqual(fs.readdirSync(modules).filter((name) => !name.startsWith(".")), ["flotta"])
-    const packages = installed(modules)
-    for (const [name, at] of packages) assert.strictEqual(at.length, 1, `${name} is installed once, not at ${at}`)
-    const size = sizeOf(prefix)
-    const binary = [...packages].find(([name]) => name.startsWith("@anthropic-ai/claude-code-"))
-    assert.isDefined(binary, "the platform's claude package")
-    const claude = sizeOf(binary![1][0]!)
-    assert.isAtMost(size, 600 * MB, `the install is ${(size / MB).toFixed(0)} MB`)
-    assert.isAtLeast(claude, 300 * MB, "the claude binary is most of it")
-
-    const flotta = path.join(prefix, "bin", "flotta")
-    const version = await run(flotta, ["--version"])
-    assert.strictEqual(version.code, 0, version.stderr)
-    assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/)
-    const ran = await run(flotta, ["run", "--simulate", "hi from anywhere"])
-    assert.strictEqual(ran.code, 0, ran.stderr)
-    assert.strictEqual(ran.stdout, "ECHO: hi from anywhere\n")
-  }, INSTALL_TIMEOUT)
+  }
 
   it("a script that imports flotta drives a simulated fleet, and rejects with the typed errors", async () => {
     fs.writeFileSync(

@@ -19,9 +19,10 @@ import * as ConfigFile from "../packages/cli/src/ConfigFile.js"
 import * as Flotta from "../packages/core/src/Flotta.js"
 import * as Otlp from "../packages/core/src/Otlp.js"
 import * as Testing from "../packages/core/src/Testing.js"
-import { runFlotta, startFlotta, stopFlotta } from "./support/cli.js"
+import { runFlotta } from "./support/cli.js"
 import { type OtlpReceiver, type ReceivedSpan, spansNamed, startOtlpReceiver } from "./support/otlpReceiver.js"
-import { CLAUDE, freePort, useOfflineApi, waitUntil } from "./support/realCli.js"
+import { CLAUDE, useOfflineApi, waitUntil } from "./support/realCli.js"
+import { startServe } from "./support/serve.js"
 
 const model: Testing.Model = ({ prompt }) => {
   if (prompt.startsWith("write ")) return Testing.toolUse("Write", { file_path: prompt.slice(6), content: "hi" })
@@ -218,20 +219,13 @@ describe("the flotta command with telemetry.otlp", () => {
   it(
     "serve: an MCP tool call is the parent of its turn, and SIGTERM flushes what is buffered",
     withReceiver(async (receiver) => {
-      const project = path.join(dir, "served")
-      const port = await freePort()
-      writeConfig(project, { agents: [{ name: "scout" }], mcp: { port }, telemetry: { otlp: receiver.url } })
-      const { child, out } = startFlotta(["serve", "--simulate"], project)
-      try {
-        await waitUntil(() => out.stderr.includes("flotta serve:"), 60_000, "serve to start")
-        const asked = await runFlotta(project, ["ask", "scout", "ECHO traced"])
-        assert.strictEqual(asked.code, 0, asked.stderr)
-        child.kill("SIGTERM")
-        await waitUntil(() => out.exited, 20_000, "serve to stop on SIGTERM")
-        assert.strictEqual(out.exit, 0, out.stderr)
-      } finally {
-        await stopFlotta(child, out)
-      }
+      const config = { agents: [{ name: "scout" }], telemetry: { otlp: receiver.url } }
+      const served = await startServe(path.join(dir, "served"), { config })
+      const asked = await served.flotta("ask", "scout", "ECHO traced")
+      // SIGTERM: the serve flushes what it buffered, and ends cleanly.
+      const exit = await served.stop()
+      assert.strictEqual(asked.code, 0, asked.stderr)
+      assert.strictEqual(exit, 0, served.out.stderr)
       const turn = one(spansNamed(receiver, "flotta.turn"), "turn")
       assert.deepInclude(turn.attributes, { "flotta.agent": "scout", "flotta.outcome": "ok", "flotta.model_calls": 1 })
       const tool = parentOf(receiver, turn)

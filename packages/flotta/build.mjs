@@ -79,6 +79,53 @@ const writeOutputs = (dir, outputFiles) => {
   }
 }
 
+/**
+ * The newest modification time under each path (a file, or a directory's files), or Infinity when one is missing.
+ * `tsc -b`'s own bookkeeping (.tsbuildinfo) is not an input: a build with nothing to do may touch it.
+ */
+const newest = (paths) => {
+  let latest = 0
+  const visit = (at) => {
+    if (!fs.existsSync(at)) return (latest = Infinity)
+    const stat = fs.statSync(at)
+    if (!stat.isDirectory()) return (latest = Math.max(latest, stat.mtimeMs))
+    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
+      if (!entry.name.endsWith(".tsbuildinfo")) visit(path.join(at, entry.name))
+    }
+  }
+  for (const at of paths) visit(at)
+  return latest
+}
+
+// A build of what is built already is skipped: the install's `prepare` builds, so `npm test`'s build and `npm pack`'s
+// prepack after it cost nothing (CI builds once per Node). Its inputs: the packages' compiled output, the dashboard's
+// assets, this script and its stubs, and the lockfile (the dependencies bundled); FLOTTA_REBUILD=1 forces a build.
+const stamp = path.join(dist, ".bundled")
+const inputs = [
+  ...["core", "mcp", "scheduler", "dashboard", "cluster", "webhooks", "cli"].map((pkg) =>
+    path.join(packages, pkg, "dist")
+  ),
+  path.join(dist, "index.js"),
+  path.join(dist, "index.d.ts"),
+  path.join(packages, "dashboard", "static"),
+  path.join(here, "stubs"),
+  import.meta.filename,
+  path.join(packages, "..", "package-lock.json")
+]
+const outputs = [
+  path.join(dist, "cli", "Main.js"),
+  path.join(dist, "lib", "index.js"),
+  path.join(dist, "static"),
+  path.join(dist, "types")
+]
+if (
+  process.env.FLOTTA_REBUILD === undefined && fs.existsSync(stamp) && newest(outputs) !== Infinity &&
+  newest(inputs) <= fs.statSync(stamp).mtimeMs
+) {
+  process.exit(0)
+}
+fs.rmSync(stamp, { force: true })
+
 const cli = await esbuild.build({
   ...common,
   entryPoints: { Main: path.join(packages, "cli", "dist", "Main.js") },
@@ -146,3 +193,5 @@ for (const pkg of ["core", "mcp", "scheduler", "dashboard", "cluster", "webhooks
 fs.mkdirSync(path.join(types, "flotta"), { recursive: true })
 fs.copyFileSync(path.join(dist, "index.d.ts"), path.join(types, "flotta", "index.d.ts"))
 rewrite(path.join(types, "flotta", "index.d.ts"))
+// Written last: the bundle is whole (a build stopped halfway leaves the stamp older than its inputs).
+fs.writeFileSync(stamp, "")

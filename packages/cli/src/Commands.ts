@@ -161,3 +161,11 @@ export const rootHelp = (version: string): string => {
     "Every command, argument and option: https://github.com/flotta-dev/flotta/blob/main/docs/reference/cli.md"
   ].join("\n")
 }
+
+/** What `flotta` answers from this table alone, before any of the tree loads: `--help` (or nothing) and `--version`. */
+export const answerFromData = (argv: ReadonlyArray<string>, version: string): string | undefined => {
+  const first = argv[2]
+  if (argv.length <= 3 && (first === undefined || first === "--help" || first === "-h")) return rootHelp(version)
+  if (argv.length === 3 && first === "--version") return version
+  return undefined
+}

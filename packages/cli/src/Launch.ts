@@ -74,18 +74,27 @@ const report = (exit: Exit.Exit<unknown, unknown>) => {
   return Output.stderr(`flotta: ${text}`)
 }
 
-/** Runs the command argv names, and exits with the code of how it ended. */
-export const launch = (argv: ReadonlyArray<string>) =>
+/** How a run of the command ended, as the code it exits with: 0, the code of its failure's kind, or 130 for a signal. */
+export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return 0
+  const tag = tagOf(exit)
+  return tag === "Interrupted" ? interruptedExitCode() : exitCodeFor(tag)
+}
+
+/**
+ * The command argv names, writing through the command's console and printing its failure: the whole run but the
+ * process's runtime (what `launch` runs, and what the tests of printed text run in process).
+ */
+export const main = (argv: ReadonlyArray<string>) =>
   program(argv).pipe(
     (program) => Effect.flatMap(Output.cliConsole, (console) => Effect.withConsole(program, console)),
     Effect.onExit(report),
-    Effect.provide(NodeContext.layer),
-    (program) =>
-      NodeRuntime.runMain(program, {
-        disableErrorReporting: true,
-        teardown: (exit, onExit) => {
-          const tag = tagOf(exit)
-          onExit(Exit.isSuccess(exit) ? 0 : tag === "Interrupted" ? interruptedExitCode() : exitCodeFor(tag))
-        }
-      })
+    Effect.provide(NodeContext.layer)
   )
+
+/** Runs the command argv names, and exits with the code of how it ended. */
+export const launch = (argv: ReadonlyArray<string>) =>
+  NodeRuntime.runMain(main(argv), {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) => onExit(exitCodeOf(exit))
+  })

@@ -3,7 +3,7 @@
  * The `flotta` command's entry point. `flotta --help` and `flotta --version` are answered here, from data, before
  * any of the tree or of Effect is loaded; everything else goes to `Launch`, which loads only the command it runs.
  */
-import { rootHelp } from "./Commands.js"
+import { answerFromData } from "./Commands.js"
 import { version } from "./Version.js"
 
 // A reader that goes away early (`flotta reports | head`) ends the command quietly, as SIGPIPE ends a Unix tool:
@@ -12,11 +12,6 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.kill(process.pid, "SIGTERM")
 })
 
-const first = process.argv[2]
-if (process.argv.length <= 3 && (first === undefined || first === "--help" || first === "-h")) {
-  process.stdout.write(rootHelp(version) + "\n")
-} else if (process.argv.length === 3 && first === "--version") {
-  process.stdout.write(version + "\n")
-} else {
-  void import("./Launch.js").then(({ launch }) => launch(process.argv))
-}
+const answer = answerFromData(process.argv, version)
+if (answer !== undefined) process.stdout.write(answer + "\n")
+else void import("./Launch.js").then(({ launch }) => launch(process.argv))

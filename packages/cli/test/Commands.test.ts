@@ -7,7 +7,7 @@ import { Command } from "@effect/cli"
 import { assert, describe, it } from "@effect/vitest"
 import { HashMap, HashSet } from "effect"
 import { flotta } from "../src/Cli.js"
-import { COMMANDS, GROUPS, rootHelp } from "../src/Commands.js"
+import { answerFromData, COMMANDS, GROUPS, rootHelp } from "../src/Commands.js"
 import { version } from "../src/Version.js"
 
 const namesOf = (
@@ -35,5 +35,16 @@ describe("the command table", () => {
     assert.isTrue(help.startsWith(`flotta ${version}: `))
     for (const [name, entry] of COMMANDS) assert.include(help, `  ${name.padEnd(12)}${entry.summary}\n`)
     assert.include(help, "FLOTTA_MCP_PORT")
+  })
+
+  it("answers `flotta`, `--help`, `-h` and `--version` from data alone, and nothing else", () => {
+    const argv = (...args: Array<string>) => ["node", "flotta", ...args]
+    for (const args of [[], ["--help"], ["-h"]]) {
+      assert.strictEqual(answerFromData(argv(...args), version), rootHelp(version))
+    }
+    assert.strictEqual(answerFromData(argv("--version"), version), version)
+    for (const args of [["list"], ["list", "--help"], ["--version", "--help"], ["--log-level", "debug"]]) {
+      assert.isUndefined(answerFromData(argv(...args), version), args.join(" "))
+    }
   })
 })
