@@ -33,12 +33,12 @@ export interface SubscribeOptions {
  */
 export interface Post<R> {
   <K extends EngineKind>(agent: string, kind: K, data: EngineData[K], turnId?: string): R
-  <K extends string, A>(agent: string, kind: Kind<K, A>, data: A, turnId?: string): R
+  <K extends string, A>(agent: string, kind: Kind<K, A>, data: NoInfer<A>, turnId?: string): R
 }
 /** The same, synchronous, at a given time (Clock millis): for the turn's path. */
 export interface UnsafePost<R> {
   <K extends EngineKind>(agent: string, kind: K, data: EngineData[K], turnId: string | undefined, now: number): R
-  <K extends string, A>(agent: string, kind: Kind<K, A>, data: A, turnId: string | undefined, now: number): R
+  <K extends string, A>(agent: string, kind: Kind<K, A>, data: NoInfer<A>, turnId: string | undefined, now: number): R
 }
 
 const nameOf = (kind: string | Kind<string, unknown>) => typeof kind === "string" ? kind : kind.kind

@@ -16,6 +16,7 @@ import { overrideView } from "../Overrides.js"
 import type { Routine } from "../Routine.js"
 import type { Cadence, Mode } from "../Steering.js"
 import { formatDate, formatLocal, iso, localDay, MINUTE } from "../WorkingHours.js"
+import { resumed as resumedEvent } from "../SchedulerEvents.js"
 import type { OverrideState, RoutineState, State } from "./state.js"
 
 /** The `Store` key the scheduler's state is saved under. */
@@ -120,7 +121,7 @@ export interface Resumed {
   /** What could not be used, in words: each is logged as a warning. */
   readonly problems: ReadonlyArray<string>
   /** The `resumed` entry's data; `undefined` when nothing was saved (a first start). */
-  readonly report: Record<string, unknown> | undefined
+  readonly report: typeof resumedEvent.data.Type | undefined
 }
 
 const sameCadence = (a: Cadence, b: Cadence) =>
