@@ -413,6 +413,20 @@ export const storeDegraded = kind("store_degraded", StoreHealth, "the store refu
 
 export const storeRecovered = kind("store_recovered", StoreHealth, "the store takes writes again (posted as `store`)")
 
+/**
+ * A host of a fleet spread over several hosts stopped renewing its lease; its agents moved (posted as `cluster`).
+ * The engine's entries already name their host; the notifications tell this one.
+ */
+export const hostLost = kind(
+  "host_lost",
+  Schema.Struct({
+    host: described(Schema.String, "the host lost"),
+    agents: described(Schema.Array(Schema.String), "the agents moved off it"),
+    by: described(Schema.String, "the host that moved them")
+  }),
+  "a host of the fleet was lost and its agents moved (posted as `cluster`)"
+)
+
 /** The engine's kinds. */
 export const engine = [
   spawned,
@@ -448,7 +462,8 @@ export const engine = [
   toolResult,
   textDelta,
   storeDegraded,
-  storeRecovered
+  storeRecovered,
+  hostLost
 ] as const
 
 /** The engine's kind names and the data each carries. */

@@ -22,6 +22,7 @@ import * as GitHub from "./GitHub.js"
 import type { Deliveries } from "./internal/deliveries.js"
 import type { GithubSection } from "./WebhooksConfig.js"
 import { DEFAULT_MAX_BODY } from "./WebhooksConfig.js"
+import * as Events from "./WebhooksEvents.js"
 
 /** The largest body a routine trigger reads. */
 export const MAX_ROUTINE_BODY = 64 * 1024
@@ -73,7 +74,7 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
   })
 
   const refused = (source: string, status: number, tag: string, reason: string, extra: object = {}) =>
-    Effect.as(log.post("hooks", "trigger_refused", { source, status, reason, ...extra }), refusal(status, tag, reason))
+    Effect.as(log.post("hooks", Events.triggerRefused, { source, status, reason, ...extra }), refusal(status, tag, reason))
 
   const body = (max: number) =>
     Http.bodyText(max).pipe(
@@ -131,10 +132,10 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
     }).pipe(Effect.either)
     if (Either.isLeft(fired)) {
       const error = fired.left
-      yield* log.post("hooks", "trigger", { source: "webhook", routine, fired: [], refused: [errorView(error)] })
+      yield* log.post("hooks", Events.trigger, { source: "webhook", routine, fired: [], refused: [errorView(error)] })
       return refusal(statusOfRefusal(error._tag), error._tag, error.message)
     }
-    yield* log.post("hooks", "trigger", {
+    yield* log.post("hooks", Events.trigger, {
       source: "webhook",
       routine,
       fired: [{ routine, fireId: fired.right.fireId }]
@@ -164,12 +165,12 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
     Effect.gen(function*() {
       const named = github.on.some((m) => m.event.split(".")[0] === event)
       if (!named) {
-        yield* log.post("hooks", "trigger", { source: "github", event, delivery, fired: [], unmapped: true })
+        yield* log.post("hooks", Events.trigger, { source: "github", event, delivery, fired: [], unmapped: true })
         return json(event === "ping" ? 200 : 202, { ok: true, delivery, fired: [], unmapped: true })
       }
       const payload = GitHub.decode(text)
       if (Either.isLeft(payload)) {
-        yield* log.post("hooks", "trigger_refused", { source: "github", status: 400, reason: payload.left, delivery })
+        yield* log.post("hooks", Events.triggerRefused, { source: "github", status: 400, reason: payload.left, delivery })
         return refusal(400, "BadRequest", payload.left)
       }
       const facts = GitHub.facts(event, payload.right)
@@ -195,7 +196,7 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
           else refusedBy.push({ run: mapping.run, error: errorView(started.left) })
         }
       }
-      yield* log.post("hooks", "trigger", {
+      yield* log.post("hooks", Events.trigger, {
         source: "github",
         delivery,
         ...facts,
