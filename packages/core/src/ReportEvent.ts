@@ -112,35 +112,39 @@ const Check = Schema.Struct({
   timedOut: Schema.Boolean
 })
 
-/** An agent's process started (or a run's attempts, or a verify). */
+/** An agent's `spawned`. */
+export const AgentSpawned = Schema.Struct({
+  pid: Pid,
+  sessionId: SessionId,
+  cwd: Schema.String,
+  model: Schema.NullOr(Schema.String),
+  permission: Described,
+  role: Schema.String,
+  lifecycle: Schema.String,
+  sandbox: exact(SandboxData),
+  /** Back after a restart of the host, with this many queued turns. */
+  restored: exact(Schema.Boolean),
+  queued: exact(Schema.Number)
+}).annotations({ title: "an agent" })
+
+/** A best-of-N run's or a verify's `spawned`, told apart by their `kind`. */
+export const RunSpawned = Schema.Union(
+  Schema.Struct({
+    kind: Schema.Literal("attempts"),
+    attempts: Schema.Number,
+    pick: Schema.String,
+    checks: Schema.Array(Schema.String)
+  }).annotations({ title: "a best-of-N run" }),
+  Schema.Struct({
+    kind: Schema.Literal("verify"),
+    branch: Schema.String,
+    checks: Schema.Array(Schema.String)
+  }).annotations({ title: "a verify" })
+)
+
 export const spawned = kind(
   "spawned",
-  Schema.Union(
-    Schema.Struct({
-      pid: Pid,
-      sessionId: SessionId,
-      cwd: Schema.String,
-      model: Schema.NullOr(Schema.String),
-      permission: Described,
-      role: Schema.String,
-      lifecycle: Schema.String,
-      sandbox: exact(SandboxData),
-      /** Back after a restart of the host, with this many queued turns. */
-      restored: exact(Schema.Boolean),
-      queued: exact(Schema.Number)
-    }).annotations({ title: "an agent" }),
-    Schema.Struct({
-      kind: Schema.Literal("attempts"),
-      attempts: Schema.Number,
-      pick: Schema.String,
-      checks: Schema.Array(Schema.String)
-    }).annotations({ title: "a best-of-N run" }),
-    Schema.Struct({
-      kind: Schema.Literal("verify"),
-      branch: Schema.String,
-      checks: Schema.Array(Schema.String)
-    }).annotations({ title: "a verify" })
-  ),
+  Schema.Union(AgentSpawned, RunSpawned),
   "an agent's process started (or a run's attempts, or a verify)"
 )
 
@@ -160,27 +164,32 @@ export const turnStarted = kind(
   "a turn was sent to the process"
 )
 
+/** A turn's `result`. */
+export const TurnDone = Schema.Struct({
+  text: described(Schema.String, "the answer, cut to 200 characters"),
+  costUsd: Schema.Number,
+  durationMs: Schema.Number,
+  modelCalls: Schema.Number
+}).annotations({ title: "a turn" })
+
+/** A best-of-N run's `result`. */
+export const AttemptsDone = Schema.Struct({
+  attempt: described(Schema.Number, "the winning attempt"),
+  costUsd: Schema.Number,
+  totalCostUsd: Schema.Number,
+  attempts: Schema.Array(Schema.Struct({ attempt: Schema.Number, status: Schema.String, costUsd: Schema.Number }))
+}).annotations({ title: "a best-of-N run" })
+
+/** A verify's `result`. */
+export const VerifyDone = Schema.Struct({
+  passed: Schema.Boolean,
+  commit: Schema.String,
+  checks: Schema.Array(Check)
+}).annotations({ title: "a verify" })
+
 export const result = kind(
   "result",
-  Schema.Union(
-    Schema.Struct({
-      text: described(Schema.String, "the answer, cut to 200 characters"),
-      costUsd: Schema.Number,
-      durationMs: Schema.Number,
-      modelCalls: Schema.Number
-    }).annotations({ title: "a turn" }),
-    Schema.Struct({
-      attempt: described(Schema.Number, "the winning attempt"),
-      costUsd: Schema.Number,
-      totalCostUsd: Schema.Number,
-      attempts: Schema.Array(Schema.Struct({ attempt: Schema.Number, status: Schema.String, costUsd: Schema.Number }))
-    }).annotations({ title: "a best-of-N run" }),
-    Schema.Struct({
-      passed: Schema.Boolean,
-      commit: Schema.String,
-      checks: Schema.Array(Check)
-    }).annotations({ title: "a verify" })
-  ),
+  Schema.Union(TurnDone, AttemptsDone, VerifyDone),
   "a turn (or a best-of-N run, or a verify) finished"
 )
 

@@ -6,14 +6,16 @@
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
 import { Flotta } from "@flotta/core/Flotta"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import type { RunDiff } from "@flotta/core/RunDiff"
 import type { RunView } from "@flotta/core/RunList"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
+import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import { Array as Arr, Effect, Either, Option, Predicate } from "effect"
+import { Array as Arr, Effect, Either, Option, Schema } from "effect"
 import * as path from "node:path"
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
@@ -271,48 +273,84 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
 
 const clip = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
 
+/** The kinds the dashboard reads: the engine's and the scheduler's. Any other is shown raw. */
+const decodeEntry = ReportEvent.decoder([...ReportEvent.engine, ...SchedulerEvents.kinds])
+
+const isVerify = Schema.is(ReportEvent.VerifyDone)
+const isAttempts = Schema.is(ReportEvent.AttemptsDone)
+const isAgent = Schema.is(ReportEvent.AgentSpawned)
+const costOf = (usd: number) => ` ($${usd.toFixed(4)})`
+const words = (...parts: ReadonlyArray<string | null | undefined>) =>
+  parts.filter((w): w is string => typeof w === "string" && w.length > 0).join(" ")
+
 /**
- * One line about an entry. static/app.js has the same rules (`summary`) for the rows it adds live: change both.
+ * One line about an entry, by its kind and decoded data. An entry of a kind the dashboard does not read (another
+ * package's, a newer host's) or whose data does not fit its kind is shown raw: its data as compact JSON.
+ * The live rows get the same line: the page's event stream carries it (`Events`).
  */
-export const summary = (entry: Pick<ReportEntry, "data">): string => {
-  const data = entry.data
-  if (Predicate.isRecord(data)) {
-    const cost = typeof data["costUsd"] === "number" ? ` ($${data["costUsd"].toFixed(4)})` : ""
-    if (typeof data["text"] === "string") return clip(data["text"]) + cost
-    if (typeof data["prompt"] === "string") return clip(data["prompt"])
-    const error = data["error"]
-    if (Predicate.isRecord(error) && typeof error["_tag"] === "string") {
-      return clip(`${error["_tag"]}: ${String(error["message"])}`)
+export const summary = (raw: ReportEntry): string => {
+  const entry = decodeEntry(raw)
+  const json = () => clip(JSON.stringify(entry.data) ?? "")
+  if (entry._tag === "Raw") return json()
+  switch (entry.kind) {
+    case "result": {
+      const d = entry.data
+      if (isVerify(d)) return d.passed ? `verify passed at ${d.commit}` : `verify failed at ${d.commit}`
+      if (isAttempts(d)) return `attempt ${d.attempt} of ${d.attempts.length} won` + costOf(d.totalCostUsd)
+      return clip(d.text) + costOf(d.costUsd)
     }
-    if (typeof data["reason"] === "string") return clip(data["reason"])
-    if (typeof data["source"] === "string" && Array.isArray(data["fired"])) { // the webhooks' triggers
-      const what = [data["source"], data["event"] ?? data["routine"]].filter(Predicate.isString).join(" ")
-      const fired = data["fired"].filter(Predicate.isRecord).map((f) =>
-        typeof f["name"] === "string" ? f["name"] : [f["routine"], f["fireId"]].filter(Predicate.isString).join(" ")
-      )
-      const refused = Array.isArray(data["refused"]) && data["refused"].length > 0
-        ? `, ${data["refused"].length} refused`
-        : ""
-      const outcome = data["duplicate"] === true
-        ? "duplicate"
-        : data["unmapped"] === true
-        ? "unmapped"
-        : fired.length > 0
-        ? `fired ${fired.join(", ")}`
-        : "fired nothing"
-      return clip(`${what}: ${outcome}${refused}`)
+    case "assistant_text":
+      return clip(entry.data.text)
+    case "turn_started":
+      return clip(entry.data.prompt)
+    case "error":
+      return clip(`${entry.data.error._tag}: ${entry.data.error.message}`)
+    case "closed":
+    case "stopped":
+      return clip(entry.data.reason ?? "")
+    case "crashed":
+    case "hibernated":
+    case "woken":
+    case "session_lost":
+    case "compaction_queued":
+      return clip(entry.data.reason)
+    case "spawned": {
+      const d = entry.data
+      if (isAgent(d)) return clip(`${d.lifecycle} in ${d.cwd}`)
+      return d.kind === "verify" ? `verify ${d.branch}` : `${d.attempts} attempts, pick ${d.pick}`
     }
-    if (typeof data["action"] === "string") { // the scheduler's fires and overrides
-      const ok = typeof data["ok"] === "boolean" ? (data["ok"] ? "ok" : "failed") : undefined
-      return [data["routine"], data["action"], data["phase"], ok].filter((w) => typeof w === "string").join(" ") + cost
-    }
-    if (typeof data["lifecycle"] === "string" && typeof data["cwd"] === "string") {
-      return clip(`${data["lifecycle"]} in ${data["cwd"]}`)
-    }
-    if (typeof data["tool"] === "string") {
-      const verdict = data["decision"] ?? data["status"]
-      return typeof verdict === "string" ? `${data["tool"]}: ${verdict}` : data["tool"]
-    }
+    case "permission":
+      return `${entry.data.tool}: ${entry.data.decision}`
+    case "approval_requested":
+    case "tool_call":
+      return entry.data.tool
+    case "approval_decided":
+    case "tool_result":
+      return `${entry.data.tool}: ${entry.data.status}`
+    case "run_finished":
+      return entry.data.ok
+        ? "finished" + costOf(entry.data.costUsd)
+        : clip(`failed: ${entry.data.error?.message ?? "see its record"}`) + costOf(entry.data.costUsd)
+    case "parked":
+      return clip(`until ${entry.data.until}: ${entry.data.reason}`)
+    case "fire_result":
+      return words(entry.data.routine, entry.data.action, entry.data.ok ? "ok" : "failed") + costOf(entry.data.costUsd)
+    case "fire":
+      return words(entry.data.routine, entry.data.action, entry.data.trigger)
+    case "override":
+      return words(entry.data.action, entry.data.phase)
+    case "rail":
+      return words(entry.data.routine, entry.data.action)
+    case "skip":
+      return clip(`${entry.data.routine}: ${entry.data.reason}`)
+    case "wake":
+    case "stop":
+      return clip(entry.data.reason)
+    case "findings":
+      return words(entry.data.routine, `found ${entry.data.tasks.length}`)
+    case "dispatch":
+      return clip(`${entry.data.routine}: ${entry.data.title} → ${entry.data.run}`)
+    default:
+      return json()
   }
-  return clip(JSON.stringify(data) ?? "")
 }
