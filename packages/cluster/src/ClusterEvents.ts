@@ -10,7 +10,8 @@ export const moved = ReportEvent.kind(
     sessionId: Schema.String,
     resumed: Schema.Boolean.annotations({ description: "its conversation was resumed (else it starts a new one)" })
   }),
-  "an agent of a lost host started on another"
+  "an agent of a lost host started on another",
+  { summary: (d) => `from ${d.from} to ${d.to}${d.resumed ? ", resumed" : ""}` }
 )
 
 /** The cluster's kinds. */

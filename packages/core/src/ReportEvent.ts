@@ -26,6 +26,13 @@ export interface Kind<K extends string = string, A = unknown> {
   readonly description: string
   /** Live only: handed to subscribers, never kept in the log (a streaming agent's `text_delta`). */
   readonly live?: true
+  /** The entry in one line, for a person (the dashboard's reports, the cli's); else its data as JSON. */
+  readonly summary?: (data: A) => string
+}
+
+export interface KindOptions<A> {
+  readonly live?: true
+  readonly summary?: (data: A) => string
 }
 
 /** Declares a kind. */
@@ -33,7 +40,7 @@ export const kind = <const K extends string, A>(
   name: K,
   data: Schema.Schema<A>,
   description: string,
-  options: { readonly live?: true } = {}
+  options: KindOptions<NoInfer<A>> = {}
 ): Kind<K, A> => ({ kind: name, data, description, ...options })
 
 /** An entry of a kind this version knows, with its data decoded. */
@@ -98,6 +105,30 @@ export const union = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds: 
     Schema.Struct({ kind: Schema.String, data: Schema.Unknown })
   )
 
+const LINE_MAX = 200
+const clip = (text: string) => (text.length <= LINE_MAX ? text : text.slice(0, LINE_MAX) + "…")
+
+/**
+ * An entry in one line, by the kinds given: a known kind's own summary, else (a kind not given, one with no
+ * summary, data that does not fit) its data as compact JSON. Never more than 200 characters and an ellipsis.
+ */
+export const line = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds: Ks) => {
+  const decode = decoder(kinds)
+  const byName = new Map<string, Kind<string, any>>(kinds.map((k) => [k.kind, k]))
+  return (entry: ReportEntry): string => {
+    const decoded = decode(entry)
+    const summary = decoded._tag === "Known" ? byName.get(decoded.kind)?.summary : undefined
+    return clip(summary === undefined ? JSON.stringify(entry.data) ?? "" : summary(decoded.data))
+  }
+}
+
+/** A cost in a line: ` ($0.0123)`. */
+export const costOf = (usd: number) => ` ($${usd.toFixed(4)})`
+
+/** The words given, skipping the missing and the empty, joined by spaces. */
+export const words = (...parts: ReadonlyArray<string | null | undefined>) =>
+  parts.filter((w): w is string => typeof w === "string" && w.length > 0).join(" ")
+
 // ----------------------------------------------------------------------------------------------- the engine's
 
 const described = <A>(schema: Schema.Schema<A>, description: string) => schema.annotations({ description })
@@ -145,7 +176,8 @@ export const RunSpawned = Schema.Union(
 export const spawned = kind(
   "spawned",
   Schema.Union(AgentSpawned, RunSpawned),
-  "an agent's process started (or a run's attempts, or a verify)"
+  "an agent's process started (or a run's attempts, or a verify)",
+  { summary: (d) => isAgentSpawned(d) ? `${d.lifecycle} in ${d.cwd}` : d.kind === "verify" ? `verify ${d.branch}` : `${d.attempts} attempts, pick ${d.pick}` }
 )
 
 export const forked = kind(
@@ -155,13 +187,15 @@ export const forked = kind(
     at: described(Schema.NullOr(Schema.String), "the turn it was forked at (null: its newest)"),
     sessionId: SessionId
   }),
-  "the agent is a fork of `from` at its turn `at`"
+  "the agent is a fork of `from` at its turn `at`",
+  { summary: (d) => `from ${d.from}` }
 )
 
 export const turnStarted = kind(
   "turn_started",
   Schema.Struct({ prompt: described(Schema.String, "the prompt, cut to 200 characters") }),
-  "a turn was sent to the process"
+  "a turn was sent to the process",
+  { summary: (d) => d.prompt }
 )
 
 /** A turn's `result`. */
@@ -190,7 +224,8 @@ export const VerifyDone = Schema.Struct({
 export const result = kind(
   "result",
   Schema.Union(TurnDone, AttemptsDone, VerifyDone),
-  "a turn (or a best-of-N run, or a verify) finished"
+  "a turn (or a best-of-N run, or a verify) finished",
+  { summary: (d) => isVerifyDone(d) ? `verify ${d.passed ? "passed" : "failed"} at ${d.commit}` : isAttemptsDone(d) ? `attempt ${d.attempt} of ${d.attempts.length} won${costOf(d.totalCostUsd)}` : `${d.text}${costOf(d.costUsd)}` }
 )
 
 export const error = kind(
@@ -200,27 +235,35 @@ export const error = kind(
     /** A best-of-N run that no attempt passed: what all of them spent. */
     totalCostUsd: exact(Schema.Number)
   }),
-  "a turn, run or verify failed: the typed error"
+  "a turn, run or verify failed: the typed error",
+  { summary: (d) => `${d.error._tag}: ${d.error.message}` }
 )
 
 export const closed = kind(
   "closed",
   Schema.Struct({ reason: exact(Reason) }),
-  "the agent was closed: gone, its record kept"
+  "the agent was closed: gone, its record kept",
+  { summary: (d) => d.reason ?? "" }
 )
 
 export const stopped = kind(
   "stopped",
   Schema.Struct({ reason: exact(Reason) }),
-  "the agent stopped with its fleet (a fleet with no durable store)"
+  "the agent stopped with its fleet (a fleet with no durable store)",
+  { summary: (d) => d.reason ?? "" }
 )
+
+const isAgentSpawned = Schema.is(AgentSpawned)
+const isVerifyDone = Schema.is(VerifyDone)
+const isAttemptsDone = Schema.is(AttemptsDone)
 
 const Spawn = { exitCode: Schema.NullOr(Schema.Number), stderr: Schema.String }
 
 export const crashed = kind(
   "crashed",
   Schema.Struct({ reason: Reason, ...Spawn }),
-  "the agent's process died or stalled, or could not be started again"
+  "the agent's process died or stalled, or could not be started again",
+  { summary: (d) => d.reason }
 )
 
 export const restarted = kind(
@@ -232,25 +275,29 @@ export const restarted = kind(
 export const sessionLost = kind(
   "session_lost",
   Schema.Struct({ sessionId: SessionId, newSessionId: Schema.String, reason: Reason }),
-  "the CLI had no conversation to resume: the next start begins a new session"
+  "the CLI had no conversation to resume: the next start begins a new session",
+  { summary: (d) => d.reason }
 )
 
 export const hibernated = kind(
   "hibernated",
   Schema.Struct({ reason: Reason, idleMs: Schema.Number, sessionId: SessionId }),
-  "the agent's process was ended to free a slot or after idling; it is woken when needed"
+  "the agent's process was ended to free a slot or after idling; it is woken when needed",
+  { summary: (d) => d.reason }
 )
 
 export const woken = kind(
   "woken",
   Schema.Struct({ pid: Pid, sessionId: SessionId, reason: Reason }),
-  "a hibernated agent's process started again"
+  "a hibernated agent's process started again",
+  { summary: (d) => d.reason }
 )
 
 export const restored = kind(
   "restored",
   Schema.Struct({ sessionId: SessionId, queued: Schema.Number }),
-  "the agent came back after a restart of the host, with its queued turns"
+  "the agent came back after a restart of the host, with its queued turns",
+  { summary: (d) => `${d.queued} queued` }
 )
 
 export const orphanEnded = kind(
@@ -262,19 +309,22 @@ export const orphanEnded = kind(
 export const permission = kind(
   "permission",
   PermissionRecord,
-  "a tool call's permission was decided"
+  "a tool call's permission was decided",
+  { summary: (d) => `${d.tool}: ${d.decision}` }
 )
 
 export const permissionChanged = kind(
   "permission_changed",
   Schema.Struct({ allowAlso: Schema.String, by: Schema.String, permission: Described }),
-  "an approval given \"always\" widened the agent's permission"
+  "an approval given \"always\" widened the agent's permission",
+  { summary: (d) => `${d.allowAlso} allowed by ${d.by}` }
 )
 
 export const approvalRequested = kind(
   "approval_requested",
   Schema.Struct({ id: Schema.String, tool: Schema.String, input: Schema.Unknown, expiresAt: Schema.String }),
-  "a tool call waits for a human's approval"
+  "a tool call waits for a human's approval",
+  { summary: (d) => d.tool }
 )
 
 export const approvalDecided = kind(
@@ -288,7 +338,8 @@ export const approvalDecided = kind(
     message: exact(Schema.String),
     always: exact(Schema.Boolean)
   }),
-  "an approval was decided, timed out or expired"
+  "an approval was decided, timed out or expired",
+  { summary: (d) => `${d.tool}: ${d.status}` }
 )
 
 export const parked = kind(
@@ -300,13 +351,15 @@ export const parked = kind(
     credentials: described(Schema.String, "the account's label"),
     message: Schema.String
   }),
-  "the agent's account hit a usage limit: it waits until `until`"
+  "the agent's account hit a usage limit: it waits until `until`",
+  { summary: (d) => `until ${d.until}: ${d.reason}` }
 )
 
 export const unparked = kind(
   "unparked",
   Schema.Struct({ by: Schema.String, credentials: Schema.String }),
-  "a parked agent resumed"
+  "a parked agent resumed",
+  { summary: (d) => `by ${d.by}` }
 )
 
 export const usageWarning = kind(
@@ -324,10 +377,13 @@ export const usageWarning = kind(
 export const compactionQueued = kind(
   "compaction_queued",
   Schema.Struct({ reason: Reason }),
-  "a compaction turn was queued (by hand or by `autoCompactAt`)"
+  "a compaction turn was queued (by hand or by `autoCompactAt`)",
+  { summary: (d) => d.reason }
 )
 
-export const compacted = kind("compacted", Compaction, "the conversation was compacted")
+export const compacted = kind("compacted", Compaction, "the conversation was compacted", {
+  summary: (d) => `${d.trigger}: ${d.preTokens} tokens → ${d.postTokens ?? "?"}`
+})
 
 export const cleared = kind(
   "cleared",
@@ -344,7 +400,8 @@ export const sessionWritesLost = kind(
 export const budgetExceeded = kind(
   "budget_exceeded",
   Schema.Struct({ budgetUsd: Schema.Number, per: Schema.String, spentUsd: Schema.Number }),
-  "a turn was refused: the agent reached its budget"
+  "a turn was refused: the agent reached its budget",
+  { summary: (d) => `${d.spentUsd.toFixed(4)} of ${d.budgetUsd.toFixed(4)} USD (${d.per})` }
 )
 
 export const runFinished = kind(
@@ -358,7 +415,8 @@ export const runFinished = kind(
     attempt: exact(described(Schema.Number, "a best-of-N run: the winning attempt")),
     error: exact(ErrorView)
   }),
-  "a run ended: how, what it spent, where its work is"
+  "a run ended: how, what it spent, where its work is",
+  { summary: (d) => (d.ok ? "finished" : `failed: ${d.error?.message ?? "see its record"}`) + costOf(d.costUsd) }
 )
 
 export const verifyFailed = kind(
@@ -369,13 +427,15 @@ export const verifyFailed = kind(
     exitCode: Schema.NullOr(Schema.Number),
     timedOut: Schema.Boolean
   }),
-  "an attempt's checks failed"
+  "an attempt's checks failed",
+  { summary: (d) => `attempt ${d.attempt}: ${d.command}` }
 )
 
 export const assistantText = kind(
   "assistant_text",
   Schema.Struct({ text: Schema.String }),
-  "the model wrote text that something followed (a tool call)"
+  "the model wrote text that something followed (a tool call)",
+  { summary: (d) => d.text }
 )
 
 export const toolCall = kind(
@@ -385,7 +445,8 @@ export const toolCall = kind(
     tool: Schema.String,
     input: described(Schema.Unknown, "the input, or its JSON cut to 2 KiB")
   }),
-  "the model called a tool"
+  "the model called a tool",
+  { summary: (d) => d.tool }
 )
 
 export const toolResult = kind(
@@ -399,14 +460,15 @@ export const toolResult = kind(
     durationMs: Schema.Number,
     refusal: exact(ToolRefusal)
   }),
-  "a tool call's outcome"
+  "a tool call's outcome",
+  { summary: (d) => `${d.tool}: ${d.status}` }
 )
 
 export const textDelta = kind(
   "text_delta",
   Schema.Struct({ text: Schema.String }),
   "a piece of text as the model writes it (an agent with `stream: true`); live only, never kept",
-  { live: true }
+  { live: true, summary: (d) => d.text }
 )
 
 const StoreHealth = Schema.Struct({
@@ -418,7 +480,9 @@ const StoreHealth = Schema.Struct({
 })
 export type StoreHealthData = typeof StoreHealth.Type
 
-export const storeDegraded = kind("store_degraded", StoreHealth, "the store refuses writes (posted as `store`)")
+export const storeDegraded = kind("store_degraded", StoreHealth, "the store refuses writes (posted as `store`)", {
+  summary: (d) => d.reason ?? "degraded"
+})
 
 export const storeRecovered = kind("store_recovered", StoreHealth, "the store takes writes again (posted as `store`)")
 
@@ -433,7 +497,8 @@ export const hostLost = kind(
     agents: described(Schema.Array(Schema.String), "the agents moved off it"),
     by: described(Schema.String, "the host that moved them")
   }),
-  "a host of the fleet was lost and its agents moved (posted as `cluster`)"
+  "a host of the fleet was lost and its agents moved (posted as `cluster`)",
+  { summary: (d) => `${d.host}: ${d.agents.length} moved by ${d.by}` }
 )
 
 /** The engine's kinds. */

@@ -14,8 +14,9 @@ import type { RunView } from "@flotta/core/RunList"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
+import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import { Array as Arr, Effect, Either, Option, Schema } from "effect"
+import { Array as Arr, Effect, Either, Option } from "effect"
 import * as path from "node:path"
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
@@ -271,86 +272,14 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
       ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
 
-const clip = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
-
-/** The kinds the dashboard reads: the engine's and the scheduler's. Any other is shown raw. */
-const decodeEntry = ReportEvent.decoder([...ReportEvent.engine, ...SchedulerEvents.kinds])
-
-const isVerify = Schema.is(ReportEvent.VerifyDone)
-const isAttempts = Schema.is(ReportEvent.AttemptsDone)
-const isAgent = Schema.is(ReportEvent.AgentSpawned)
-const costOf = (usd: number) => ` ($${usd.toFixed(4)})`
-const words = (...parts: ReadonlyArray<string | null | undefined>) =>
-  parts.filter((w): w is string => typeof w === "string" && w.length > 0).join(" ")
 
 /**
- * One line about an entry, by its kind and decoded data. An entry of a kind the dashboard does not read (another
- * package's, a newer host's) or whose data does not fit its kind is shown raw: its data as compact JSON.
- * The live rows get the same line: the page's event stream carries it (`Events`).
+ * One line about an entry, by its kind's own summary: the engine's, the scheduler's and the webhooks' kinds. An
+ * entry of another kind (the cluster's, a newer host's) or whose data does not fit its kind is shown raw: its data
+ * as compact JSON. The live rows get the same line: the page's event stream carries it (`Events`).
  */
-export const summary = (raw: ReportEntry): string => {
-  const entry = decodeEntry(raw)
-  const json = () => clip(JSON.stringify(entry.data) ?? "")
-  if (entry._tag === "Raw") return json()
-  switch (entry.kind) {
-    case "result": {
-      const d = entry.data
-      if (isVerify(d)) return d.passed ? `verify passed at ${d.commit}` : `verify failed at ${d.commit}`
-      if (isAttempts(d)) return `attempt ${d.attempt} of ${d.attempts.length} won` + costOf(d.totalCostUsd)
-      return clip(d.text) + costOf(d.costUsd)
-    }
-    case "assistant_text":
-      return clip(entry.data.text)
-    case "turn_started":
-      return clip(entry.data.prompt)
-    case "error":
-      return clip(`${entry.data.error._tag}: ${entry.data.error.message}`)
-    case "closed":
-    case "stopped":
-      return clip(entry.data.reason ?? "")
-    case "crashed":
-    case "hibernated":
-    case "woken":
-    case "session_lost":
-    case "compaction_queued":
-      return clip(entry.data.reason)
-    case "spawned": {
-      const d = entry.data
-      if (isAgent(d)) return clip(`${d.lifecycle} in ${d.cwd}`)
-      return d.kind === "verify" ? `verify ${d.branch}` : `${d.attempts} attempts, pick ${d.pick}`
-    }
-    case "permission":
-      return `${entry.data.tool}: ${entry.data.decision}`
-    case "approval_requested":
-    case "tool_call":
-      return entry.data.tool
-    case "approval_decided":
-    case "tool_result":
-      return `${entry.data.tool}: ${entry.data.status}`
-    case "run_finished":
-      return entry.data.ok
-        ? "finished" + costOf(entry.data.costUsd)
-        : clip(`failed: ${entry.data.error?.message ?? "see its record"}`) + costOf(entry.data.costUsd)
-    case "parked":
-      return clip(`until ${entry.data.until}: ${entry.data.reason}`)
-    case "fire_result":
-      return words(entry.data.routine, entry.data.action, entry.data.ok ? "ok" : "failed") + costOf(entry.data.costUsd)
-    case "fire":
-      return words(entry.data.routine, entry.data.action, entry.data.trigger)
-    case "override":
-      return words(entry.data.action, entry.data.phase)
-    case "rail":
-      return words(entry.data.routine, entry.data.action)
-    case "skip":
-      return clip(`${entry.data.routine}: ${entry.data.reason}`)
-    case "wake":
-    case "stop":
-      return clip(entry.data.reason)
-    case "findings":
-      return words(entry.data.routine, `found ${entry.data.tasks.length}`)
-    case "dispatch":
-      return clip(`${entry.data.routine}: ${entry.data.title} → ${entry.data.run}`)
-    default:
-      return json()
-  }
-}
+export const summary: (entry: ReportEntry) => string = ReportEvent.line([
+  ...ReportEvent.engine,
+  ...SchedulerEvents.kinds,
+  ...WebhooksEvents.kinds
+])

@@ -61,8 +61,7 @@ export const routinesAtBoot = (
     const spentToday = (name: string) => {
       let resetSeq = 0
       for (const entry of overrides) {
-        const rails = entry.data["resetRails"]
-        if (entry.data.action === "resume" && Array.isArray(rails) && rails.includes(name)) resetSeq = entry.seq
+        if (entry.data.action === "resume" && entry.data.resetRails?.includes(name) === true) resetSeq = entry.seq
       }
       return results.reduce(
         (sum, entry) =>

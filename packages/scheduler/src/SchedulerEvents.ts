@@ -26,19 +26,21 @@ export const started = ReportEvent.kind(
     spentToday: Schema.Record({ key: Schema.String, value: Schema.Number }),
     railed: Schema.Array(Schema.String)
   }),
-  "the scheduler started"
+  "the scheduler started",
+  { summary: (d) => `${d.mode}, ${d.routines.length} routines, ${d.timezone}` }
 )
 
 export const resumed = ReportEvent.kind(
   "resumed",
   Schema.Struct({ restored: Schema.Boolean, mode: Mode }, More),
-  "after a restart of the host: what of the saved state came back"
+  "after a restart of the host: what of the saved state came back",
+  { summary: (d) => d.restored ? `restored, ${d.mode}` : `not restored, ${d.mode}` }
 )
 
 const Shift = Schema.Struct({ reason: Reason, localTime: LocalTime })
 
-export const wake = ReportEvent.kind("wake", Shift, "working time started")
-export const stop = ReportEvent.kind("stop", Shift, "working time stopped")
+export const wake = ReportEvent.kind("wake", Shift, "working time started", { summary: (d) => d.reason })
+export const stop = ReportEvent.kind("stop", Shift, "working time stopped", { summary: (d) => d.reason })
 
 export const fire = ReportEvent.kind(
   "fire",
@@ -51,28 +53,35 @@ export const fire = ReportEvent.kind(
     budgetUsd: Schema.optionalWith(Schema.Number, { exact: true }),
     detail: Schema.optionalWith(Schema.Unknown, { exact: true })
   }),
-  "a routine (or an ad-hoc scan) fired"
+  "a routine (or an ad-hoc scan) fired",
+  { summary: (d) => ReportEvent.words(d.routine, d.action, d.trigger) }
 )
 
 export const fireResult = ReportEvent.kind(
   "fire_result",
   Schema.Struct({ ...FireOutcome.fields, day: described(Schema.String, "the local day its spend counts on") }),
-  "a fire ended: its outcome"
+  "a fire ended: its outcome",
+  { summary: (d) => ReportEvent.words(d.routine, d.action, d.ok ? "ok" : "failed") + ReportEvent.costOf(d.costUsd) }
 )
 
 export const skip = ReportEvent.kind(
   "skip",
   Schema.Struct({ routine: Schema.String, reason: Reason, trigger: FireTrigger, localTime: LocalTime }, More),
-  "a routine was due or triggered but did not fire"
+  "a routine was due or triggered but did not fire",
+  { summary: (d) => `${d.routine}: ${d.reason}` }
 )
 
 export const override = ReportEvent.kind(
   "override",
   Schema.Struct({
     action: described(Schema.String, "keep_going, stop_for_today, work_on, pause or resume"),
-    phase: Schema.Literal("start", "cancelled", "expired")
+    phase: Schema.Literal("start", "cancelled", "expired"),
+    /** A resume: whether the scheduler was paused, and the routines whose rails it lifted. */
+    wasPaused: Schema.optionalWith(Schema.Boolean, { exact: true }),
+    resetRails: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
   }, More),
-  "a steering override started, was cancelled or expired"
+  "a steering override started, was cancelled or expired",
+  { summary: (d) => ReportEvent.words(d.action, d.phase) }
 )
 
 export const rail = ReportEvent.kind(
@@ -81,7 +90,8 @@ export const rail = ReportEvent.kind(
     routine: Schema.NullOr(Schema.String),
     action: Schema.Literal("paused", "lifted")
   }, More),
-  "a routine's daily budget rail stopped it, or was lifted"
+  "a routine's daily budget rail stopped it, or was lifted",
+  { summary: (d) => ReportEvent.words(d.routine, d.action) }
 )
 
 export const findings = ReportEvent.kind(
@@ -92,13 +102,15 @@ export const findings = ReportEvent.kind(
     run: Schema.String,
     tasks: Schema.Array(Task)
   }),
-  "a scan reported tasks"
+  "a scan reported tasks",
+  { summary: (d) => ReportEvent.words(d.routine, `found ${d.tasks.length}`) }
 )
 
 export const dispatch = ReportEvent.kind(
   "dispatch",
   Schema.Struct({ routine: Schema.String, fireId: Schema.String, key: Schema.String, title: Schema.String, run: Schema.String }),
-  "a dispatch scan started a run for a task"
+  "a dispatch scan started a run for a task",
+  { summary: (d) => `${d.routine}: ${d.title} → ${d.run}` }
 )
 
 /** The scheduler's kinds. */

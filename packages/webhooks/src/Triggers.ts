@@ -176,8 +176,8 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
       const facts = GitHub.facts(event, payload.right)
       const mapped = GitHub.fired(github.on, event, payload.right)
       const told = GitHub.describe(event, payload.right)
-      const fired: Array<Record<string, unknown>> = []
-      const refusedBy: Array<Record<string, unknown>> = []
+      const fired: Array<Events.Fired> = []
+      const refusedBy: Array<Events.Refused> = []
       for (const mapping of mapped) {
         if (mapping.routine !== undefined) {
           const outcome = Option.isNone(scheduler)
