@@ -184,7 +184,7 @@ export const forked = kind(
   "forked",
   Schema.Struct({
     from: Schema.String,
-    at: described(Schema.NullOr(Schema.String), "the turn it was forked at (null: its newest)"),
+    at: described(Schema.NullOr(Schema.String), "the source's turn it was cut at (null: a conversation with no turn of the source's)"),
     sessionId: SessionId
   }),
   "the agent is a fork of `from` at its turn `at`",
