@@ -8,7 +8,8 @@ import { banner, code, slug, table } from "./markdown.js"
 
 export type Json = { readonly [key: string]: unknown }
 
-export const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+export const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** A tool's advertised schema (the Standard JSON Schema its `inputSchema` or `outputSchema` carries). */
 const advertised = (schema: unknown, side: "input" | "output"): Json => {

@@ -16,7 +16,7 @@ import { fieldRows, isObject, resolve } from "./mcpTools.js"
 export const groups: ReadonlyArray<{
   readonly title: string
   readonly intro: string
-  readonly kinds: ReadonlyArray<ReportEvent.Kind<string, any>>
+  readonly kinds: ReadonlyArray<ReportEvent.AnyKind>
 }> = [
   {
     title: "The engine's",
@@ -41,8 +41,9 @@ export const groups: ReadonlyArray<{
 ]
 
 /** A kind's data: one table, or one per alternative (a union's members, each by its title). */
-const dataTables = (k: ReportEvent.Kind<string, any>): Array<string> => {
-  const root = JSONSchema.make(k.data) as Json
+const dataTables = (k: ReportEvent.AnyKind): Array<string> => {
+  const made: unknown = JSONSchema.make(k.data)
+  const root: Json = isObject(made) ? made : {}
   // A union's alternatives, nested ones flattened.
   const alternatives = (node: Json): Array<Json> => {
     const resolved = resolve(root, node)
@@ -60,7 +61,7 @@ const dataTables = (k: ReportEvent.Kind<string, any>): Array<string> => {
   })
 }
 
-const kindSection = (k: ReportEvent.Kind<string, any>): string =>
+const kindSection = (k: ReportEvent.AnyKind): string =>
   [
     `### ${k.kind}`,
     `${k.description[0]!.toUpperCase()}${k.description.slice(1)}.${k.live === true ? " Live only: never kept." : ""}`,
@@ -80,4 +81,3 @@ export const reportKindsReference = (): string =>
     ),
     ...groups.flatMap((g) => [`## ${g.title}`, g.intro, ...g.kinds.map(kindSection)])
   ].join("\n\n") + "\n"
-

@@ -9,8 +9,8 @@
  * fire still going after that is followed through the report log until its `fire_result` lands.
  */
 import { Args, Command } from "@effect/cli"
-import { FireResult } from "@flotta/mcp/SchedulerTools"
 import * as ReportEvent from "@flotta/core/ReportEvent"
+import { FireResult } from "@flotta/mcp/SchedulerTools"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import * as Views from "@flotta/scheduler/SchedulerViews"
 import { Array as Arr, Effect, Option, Schema } from "effect"

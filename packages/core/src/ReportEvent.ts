@@ -20,14 +20,24 @@ import { SandboxData } from "./Sandbox.js"
  * One report kind: its name, the Schema of its data and what it means. The data's Schema has no transformation
  * (its type is its JSON), so a post is stored as it is given, with no encoding on the turn's path.
  */
-export interface Kind<K extends string = string, A = unknown> {
+export interface Kind<K extends string = string, A = unknown> extends AnyKind {
   readonly kind: K
   readonly data: Schema.Schema<A>
+  /** The entry in one line, for a person (the dashboard's reports, the cli's); else its data as JSON. */
+  readonly summary?: (data: A) => string
+}
+
+/** Any kind, whatever its data: what lists of kinds hold. */
+export interface AnyKind {
+  readonly kind: string
+  readonly data: Schema.Schema.AnyNoContext
   readonly description: string
   /** Live only: handed to subscribers, never kept in the log (a streaming agent's `text_delta`). */
   readonly live?: true
-  /** The entry in one line, for a person (the dashboard's reports, the cli's); else its data as JSON. */
-  readonly summary?: (data: A) => string
+  /** An entry's data decoded by this kind's Schema: `None` when it does not fit. */
+  readonly decodeData: (data: unknown) => Option.Option<unknown>
+  /** An entry's line from its data: its kind's summary when the data fits and the kind has one. */
+  readonly lineOf: (data: unknown) => Option.Option<string>
 }
 
 export interface KindOptions<A> {
@@ -41,7 +51,18 @@ export const kind = <const K extends string, A>(
   data: Schema.Schema<A>,
   description: string,
   options: KindOptions<NoInfer<A>> = {}
-): Kind<K, A> => ({ kind: name, data, description, ...options })
+): Kind<K, A> => {
+  const decodeData = Schema.decodeUnknownOption(data)
+  const { summary } = options
+  return {
+    kind: name,
+    data,
+    description,
+    ...options,
+    decodeData,
+    lineOf: summary === undefined ? () => Option.none() : (u) => Option.map(decodeData(u), summary)
+  }
+}
 
 /** An entry of a kind this version knows, with its data decoded. */
 export type Event<K extends string, A> = Omit<ReportEntry, "kind" | "data"> & {
@@ -61,10 +82,10 @@ export type Raw = ReportEntry & {
 export type EventOf<T> = T extends Kind<infer K, infer A> ? Event<K, A> : never
 
 /** The typed entries of a list of kinds, or `Raw`: the tagged union readers narrow on `_tag`, then `kind`. */
-export type Decoded<Ks extends ReadonlyArray<Kind<string, any>>> = EventOf<Ks[number]> | Raw
+export type Decoded<Ks extends ReadonlyArray<AnyKind>> = EventOf<Ks[number]> | Raw
 
 /** The data each kind of a list carries, by kind name: what `ReportLog.post` checks a post against. */
-export type DataOf<Ks extends ReadonlyArray<Kind<string, any>>> = {
+export type DataOf<Ks extends ReadonlyArray<AnyKind>> = {
   readonly [K in Ks[number] as K["kind"]]: K extends Kind<string, infer A> ? A : never
 }
 
@@ -83,12 +104,13 @@ export const decodeAs = <K extends string, A>(k: Kind<K, A>) => {
 }
 
 /** Entries as a tagged union of the kinds given: each one known and typed, or `Raw` (kept as it is). */
-export const decoder = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds: Ks) => {
-  const byName = new Map(kinds.map((k) => [k.kind, Schema.decodeUnknownOption(k.data)] as const))
+export const decoder = <const Ks extends ReadonlyArray<AnyKind>>(kinds: Ks) => {
+  const byName = new Map(kinds.map((k) => [k.kind, k]))
   return (entry: ReportEntry): Decoded<Ks> => {
-    const decode = byName.get(entry.kind)
-    if (decode === undefined) return { ...entry, _tag: "Raw", why: "unknown kind" }
-    const data = decode(entry.data)
+    const k = byName.get(entry.kind)
+    if (k === undefined) return { ...entry, _tag: "Raw", why: "unknown kind" }
+    const data = k.decodeData(entry.data)
+    // The kind found by name decoded the data, so the pair is that kind's member of the union: the map cannot say so.
     return (Option.isSome(data)
       ? known(entry, entry.kind, data.value)
       : { ...entry, _tag: "Raw", why: "malformed" }) as Decoded<Ks>
@@ -99,7 +121,7 @@ export const decoder = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds
  * The Schema of an entry's `kind` and `data` over a list of kinds: one member per kind, then any other entry kept
  * raw (a newer host's kind, or data that does not fit). The generated docs and the round-trip tests use it.
  */
-export const union = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds: Ks) =>
+export const union = <const Ks extends ReadonlyArray<AnyKind>>(kinds: Ks) =>
   Schema.Union(
     ...kinds.map((k) => Schema.Struct({ kind: Schema.Literal(k.kind), data: k.data })),
     Schema.Struct({ kind: Schema.String, data: Schema.Unknown })
@@ -112,13 +134,11 @@ const clip = (text: string) => (text.length <= LINE_MAX ? text : text.slice(0, L
  * An entry in one line, by the kinds given: a known kind's own summary, else (a kind not given, one with no
  * summary, data that does not fit) its data as compact JSON. Never more than 200 characters and an ellipsis.
  */
-export const line = <const Ks extends ReadonlyArray<Kind<string, any>>>(kinds: Ks) => {
-  const decode = decoder(kinds)
-  const byName = new Map<string, Kind<string, any>>(kinds.map((k) => [k.kind, k]))
+export const line = <const Ks extends ReadonlyArray<AnyKind>>(kinds: Ks) => {
+  const byName = new Map(kinds.map((k) => [k.kind, k]))
   return (entry: ReportEntry): string => {
-    const decoded = decode(entry)
-    const summary = decoded._tag === "Known" ? byName.get(decoded.kind)?.summary : undefined
-    return clip(summary === undefined ? JSON.stringify(entry.data) ?? "" : summary(decoded.data))
+    const said = Option.flatMap(Option.fromNullable(byName.get(entry.kind)), (k) => k.lineOf(entry.data))
+    return clip(Option.getOrElse(said, () => JSON.stringify(entry.data) ?? ""))
   }
 }
 
@@ -177,14 +197,24 @@ export const spawned = kind(
   "spawned",
   Schema.Union(AgentSpawned, RunSpawned),
   "an agent's process started (or a run's attempts, or a verify)",
-  { summary: (d) => isAgentSpawned(d) ? `${d.lifecycle} in ${d.cwd}` : d.kind === "verify" ? `verify ${d.branch}` : `${d.attempts} attempts, pick ${d.pick}` }
+  {
+    summary: (d) =>
+      isAgentSpawned(d)
+        ? `${d.lifecycle} in ${d.cwd}`
+        : d.kind === "verify"
+        ? `verify ${d.branch}`
+        : `${d.attempts} attempts, pick ${d.pick}`
+  }
 )
 
 export const forked = kind(
   "forked",
   Schema.Struct({
     from: Schema.String,
-    at: described(Schema.NullOr(Schema.String), "the source's turn it was cut at (null: a conversation with no turn of the source's)"),
+    at: described(
+      Schema.NullOr(Schema.String),
+      "the source's turn it was cut at (null: a conversation with no turn of the source's)"
+    ),
     sessionId: SessionId
   }),
   "the agent is a fork of `from` at its turn `at`",
@@ -225,7 +255,14 @@ export const result = kind(
   "result",
   Schema.Union(TurnDone, AttemptsDone, VerifyDone),
   "a turn (or a best-of-N run, or a verify) finished",
-  { summary: (d) => isVerifyDone(d) ? `verify ${d.passed ? "passed" : "failed"} at ${d.commit}` : isAttemptsDone(d) ? `attempt ${d.attempt} of ${d.attempts.length} won${costOf(d.totalCostUsd)}` : `${d.text}${costOf(d.costUsd)}` }
+  {
+    summary: (d) =>
+      isVerifyDone(d)
+        ? `verify ${d.passed ? "passed" : "failed"} at ${d.commit}`
+        : isAttemptsDone(d)
+        ? `attempt ${d.attempt} of ${d.attempts.length} won${costOf(d.totalCostUsd)}`
+        : `${d.text}${costOf(d.costUsd)}`
+  }
 )
 
 export const error = kind(

@@ -132,7 +132,14 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
       now: number
     ) => {
       if (subscribers.size === 0) return
-      fanOut({ seq: newest, at: isoAt(now), agent, kind: nameOf(kind), data, ...(turnId === undefined ? {} : { turnId }) }, false)
+      fanOut({
+        seq: newest,
+        at: isoAt(now),
+        agent,
+        kind: nameOf(kind),
+        data,
+        ...(turnId === undefined ? {} : { turnId })
+      }, false)
     }
 
     /** Appends one entry and hands it to live subscribers. Never blocks. Untraced: it is on every turn's path. */

@@ -20,7 +20,7 @@ const entry = (kind: string, data: unknown): ReportEntry => ({
 })
 
 /** Every value a kind's Schema describes survives encoding and decoding, and the Schema has a JSON form. */
-const roundTrips = (kinds: ReadonlyArray<ReportEvent.Kind<string, any>>) => {
+const roundTrips = (kinds: ReadonlyArray<ReportEvent.AnyKind>) => {
   for (const k of kinds) {
     const encode = Schema.encodeSync(k.data)
     const decode = Schema.decodeUnknownSync(k.data)

@@ -34,9 +34,11 @@ describe("ReportLog", () => {
   it.effect("cursor reads with agent and kind filters, and a limit", () =>
     Effect.gen(function*() {
       const log = yield* ReportLog
-      for (let i = 0; i < 10; i++) yield* (i < 5
+      for (let i = 0; i < 10; i++) {
+        yield* (i < 5
           ? log.post(i % 2 === 0 ? "even" : "odd", "result", turnDone)
           : log.post(i % 2 === 0 ? "even" : "odd", "error", failed))
+      }
       const all = yield* log.reports({})
       assert.strictEqual(all.entries.length, 10)
       assert.strictEqual(all.next, 10)
@@ -59,9 +61,11 @@ describe("ReportLog", () => {
     Effect.gen(function*() {
       const log = yield* ReportLog
       assert.deepStrictEqual(yield* log.reports({ last: 5 }), { entries: [], next: 0 })
-      for (let i = 0; i < 10; i++) yield* (i < 5
+      for (let i = 0; i < 10; i++) {
+        yield* (i < 5
           ? log.post(i % 2 === 0 ? "even" : "odd", "result", turnDone)
           : log.post(i % 2 === 0 ? "even" : "odd", "error", failed))
+      }
       const tail = yield* log.reports({ last: 3 })
       assert.deepStrictEqual(tail.entries.map((e) => e.seq), [8, 9, 10])
       assert.strictEqual(tail.next, 10)

@@ -42,7 +42,12 @@ export interface TurnPoint {
 export const pointOf = (raw: ReportEntry): TurnPoint | undefined => {
   const entry = Option.getOrUndefined(decodeResult(raw))
   if (entry === undefined || !isTurn(entry.data)) return
-  return { agent: entry.agent, at: Date.parse(entry.at), costUsd: entry.data.costUsd, durationMs: entry.data.durationMs }
+  return {
+    agent: entry.agent,
+    at: Date.parse(entry.at),
+    costUsd: entry.data.costUsd,
+    durationMs: entry.data.durationMs
+  }
 }
 
 const decodeResult = ReportEvent.decodeAs(ReportEvent.result)

@@ -14,8 +14,8 @@ import type { RunView } from "@flotta/core/RunList"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
-import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
+import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
 import { Array as Arr, Effect, Either, Option } from "effect"
 import * as path from "node:path"
 
@@ -271,7 +271,6 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
       ...(filter.agent === undefined ? {} : { agent: filter.agent }),
       ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
-
 
 /**
  * One line about an entry, by its kind's own summary: the engine's, the scheduler's and the webhooks' kinds. An

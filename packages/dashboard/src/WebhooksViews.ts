@@ -119,7 +119,12 @@ export const triggerRow = (raw: ReportEntry): TriggerRow => {
 /** The last triggers (and requests refused), newest first: the report log's `trigger` and `trigger_refused`. */
 export const triggers: Effect.Effect<ReadonlyArray<TriggerRow>, never, Flotta> = Effect.flatMap(
   Flotta,
-  (fleet) => fleet.reports({ agent: HOOKS_AGENT, kinds: [WebhooksEvents.trigger.kind, WebhooksEvents.triggerRefused.kind], last: TRIGGERS_SHOWN })
+  (fleet) =>
+    fleet.reports({
+      agent: HOOKS_AGENT,
+      kinds: [WebhooksEvents.trigger.kind, WebhooksEvents.triggerRefused.kind],
+      last: TRIGGERS_SHOWN
+    })
 ).pipe(Effect.map((page) => page.entries.map(triggerRow).reverse()))
 
 /**

@@ -95,7 +95,8 @@ describe("views", () => {
   })
 
   it("summary: each kind's own line (reply and cost, prompt, error, reason, scheduler action, spawn, tool and verdict)", () => {
-    const s = (kind: string, data: unknown) => Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
+    const s = (kind: string, data: unknown) =>
+      Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
     assert.strictEqual(s("result", { text: "hello", costUsd: 0.0123, durationMs: 5, modelCalls: 1 }), "hello ($0.0123)")
     assert.strictEqual(s("turn_started", { prompt: "do it" }), "do it")
     assert.strictEqual(s("error", { error: { _tag: "TurnTimeout", message: "too slow" } }), "TurnTimeout: too slow")
@@ -138,7 +139,8 @@ describe("views", () => {
   })
 
   it("summary: a kind it does not know (a newer host's), or a known kind whose data does not fit, is shown raw", () => {
-    const s = (kind: string, data: unknown) => Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
+    const s = (kind: string, data: unknown) =>
+      Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
     assert.strictEqual(s("teleported", { to: "mars" }), "{\"to\":\"mars\"}")
     assert.strictEqual(s("spawned", { pid: 12 }), "{\"pid\":12}")
     assert.strictEqual(s("result", "x".repeat(300)).length, 201)

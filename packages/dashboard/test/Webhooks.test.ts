@@ -104,7 +104,12 @@ describe("the schedule page's webhooks", () => {
         fired: [],
         unmapped: true
       })
-      yield* log.post("hooks", WebhooksEvents.trigger, { source: "github", delivery: "d-1", duplicate: true, fired: [] })
+      yield* log.post("hooks", WebhooksEvents.trigger, {
+        source: "github",
+        delivery: "d-1",
+        duplicate: true,
+        fired: []
+      })
       yield* log.post("hooks", WebhooksEvents.trigger, {
         source: "webhook",
         routine: "nightly",
@@ -154,7 +159,12 @@ describe("the schedule page's webhooks", () => {
     Effect.gen(function*() {
       const log = yield* ReportLog
       for (let i = 0; i < 25; i++) {
-        yield* log.post("hooks", WebhooksEvents.trigger, { source: "github", event: `e${i}`, fired: [], unmapped: true })
+        yield* log.post("hooks", WebhooksEvents.trigger, {
+          source: "github",
+          event: `e${i}`,
+          fired: [],
+          unmapped: true
+        })
       }
       const rows = rowsOf((yield* page("schedule", { fragment: true })).html, "Triggers")
       assert.strictEqual(rows.length, WebhooksViews.TRIGGERS_SHOWN)
@@ -242,7 +252,8 @@ describe("the webhooks elsewhere", () => {
   })
 
   it("summary: a trigger in a line", () => {
-    const s = (data: unknown) => Views.summary({ seq: 1, at: "2025-03-03T09:00:00.000Z", agent: "hooks", kind: "trigger", data })
+    const s = (data: unknown) =>
+      Views.summary({ seq: 1, at: "2025-03-03T09:00:00.000Z", agent: "hooks", kind: "trigger", data })
     assert.strictEqual(
       s({
         source: "github",

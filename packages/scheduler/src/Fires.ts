@@ -12,7 +12,6 @@ import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import { Clock, Deferred, Effect, Either, Exit, FiberSet, Option, Queue, Ref } from "effect"
 import type { Redacted, Scope } from "effect"
-import * as Events from "./SchedulerEvents.js"
 import type { Actions, Tally } from "./Actions.js"
 import { budgetOf, capText, EPSILON, failureView, ScanOptionsSchema } from "./Actions.js"
 import * as Calendar from "./Calendar.js"
@@ -21,6 +20,7 @@ import { hex } from "./internal/ids.js"
 import type { Failure, RoutineState, Running, Shared, State, Steer, Target } from "./internal/state.js"
 import { withRoutine } from "./internal/state.js"
 import type { Routine } from "./Routine.js"
+import * as Events from "./SchedulerEvents.js"
 import { ReportKinds, schedulerEntries } from "./Steering.js"
 import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions, Steering, TriggerInput } from "./Steering.js"
 import type { TimeZone } from "./WorkingHours.js"
@@ -38,7 +38,6 @@ export interface Fires {
     detail?: Record<string, unknown>
   ) => Effect.Effect<{ readonly fireId: string; readonly done: Deferred.Deferred<FireOutcome> }>
 }
-
 
 const decodeOverride = ReportEvent.decodeAs(Events.override)
 const decodeFireResult = ReportEvent.decodeAs(Events.fireResult)

@@ -5,12 +5,12 @@
  * records wake and stop, and starts the routines that fell due (or records why each is skipped).
  */
 import { Clock, Duration, Effect, Fiber, Queue, Ref } from "effect"
-import * as Events from "./SchedulerEvents.js"
 import * as Calendar from "./Calendar.js"
 import type { Fires } from "./Fires.js"
 import type { RoutineState, Shared, State, Steer } from "./internal/state.js"
 import { overrideView } from "./Overrides.js"
 import type { Routine } from "./Routine.js"
+import * as Events from "./SchedulerEvents.js"
 import { formatLocal, localDay } from "./WorkingHours.js"
 
 export interface Heartbeat {

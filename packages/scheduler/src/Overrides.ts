@@ -4,11 +4,11 @@
  * the mode (`resume` also undoes a stop for today and lifts the daily rails). Every change is recorded.
  */
 import { Clock, Effect, Ref } from "effect"
-import * as Events from "./SchedulerEvents.js"
 import * as Calendar from "./Calendar.js"
 import { InvalidSchedule } from "./Errors.js"
 import { hex } from "./internal/ids.js"
 import type { OverrideState, Shared, Steer } from "./internal/state.js"
+import * as Events from "./SchedulerEvents.js"
 import type { Override, SchedulerStatus, WindowInput } from "./Steering.js"
 import type { Hours, Window } from "./WorkingHours.js"
 import { formatDate, formatWindow, iso, localDay, MINUTE, parseDate, parseWindow, windowOn } from "./WorkingHours.js"

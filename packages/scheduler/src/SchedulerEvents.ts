@@ -108,7 +108,13 @@ export const findings = ReportEvent.kind(
 
 export const dispatch = ReportEvent.kind(
   "dispatch",
-  Schema.Struct({ routine: Schema.String, fireId: Schema.String, key: Schema.String, title: Schema.String, run: Schema.String }),
+  Schema.Struct({
+    routine: Schema.String,
+    fireId: Schema.String,
+    key: Schema.String,
+    title: Schema.String,
+    run: Schema.String
+  }),
   "a dispatch scan started a run for a task",
   { summary: (d) => `${d.routine}: ${d.title} → ${d.run}` }
 )

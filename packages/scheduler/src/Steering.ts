@@ -4,11 +4,11 @@
  * restarted scheduler, or a reader with no scheduler at all, sees every one.
  */
 import type { InvalidSpec } from "@flotta/core/Errors"
-import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import * as ReportEvent from "@flotta/core/ReportEvent"
+import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import { Effect, Option } from "effect"
-import * as Events from "./SchedulerEvents.js"
 import type { InvalidSchedule, RoutineBusy, RoutineNotFound, RoutineOffHours, RoutineRailed } from "./Errors.js"
+import * as Events from "./SchedulerEvents.js"
 import type {
   Finding,
   FireOutcome,

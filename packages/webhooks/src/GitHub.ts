@@ -108,12 +108,12 @@ export const matches = (mapping: GithubMapping, event: string, payload: Payload)
 export const facts = (event: string, payload: Payload): Facts => {
   const conclusion = conclusionOf(payload)
   return {
-  event: eventName(event, payload),
-  ...(payload.repository === undefined ? {} : { repository: payload.repository.full_name }),
-  ...(payload.issue === undefined ? {} : { issue: payload.issue.number }),
-  ...(payload.pull_request === undefined ? {} : { pullRequest: payload.pull_request.number }),
-  ...(payload.check_run === undefined ? {} : { check: payload.check_run.name }),
-  ...(payload.workflow_run?.name == null ? {} : { workflow: payload.workflow_run.name }),
+    event: eventName(event, payload),
+    ...(payload.repository === undefined ? {} : { repository: payload.repository.full_name }),
+    ...(payload.issue === undefined ? {} : { issue: payload.issue.number }),
+    ...(payload.pull_request === undefined ? {} : { pullRequest: payload.pull_request.number }),
+    ...(payload.check_run === undefined ? {} : { check: payload.check_run.name }),
+    ...(payload.workflow_run?.name == null ? {} : { workflow: payload.workflow_run.name }),
     ...(conclusion == null ? {} : { conclusion })
   }
 }

@@ -7,6 +7,7 @@
  * letter, and the target goes on. Trouble is news in the log itself: `notify_failing` once when a target starts
  * failing, `notify_recovered` when it takes one again, `notify_dead` for each dead letter (never sent anywhere).
  */
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Store } from "@flotta/core/Store"
@@ -15,7 +16,6 @@ import { Clock, Context, Duration, Effect, Option, Queue, Ref, Schedule, Schema,
 import type { Scope } from "effect"
 import * as Delivery from "./Delivery.js"
 import type { NotifyEvent, Target } from "./WebhooksConfig.js"
-import * as ReportEvent from "@flotta/core/ReportEvent"
 import * as Events from "./WebhooksEvents.js"
 import { DeadLetter } from "./WebhooksEvents.js"
 
@@ -78,7 +78,8 @@ export const storedStatus = (
 /** Whether a target takes an entry. */
 export const wants = (target: Target, entry: Pick<ReportEntry, "kind">) =>
   Option.match(target.kinds, {
-    onNone: () => !(Events.OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== ReportEvent.textDelta.kind,
+    onNone: () =>
+      !(Events.OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== ReportEvent.textDelta.kind,
     onSome: (kinds) => kinds.includes(entry.kind)
   })
 

@@ -74,7 +74,10 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
   })
 
   const refused = (source: string, status: number, tag: string, reason: string, extra: object = {}) =>
-    Effect.as(log.post("hooks", Events.triggerRefused, { source, status, reason, ...extra }), refusal(status, tag, reason))
+    Effect.as(
+      log.post("hooks", Events.triggerRefused, { source, status, reason, ...extra }),
+      refusal(status, tag, reason)
+    )
 
   const body = (max: number) =>
     Http.bodyText(max).pipe(
@@ -170,7 +173,12 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
       }
       const payload = GitHub.decode(text)
       if (Either.isLeft(payload)) {
-        yield* log.post("hooks", Events.triggerRefused, { source: "github", status: 400, reason: payload.left, delivery })
+        yield* log.post("hooks", Events.triggerRefused, {
+          source: "github",
+          status: 400,
+          reason: payload.left,
+          delivery
+        })
         return refusal(400, "BadRequest", payload.left)
       }
       const facts = GitHub.facts(event, payload.right)

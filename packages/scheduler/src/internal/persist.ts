@@ -14,9 +14,9 @@ import { Either, Option, Predicate, Schema } from "effect"
 import * as Calendar from "../Calendar.js"
 import { overrideView } from "../Overrides.js"
 import type { Routine } from "../Routine.js"
+import { resumed as resumedEvent } from "../SchedulerEvents.js"
 import type { Cadence, Mode } from "../Steering.js"
 import { formatDate, formatLocal, iso, localDay, MINUTE } from "../WorkingHours.js"
-import { resumed as resumedEvent } from "../SchedulerEvents.js"
 import type { OverrideState, RoutineState, State } from "./state.js"
 
 /** The `Store` key the scheduler's state is saved under. */

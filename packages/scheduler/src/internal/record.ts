@@ -1,12 +1,15 @@
 /** The scheduler's report-log writer: every entry under `scheduler`, each one a span as well. */
-import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import type { Kind } from "@flotta/core/ReportEvent"
+import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import { Effect } from "effect"
 import { fire } from "../SchedulerEvents.js"
 import { SCHEDULER_AGENT } from "../Steering.js"
 
 /** Posts one of the scheduler's kinds (`SchedulerEvents`), its data checked against the kind's Schema. */
-export type Recorder = <K extends string, A extends object>(kind: Kind<K, A>, data: NoInfer<A>) => Effect.Effect<ReportEntry>
+export type Recorder = <K extends string, A extends object>(
+  kind: Kind<K, A>,
+  data: NoInfer<A>
+) => Effect.Effect<ReportEntry>
 
 export const recorder = (reports: Pick<ReportLog, "post">): Recorder => (kind, data) =>
   // A fire's entry sits in the fire's own span; every other entry gets a span of its own.
