@@ -4,6 +4,7 @@
  * their descriptions, read from the JSON Schema of its data.
  */
 import * as ClusterEvents from "@flotta/cluster/ClusterEvents"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
@@ -20,8 +21,8 @@ export const groups: ReadonlyArray<{
 }> = [
   {
     title: "The engine's",
-    intro: "Posted under the agent's (or run's) name, unless a kind says otherwise (`@flotta/core/ReportEvent`).",
-    kinds: ReportEvent.engine
+    intro: "Posted under the agent's (or run's) name, unless a kind says otherwise (`@flotta/core/EngineEvents`).",
+    kinds: EngineEvents.engine
   },
   {
     title: "The scheduler's",
@@ -71,7 +72,7 @@ const kindSection = (k: ReportEvent.AnyKind): string =>
 /** The page. */
 export const reportKindsReference = (): string =>
   [
-    banner("Report kinds reference", "the report kinds' Schemas (ReportEvent and each package's *Events module)"),
+    banner("Report kinds reference", "the report kinds' Schemas (EngineEvents and each package's *Events module)"),
     "Every report entry is `{ seq, at, agent, kind, turnId?, host?, data }`: `data` is what its `kind` says below. " +
     "A reader decodes an entry by its kind (`ReportEvent.decoder`, `ReportEvent.decodeAs`); an entry of a kind " +
     "it does not know (a newer host's, in a shared store) or whose data does not fit is kept and shown raw.",

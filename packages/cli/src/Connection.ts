@@ -8,6 +8,7 @@
  */
 import { type Args, Command, Options } from "@effect/cli"
 import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
@@ -206,10 +207,10 @@ export const call = <A, I>(
     })
   )
 
-const decodeDegraded = ReportEvent.decodeAs(ReportEvent.storeDegraded)
+const decodeDegraded = ReportEvent.decodeAs(EngineEvents.storeDegraded)
 
 /** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
-const STORE_KINDS = [ReportEvent.storeDegraded.kind, ReportEvent.storeRecovered.kind]
+const STORE_KINDS = [EngineEvents.storeDegraded.kind, EngineEvents.storeRecovered.kind]
 
 /**
  * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only

@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as ClusterEvents from "@flotta/cluster/ClusterEvents"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
@@ -34,7 +35,7 @@ describe("the fleet's report kinds", () => {
   }
 
   it("no two packages declare the same kind", () => {
-    const names = [...ReportEvent.engine, ...Object.values(packages).flat()].map((k) => k.kind)
+    const names = [...EngineEvents.engine, ...Object.values(packages).flat()].map((k) => k.kind)
     const twice = names.filter((n, i) => names.indexOf(n) !== i)
     assert.deepStrictEqual(twice, [])
   })

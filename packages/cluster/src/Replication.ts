@@ -4,7 +4,7 @@
  * for good (freed in the cluster). A host an agent moves to reads the conversation back before it resumes it.
  */
 import type { FileSystem } from "@effect/platform/FileSystem"
-import * as ReportEvent from "@flotta/core/ReportEvent"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Duration, Effect, Option, Ref, Stream } from "effect"
 import type { HostingShape } from "./Hosting.js"
 import * as SessionMirror from "./SessionMirror.js"
@@ -25,10 +25,10 @@ export const copyReports = (h: HostingShape): Effect.Effect<never, never, FileSy
           yield* h.store.appendReports(me, page.entries)
           for (const entry of page.entries) {
             // A turn's end (its conversation grew), a close (its name is free): the kinds alone say so.
-            if (entry.kind === ReportEvent.result.kind || entry.kind === ReportEvent.error.kind) {
+            if (entry.kind === EngineEvents.result.kind || entry.kind === EngineEvents.error.kind) {
               yield* mirror(h, entry.agent)
             }
-            if (entry.kind === ReportEvent.closed.kind) yield* forget(h, entry.agent)
+            if (entry.kind === EngineEvents.closed.kind) yield* forget(h, entry.agent)
           }
         }
         cursor = page.next

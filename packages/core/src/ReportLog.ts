@@ -5,9 +5,10 @@
  */
 import { Chunk, Effect, Option, Queue, Stream } from "effect"
 import type { Scope } from "effect"
+import type { EngineData, EngineKind } from "./EngineEvents.js"
 import { matches } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportQuery } from "./internal/reportQuery.js"
-import type { EngineData, EngineKind, Kind } from "./ReportEvent.js"
+import type { Kind } from "./ReportEvent.js"
 import { Store } from "./Store.js"
 
 export { DEFAULT_LIMIT, MAX_LIMIT, reportWhere } from "./internal/reportQuery.js"

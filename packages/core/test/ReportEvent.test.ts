@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Chunk, Effect, FastCheck, JSONSchema, Layer, Option, Schema, Stream } from "effect"
 import type { ReportEntry } from "../src/AgentView.js"
+import * as EngineEvents from "../src/EngineEvents.js"
 import * as ReportEvent from "../src/ReportEvent.js"
 import { ReportLog } from "../src/ReportLog.js"
 import { Store } from "../src/Store.js"
@@ -46,15 +47,15 @@ const turnDone = { text: "done", costUsd: 0.25, durationMs: 1200, modelCalls: 2 
 
 describe("ReportEvent", () => {
   it("each engine kind round-trips through its Schema, and their names are unique", () => {
-    roundTrips(ReportEvent.engine)
-    const names = ReportEvent.engine.map((k) => k.kind)
+    roundTrips(EngineEvents.engine)
+    const names = EngineEvents.engine.map((k) => k.kind)
     assert.strictEqual(new Set(names).size, names.length)
     assert.include(names, "turn_started")
     assert.include(names, "host_lost")
   })
 
   it("decoder: a known kind is typed and narrows on its kind; its data is what the Schema says", () => {
-    const decoded = ReportEvent.decodeEngine(entry("result", { ...turnDone, extra: 1 }))
+    const decoded = EngineEvents.decodeEngine(entry("result", { ...turnDone, extra: 1 }))
     assert.strictEqual(decoded._tag, "Known")
     if (decoded._tag === "Known" && decoded.kind === "result") {
       assert.deepStrictEqual(decoded.data, turnDone) // a field the Schema does not name is not read
@@ -65,13 +66,13 @@ describe("ReportEvent", () => {
 
   it("decoder: a newer host's kind is kept raw, with everything it said", () => {
     const raw = entry("teleported", { to: "mars", nested: [1, { a: null }] })
-    const decoded = ReportEvent.decodeEngine(raw)
+    const decoded = EngineEvents.decodeEngine(raw)
     assert.deepStrictEqual(decoded, { ...raw, _tag: "Raw", why: "unknown kind" })
   })
 
   it("decoder: a known kind whose data does not fit is kept raw as malformed, never a failure", () => {
     for (const data of [null, "text", { pid: "one" }, { error: "no tag" }, []]) {
-      const decoded = ReportEvent.decodeEngine(entry("error", data))
+      const decoded = EngineEvents.decodeEngine(entry("error", data))
       assert.strictEqual(decoded._tag, "Raw")
       if (decoded._tag === "Raw") {
         assert.strictEqual(decoded.why, "malformed")
@@ -81,14 +82,14 @@ describe("ReportEvent", () => {
   })
 
   it("decodeAs: one kind, or none for another kind and for data that does not fit", () => {
-    const asResult = ReportEvent.decodeAs(ReportEvent.result)
+    const asResult = ReportEvent.decodeAs(EngineEvents.result)
     assert.deepStrictEqual(Option.map(asResult(entry("result", turnDone)), (e) => e.data), Option.some(turnDone))
     assert.isTrue(Option.isNone(asResult(entry("error", turnDone))))
     assert.isTrue(Option.isNone(asResult(entry("result", { text: 1 }))))
   })
 
   it("line: a kind's own summary, cut to 200 characters; anything else as its data's JSON", () => {
-    const line = ReportEvent.line(ReportEvent.engine)
+    const line = ReportEvent.line(EngineEvents.engine)
     assert.strictEqual(line(entry("result", turnDone)), "done ($0.2500)")
     assert.strictEqual(line(entry("error", { error: { _tag: "TurnTimeout", message: "slow" } })), "TurnTimeout: slow")
     assert.strictEqual(line(entry("closed", {})), "")
@@ -98,7 +99,7 @@ describe("ReportEvent", () => {
   })
 
   it("union: one member per kind, then any other entry kept raw", () => {
-    const decode = Schema.decodeUnknownSync(ReportEvent.union([ReportEvent.closed, ReportEvent.turnStarted]))
+    const decode = Schema.decodeUnknownSync(ReportEvent.union([EngineEvents.closed, EngineEvents.turnStarted]))
     assert.deepStrictEqual(decode({ kind: "closed", data: { reason: "done" } }), {
       kind: "closed",
       data: { reason: "done" }
@@ -119,7 +120,7 @@ describe("ReportEvent", () => {
         ["teleported", { to: "mars" }],
         ["closed", { reason: "done" }]
       ])
-      const decoded = page.entries.map(ReportEvent.decodeEngine)
+      const decoded = page.entries.map(EngineEvents.decodeEngine)
       assert.deepStrictEqual(decoded.map((e) => e._tag), ["Raw", "Known"])
       const live = Chunk.toArray(yield* taken.await.pipe(Effect.flatten))
       assert.deepStrictEqual(live.map((n) => (n._tag === "Entry" ? n.entry.kind : "missed")), ["teleported", "closed"])

@@ -5,7 +5,7 @@
  * that is neither.
  */
 import type { AgentInfo, ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
-import * as ReportEvent from "@flotta/core/ReportEvent"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { Value } from "./Html.js"
 import { html } from "./Html.js"
@@ -187,7 +187,7 @@ ${
 
 /** Why an agent went, when its last report says. */
 const reasonOf = (raw: ReportEntry) => {
-  const entry = ReportEvent.decodeEngine(raw)
+  const entry = EngineEvents.decodeEngine(raw)
   if (entry._tag === "Raw") return ""
   switch (entry.kind) {
     case "closed":

@@ -5,6 +5,7 @@
  * hands it over. The busiest agents get a series each, the rest share one ("others"), in the same order in both
  * charts so an agent keeps its colour.
  */
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
@@ -50,8 +51,8 @@ export const pointOf = (raw: ReportEntry): TurnPoint | undefined => {
   }
 }
 
-const decodeResult = ReportEvent.decodeAs(ReportEvent.result)
-const isTurn = Schema.is(ReportEvent.TurnDone)
+const decodeResult = ReportEvent.decodeAs(EngineEvents.result)
+const isTurn = Schema.is(EngineEvents.TurnDone)
 
 const seconds = (millis: number) => millis / 1000
 // To the micro-dollar: float sums print as 0.30000000000000004 otherwise.
@@ -94,6 +95,6 @@ export const build = (points: ReadonlyArray<TurnPoint>, now: number): ChartData 
 export const chartData: Effect.Effect<ChartData, never, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const now = yield* Clock.currentTimeMillis
-  const page = yield* fleet.reports({ kinds: [ReportEvent.result.kind], last: MAX_LIMIT })
+  const page = yield* fleet.reports({ kinds: [EngineEvents.result.kind], last: MAX_LIMIT })
   return build(page.entries.flatMap((entry) => pointOf(entry) ?? []), now)
 })

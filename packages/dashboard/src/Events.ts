@@ -8,8 +8,8 @@
  * pieces of text (`text_delta`, never kept) go out as `delta` events without an id: they move no cursor.
  */
 import { HttpServerResponse } from "@effect/platform"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
-import * as ReportEvent from "@flotta/core/ReportEvent"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Effect, Mailbox, Option, Schema, Stream } from "effect"
@@ -83,7 +83,7 @@ export const stream = (cursor: number | undefined) =>
             let frames: Array<Uint8Array> = []
             for (const notice of notices) {
               if (notice._tag === "Entry") {
-                if (notice.entry.kind === ReportEvent.textDelta.kind) frames.push(deltaOf(notice.entry))
+                if (notice.entry.kind === EngineEvents.textDelta.kind) frames.push(deltaOf(notice.entry))
                 else if (fresh(notice.entry)) frames.push(frameOf(notice.entry))
                 continue
               }

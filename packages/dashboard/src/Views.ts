@@ -5,6 +5,7 @@
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
@@ -278,7 +279,7 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
  * as compact JSON. The live rows get the same line: the page's event stream carries it (`Events`).
  */
 export const summary: (entry: ReportEntry) => string = ReportEvent.line([
-  ...ReportEvent.engine,
+  ...EngineEvents.engine,
   ...SchedulerEvents.kinds,
   ...WebhooksEvents.kinds
 ])

@@ -4,6 +4,7 @@
  * receiver can drop a repeat by. A receiver that answers 2xx has it; 408, 429, a 5xx or no answer is worth
  * another try; any other answer is final.
  */
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Data, Effect, Option, Redacted } from "effect"
@@ -35,7 +36,7 @@ export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
 /** The id of one entry's delivery to one target: the same on every try, so a receiver can drop a repeat. */
 export const deliveryId = (target: Pick<Target, "id">, entry: Pick<ReportEntry, "seq">) => `${target.id}-${entry.seq}`
 
-const decode = ReportEvent.decoder(ReportEvent.engine)
+const decode = ReportEvent.decoder(EngineEvents.engine)
 
 /** What the event says, in a line a person reads: by its kind, from its decoded data (else its kind alone). */
 export const headline = (raw: ReportEntry): string => {
@@ -73,9 +74,9 @@ export const headline = (raw: ReportEntry): string => {
 
 /** The dashboard page an entry is about. */
 export const linkOf = (base: string, entry: ReportEntry) => {
-  const page = entry.kind === ReportEvent.approvalRequested.kind
+  const page = entry.kind === EngineEvents.approvalRequested.kind
     ? "approvals"
-    : entry.kind === ReportEvent.runFinished.kind
+    : entry.kind === EngineEvents.runFinished.kind
     ? `runs/${encodeURIComponent(entry.agent)}`
     : `agents/${encodeURIComponent(entry.agent)}`
   return new URL(page, base.endsWith("/") ? base : `${base}/`).href

@@ -7,7 +7,7 @@
  * letter, and the target goes on. Trouble is news in the log itself: `notify_failing` once when a target starts
  * failing, `notify_recovered` when it takes one again, `notify_dead` for each dead letter (never sent anywhere).
  */
-import * as ReportEvent from "@flotta/core/ReportEvent"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Store } from "@flotta/core/Store"
@@ -79,7 +79,7 @@ export const storedStatus = (
 export const wants = (target: Target, entry: Pick<ReportEntry, "kind">) =>
   Option.match(target.kinds, {
     onNone: () =>
-      !(Events.OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== ReportEvent.textDelta.kind,
+      !(Events.OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== EngineEvents.textDelta.kind,
     onSome: (kinds) => kinds.includes(entry.kind)
   })
 
