@@ -6,9 +6,10 @@
 import * as Tools from "@flotta/mcp/Tools"
 import { banner, code, slug, table } from "./markdown.js"
 
-type Json = { readonly [key: string]: unknown }
+export type Json = { readonly [key: string]: unknown }
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+export const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** A tool's advertised schema (the Standard JSON Schema its `inputSchema` or `outputSchema` carries). */
 const advertised = (schema: unknown, side: "input" | "output"): Json => {
@@ -19,7 +20,7 @@ const advertised = (schema: unknown, side: "input" | "output"): Json => {
 }
 
 /** `$ref`s followed into the root's `$defs` (also under a one-member `allOf`, which carries a description). */
-const resolve = (root: Json, node: Json): Json => {
+export const resolve = (root: Json, node: Json): Json => {
   const allOf = node["allOf"]
   if (Array.isArray(allOf) && allOf.length === 1 && isObject(allOf[0])) {
     const { allOf: _, ...own } = node
@@ -49,7 +50,7 @@ const constraintWords = (node: Json): Array<string> => {
 const JSON_TYPES = ["object", "array", "string", "number", "boolean", "null"]
 
 /** A JSON Schema in a few words. */
-const typeText = (root: Json, input: Json): string => {
+export const typeText = (root: Json, input: Json): string => {
   const node = resolve(root, input)
   const words = constraintWords(node)
   const withWords = (text: string) => (words.length === 0 ? text : `${text}, ${words.join(", ")}`)
@@ -132,7 +133,7 @@ const kindOf = (root: Json, input: Json): string => {
 }
 
 /** Rows of an object's fields: `name`, `type`, required or not, description; nested objects as `a.b`, `a[].b`. */
-const fieldRows = (root: Json, node: Json, prefix = "", depth = 0): Array<Array<string>> => {
+export const fieldRows = (root: Json, node: Json, prefix = "", depth = 0): Array<Array<string>> => {
   const properties = isObject(node["properties"]) ? node["properties"] : {}
   const required = new Set(Array.isArray(node["required"]) ? node["required"] : [])
   return Object.entries(properties).flatMap(([name, sub]) => {

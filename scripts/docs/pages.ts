@@ -6,6 +6,7 @@ import { flotta } from "@flotta/cli/Cli"
 import { cliReference } from "./cli.js"
 import { configReference } from "./config.js"
 import { mcpToolsReference } from "./mcpTools.js"
+import { reportKindsReference } from "./reportKinds.js"
 
 export interface Page {
   /** Relative to the repository's root. */
@@ -16,5 +17,6 @@ export interface Page {
 export const pages = (): ReadonlyArray<Page> => [
   { file: "docs/reference/config.md", content: configReference() },
   { file: "docs/reference/cli.md", content: cliReference(flotta) },
-  { file: "docs/reference/mcp-tools.md", content: mcpToolsReference() }
+  { file: "docs/reference/mcp-tools.md", content: mcpToolsReference() },
+  { file: "docs/reference/report-kinds.md", content: reportKindsReference() }
 ]

@@ -8,6 +8,8 @@
  */
 import { type Args, Command, Options } from "@effect/cli"
 import { ErrorView, ReportEntry, ReportPage } from "@flotta/core/AgentView"
+import * as EngineEvents from "@flotta/core/EngineEvents"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { StoreHealth } from "@flotta/core/Store"
 import * as McpConfig from "@flotta/mcp/McpConfig"
 import { Effect, Option, type ParseResult, Redacted, Schema } from "effect"
@@ -205,17 +207,10 @@ export const call = <A, I>(
     })
   )
 
-/** The data of a `store_degraded` entry (typed by the engine's `StoreHealth`, which has no Schema of its own yet). */
-const StoreHealthData: Schema.Schema<StoreHealth> = Schema.Struct({
-  state: Schema.Literal("ok", "degraded"),
-  reason: Schema.NullOr(Schema.String),
-  since: Schema.NullOr(Schema.String),
-  pending: Schema.Number,
-  lost: Schema.Number
-})
+const decodeDegraded = ReportEvent.decodeAs(EngineEvents.storeDegraded)
 
 /** Report kinds the report log gives the store's health changes (its entries' agent is `store`). */
-const STORE_KINDS = ["store_degraded", "store_recovered"] as const
+const STORE_KINDS = [EngineEvents.storeDegraded.kind, EngineEvents.storeRecovered.kind]
 
 /**
  * The store's health as a running serve sees it: degraded when its latest health entry says so (a read-only
@@ -236,9 +231,9 @@ export const liveStoreHealth = Effect.fn("Connection.liveStoreHealth")(
       cursor = page.next
       if (page.entries.length < 10_000) break
     }
-    return latest?.kind === "store_degraded"
-      ? Schema.decodeUnknownOption(StoreHealthData)(latest.data)
-      : Option.none<StoreHealth>()
+    return latest === undefined
+      ? Option.none<StoreHealth>()
+      : Option.map(decodeDegraded(latest), (entry): StoreHealth => entry.data)
   },
   Effect.orElseSucceed(() => Option.none<StoreHealth>())
 )

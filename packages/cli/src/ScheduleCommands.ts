@@ -9,7 +9,9 @@
  * fire still going after that is followed through the report log until its `fire_result` lands.
  */
 import { Args, Command } from "@effect/cli"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import { FireResult } from "@flotta/mcp/SchedulerTools"
+import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import * as Views from "@flotta/scheduler/SchedulerViews"
 import { Array as Arr, Effect, Option, Schema } from "effect"
 import * as Answers from "./Answers.js"
@@ -47,6 +49,8 @@ const StatusAnswer = Schema.Struct({ status: Views.SchedulerStatus })
 const Findings = Schema.Struct({ findings: Schema.Array(Views.Finding) })
 
 /** Follows a fire the tool stopped waiting for, through the report log, until its outcome lands. */
+const decodeFireResult = ReportEvent.decodeAs(SchedulerEvents.fireResult)
+
 const followFire = Effect.fn("ScheduleCommands.followFire")(function*(client: McpClient, first: FireAnswer) {
   if (first.done || first.fireId === null) return first
   const fireId = first.fireId
@@ -56,12 +60,12 @@ const followFire = Effect.fn("ScheduleCommands.followFire")(function*(client: Mc
     const page = yield* call(
       client,
       "flotta_reports",
-      { agent: "scheduler", kinds: ["fire_result"], cursor, limit: 500 },
+      { agent: "scheduler", kinds: [SchedulerEvents.fireResult.kind], cursor, limit: 500 },
       Answers.Reports
     )
     const outcome = Arr.findFirst(
       page.entries,
-      (e) => Option.filter(Schema.decodeUnknownOption(Views.FireOutcome)(e.data), (o) => o.fireId === fireId)
+      (e) => Option.filter(Option.map(decodeFireResult(e), (r) => r.data), (o) => o.fireId === fireId)
     )
     if (Option.isSome(outcome)) {
       const message = renderOutcome(outcome.value).split("\n")[0]!

@@ -8,6 +8,7 @@
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Clock, Effect, FiberSet, Option, Ref, Schedule, SubscriptionRef } from "effect"
 import { randomUUID } from "node:crypto"
+import * as ClusterEvents from "./ClusterEvents.js"
 import type { HostRow, Placement } from "./ClusterStore.js"
 import { Hosting } from "./Hosting.js"
 import type { HostingShape } from "./Hosting.js"
@@ -186,7 +187,7 @@ const takeOne = (h: HostingShape, p: Placement) =>
     const resume = yield* restoreSession(h, p.name, p.cwd, p.sessionId, options.env)
     const info = yield* h.startHere(p.name, { ...options, ...(resume === undefined ? {} : { resume }) }, p.epoch)
     if (resume !== undefined) yield* resumedFrom(h, p.name, resume, info.sessionId)
-    yield* h.localLog.post(p.name, "moved", {
+    yield* h.localLog.post(p.name, ClusterEvents.moved, {
       from: p.movedFrom ?? me,
       to: me,
       sessionId: info.sessionId,

@@ -4,6 +4,7 @@
  * for good (freed in the cluster). A host an agent moves to reads the conversation back before it resumes it.
  */
 import type { FileSystem } from "@effect/platform/FileSystem"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Duration, Effect, Option, Ref, Stream } from "effect"
 import type { HostingShape } from "./Hosting.js"
 import * as SessionMirror from "./SessionMirror.js"
@@ -23,8 +24,11 @@ export const copyReports = (h: HostingShape): Effect.Effect<never, never, FileSy
         if (page.entries.length > 0) {
           yield* h.store.appendReports(me, page.entries)
           for (const entry of page.entries) {
-            if (entry.kind === "result" || entry.kind === "error") yield* mirror(h, entry.agent)
-            if (entry.kind === "closed") yield* forget(h, entry.agent)
+            // A turn's end (its conversation grew), a close (its name is free): the kinds alone say so.
+            if (entry.kind === EngineEvents.result.kind || entry.kind === EngineEvents.error.kind) {
+              yield* mirror(h, entry.agent)
+            }
+            if (entry.kind === EngineEvents.closed.kind) yield* forget(h, entry.agent)
           }
         }
         cursor = page.next

@@ -257,31 +257,8 @@ export type TurnResult = typeof TurnResult.Type
 
 // ------------------------------------------------------------------------------------------------- report log
 
-/** What an entry reports: one of the engine's kinds, or a kind of a layer above (`run_started`, ...). */
-export type ReportKind =
-  | "spawned"
-  | "turn_started"
-  | "result"
-  | "error"
-  | "closed"
-  | "crashed"
-  | "restarted"
-  | "permission"
-  | "forked"
-  | "hibernated"
-  | "woken"
-  | "compaction_queued"
-  | "compacted"
-  | "cleared"
-  | "session_writes_lost"
-  | "budget_exceeded"
-  | "run_finished"
-  | "assistant_text"
-  | "tool_call"
-  | "tool_result"
-  | "text_delta"
-  | (string & {})
-// Any string is a kind: the union above only names the engine's own for editors.
+/** What an entry reports: any string is a kind, so a newer host's entries are kept; `ReportEvent` names them. */
+export type ReportKind = string
 export const ReportKind: Schema.Schema<ReportKind> = Schema.String
 
 export const ReportEntry = Schema.Struct({

@@ -5,8 +5,10 @@
  */
 import { Chunk, Effect, Option, Queue, Stream } from "effect"
 import type { Scope } from "effect"
+import type { EngineData, EngineKind } from "./EngineEvents.js"
 import { matches } from "./internal/reportQuery.js"
-import type { ReportEntry, ReportKind, ReportQuery } from "./internal/reportQuery.js"
+import type { ReportEntry, ReportQuery } from "./internal/reportQuery.js"
+import type { Kind } from "./ReportEvent.js"
 import { Store } from "./Store.js"
 
 export { DEFAULT_LIMIT, MAX_LIMIT, reportWhere } from "./internal/reportQuery.js"
@@ -25,6 +27,22 @@ export interface SubscribeOptions {
   /** Only entries the log keeps: no live-only ones (a streaming agent's `text_delta`). */
   readonly keptOnly?: boolean
 }
+
+/**
+ * How a post names its kind: an engine kind by name (its data checked against `ReportEvent`'s Schema for it), or a
+ * kind a package declared with `ReportEvent.kind`.
+ */
+export interface Post<R> {
+  <K extends EngineKind>(agent: string, kind: K, data: EngineData[K], turnId?: string): R
+  <K extends string, A>(agent: string, kind: Kind<K, A>, data: NoInfer<A>, turnId?: string): R
+}
+/** The same, synchronous, at a given time (Clock millis): for the turn's path. */
+export interface UnsafePost<R> {
+  <K extends EngineKind>(agent: string, kind: K, data: EngineData[K], turnId: string | undefined, now: number): R
+  <K extends string, A>(agent: string, kind: Kind<K, A>, data: NoInfer<A>, turnId: string | undefined, now: number): R
+}
+
+const nameOf = (kind: string | Kind<string, unknown>) => typeof kind === "string" ? kind : kind.kind
 
 interface Subscriber {
   readonly queue: Queue.Queue<ReportEntry>
@@ -62,12 +80,19 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
 
     let newest = 0
     /** Appends one entry at `now` (Clock millis) and hands it to live subscribers, synchronously. */
-    const unsafePost = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
+    const append = (agent: string, kind: string, data: unknown, turnId: string | undefined, now: number) => {
       const entry = store.appendReport({ at: isoAt(now), agent, kind, data, turnId })
       newest = entry.seq
       if (subscribers.size > 0) fanOut(entry)
       return entry
     }
+    const unsafePost: UnsafePost<ReportEntry> = (
+      agent: string,
+      kind: string | Kind<string, unknown>,
+      data: unknown,
+      turnId: string | undefined,
+      now: number
+    ) => append(agent, nameOf(kind), data, turnId, now)
 
     /**
      * Appends entries made elsewhere (an imported run's, see `RunRecord`), each at the time it says, numbered here in
@@ -100,15 +125,33 @@ export class ReportLog extends Effect.Service<ReportLog>()("@flotta/core/ReportL
      * Hands an entry to live subscribers only, never kept: a streamed piece of text, whose whole is kept when it
      * comes. Its `seq` is that of the newest entry kept before it (it has none of its own), so a cursor never skips.
      */
-    const unsafeFlash = (agent: string, kind: ReportKind, data: unknown, turnId: string | undefined, now: number) => {
+    const unsafeFlash: UnsafePost<void> = (
+      agent: string,
+      kind: string | Kind<string, unknown>,
+      data: unknown,
+      turnId: string | undefined,
+      now: number
+    ) => {
       if (subscribers.size === 0) return
-      fanOut({ seq: newest, at: isoAt(now), agent, kind, data, ...(turnId === undefined ? {} : { turnId }) }, false)
+      fanOut({
+        seq: newest,
+        at: isoAt(now),
+        agent,
+        kind: nameOf(kind),
+        data,
+        ...(turnId === undefined ? {} : { turnId })
+      }, false)
     }
 
     /** Appends one entry and hands it to live subscribers. Never blocks. Untraced: it is on every turn's path. */
-    const post = (agent: string, kind: ReportKind, data: unknown = {}, turnId?: string): Effect.Effect<ReportEntry> =>
+    const post: Post<Effect.Effect<ReportEntry>> = (
+      agent: string,
+      kind: string | Kind<string, unknown>,
+      data: unknown,
+      turnId?: string
+    ): Effect.Effect<ReportEntry> =>
       Effect.clockWith((clock) =>
-        Effect.sync(() => unsafePost(agent, kind, data, turnId, clock.unsafeCurrentTimeMillis()))
+        Effect.sync(() => append(agent, nameOf(kind), data, turnId, clock.unsafeCurrentTimeMillis()))
       )
 
     const reports = Effect.fn("ReportLog.reports")((query: ReportQuery = {}) => store.readReports(query))

@@ -5,12 +5,24 @@ import { Store } from "../src/Store.js"
 
 const LogLive = ReportLog.Default.pipe(Layer.provide(Store.memory))
 
+const spawned = {
+  pid: 1,
+  sessionId: "s-1",
+  cwd: "/w",
+  model: null,
+  permission: "full",
+  role: "member",
+  lifecycle: "session"
+} as const
+const turnDone = { text: "ok", costUsd: 0.01, durationMs: 5, modelCalls: 1 }
+const failed = { error: { _tag: "TurnTimeout", message: "too slow" } }
+
 describe("ReportLog", () => {
   it.effect("entries get strictly increasing seq and the Clock's time", () =>
     Effect.gen(function*() {
       const log = yield* ReportLog
       yield* TestClock.setTime(Date.UTC(2026, 10, 29, 12, 0, 0))
-      const a = yield* log.post("alpha", "spawned", { pid: 1 })
+      const a = yield* log.post("alpha", "spawned", spawned)
       const b = yield* log.post("alpha", "turn_started", { prompt: "x" }, "t1")
       assert.strictEqual(a.seq, 1)
       assert.strictEqual(b.seq, 2)
@@ -22,7 +34,11 @@ describe("ReportLog", () => {
   it.effect("cursor reads with agent and kind filters, and a limit", () =>
     Effect.gen(function*() {
       const log = yield* ReportLog
-      for (let i = 0; i < 10; i++) yield* log.post(i % 2 === 0 ? "even" : "odd", i < 5 ? "result" : "error")
+      for (let i = 0; i < 10; i++) {
+        yield* (i < 5
+          ? log.post(i % 2 === 0 ? "even" : "odd", "result", turnDone)
+          : log.post(i % 2 === 0 ? "even" : "odd", "error", failed))
+      }
       const all = yield* log.reports({})
       assert.strictEqual(all.entries.length, 10)
       assert.strictEqual(all.next, 10)
@@ -45,7 +61,11 @@ describe("ReportLog", () => {
     Effect.gen(function*() {
       const log = yield* ReportLog
       assert.deepStrictEqual(yield* log.reports({ last: 5 }), { entries: [], next: 0 })
-      for (let i = 0; i < 10; i++) yield* log.post(i % 2 === 0 ? "even" : "odd", i < 5 ? "result" : "error")
+      for (let i = 0; i < 10; i++) {
+        yield* (i < 5
+          ? log.post(i % 2 === 0 ? "even" : "odd", "result", turnDone)
+          : log.post(i % 2 === 0 ? "even" : "odd", "error", failed))
+      }
       const tail = yield* log.reports({ last: 3 })
       assert.deepStrictEqual(tail.entries.map((e) => e.seq), [8, 9, 10])
       assert.strictEqual(tail.next, 10)
@@ -68,10 +88,10 @@ describe("ReportLog", () => {
       const log = yield* ReportLog
       const feed = yield* log.subscribe({ agent: "a" })
       const fiber = yield* feed.pipe(Stream.take(3), Stream.runCollect, Effect.fork)
-      yield* log.post("a", "spawned")
-      yield* log.post("b", "spawned")
-      yield* log.post("a", "result")
-      yield* log.post("a", "closed")
+      yield* log.post("a", "spawned", spawned)
+      yield* log.post("b", "spawned", spawned)
+      yield* log.post("a", "result", turnDone)
+      yield* log.post("a", "closed", {})
       const got = Chunk.toArray(yield* Fiber.join(fiber))
       assert.deepStrictEqual(got.map((n) => (n._tag === "Entry" ? n.entry.kind : "missed")), [
         "spawned",
@@ -86,9 +106,9 @@ describe("ReportLog", () => {
       // Subscribe, then post 10 entries while nobody reads: 4 are buffered, 6 are missed.
       const collected = yield* Effect.gen(function*() {
         const pull = yield* Stream.toPull(yield* log.subscribe({ capacity: 4 }))
-        for (let i = 0; i < 10; i++) yield* log.post("x", "result", { i })
+        for (let i = 0; i < 10; i++) yield* log.post("x", "turn_started", { prompt: String(i) })
         const first = yield* pull
-        yield* log.post("x", "result", { i: 10 })
+        yield* log.post("x", "turn_started", { prompt: "10" })
         const second = yield* pull
         return [...Chunk.toArray(first), ...Chunk.toArray(second)]
       }).pipe(Effect.scoped)

@@ -5,7 +5,8 @@
  * that is neither.
  */
 import type { AgentInfo, ToolOutcome, ToolRefusal, TranscriptMark, TurnRecord } from "@flotta/core/Agent"
-import { Predicate } from "effect"
+import * as EngineEvents from "@flotta/core/EngineEvents"
+import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { Value } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
@@ -185,8 +186,21 @@ ${
 }
 
 /** Why an agent went, when its last report says. */
-const reasonOf = (data: unknown) =>
-  Predicate.isRecord(data) && typeof data["reason"] === "string" ? ` (${data["reason"]})` : ""
+const reasonOf = (raw: ReportEntry) => {
+  const entry = EngineEvents.decodeEngine(raw)
+  if (entry._tag === "Raw") return ""
+  switch (entry.kind) {
+    case "closed":
+    case "stopped":
+      return entry.data.reason === undefined ? "" : ` (${entry.data.reason})`
+    case "crashed":
+    case "hibernated":
+    case "session_lost":
+      return ` (${entry.data.reason})`
+    default:
+      return ""
+  }
+}
 
 const missing = (name: string, text: Value) => ({
   status: 404,
@@ -267,7 +281,7 @@ ${runLinks(view.name, view.result?.kind === "run" && view.result.worktree !== un
         : missing(
           view.name,
           html`${view.name} is not live: its last report was <strong>${view.last.kind}</strong> at ${at(view.last.at)}${
-            reasonOf(view.last.data)
+            reasonOf(view.last)
           }. <a href="/reports?agent=${encodeURIComponent(view.name)}">Its reports</a>`
         )
   }

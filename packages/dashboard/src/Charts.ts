@@ -5,10 +5,12 @@
  * hands it over. The busiest agents get a series each, the rest share one ("others"), in the same order in both
  * charts so an agent keeps its colour.
  */
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 
 export const HOUR = 3_600_000
 export const WINDOW_HOURS = 24
@@ -38,11 +40,19 @@ export interface TurnPoint {
 }
 
 /** The finished turns a `result` entry describes (a verify's result has no cost: it is no turn). */
-export const pointOf = (entry: ReportEntry): TurnPoint | undefined => {
-  const data = entry.data as { readonly costUsd?: unknown; readonly durationMs?: unknown } | null
-  if (entry.kind !== "result" || typeof data?.costUsd !== "number" || typeof data.durationMs !== "number") return
-  return { agent: entry.agent, at: Date.parse(entry.at), costUsd: data.costUsd, durationMs: data.durationMs }
+export const pointOf = (raw: ReportEntry): TurnPoint | undefined => {
+  const entry = Option.getOrUndefined(decodeResult(raw))
+  if (entry === undefined || !isTurn(entry.data)) return
+  return {
+    agent: entry.agent,
+    at: Date.parse(entry.at),
+    costUsd: entry.data.costUsd,
+    durationMs: entry.data.durationMs
+  }
 }
+
+const decodeResult = ReportEvent.decodeAs(EngineEvents.result)
+const isTurn = Schema.is(EngineEvents.TurnDone)
 
 const seconds = (millis: number) => millis / 1000
 // To the micro-dollar: float sums print as 0.30000000000000004 otherwise.
@@ -85,6 +95,6 @@ export const build = (points: ReadonlyArray<TurnPoint>, now: number): ChartData 
 export const chartData: Effect.Effect<ChartData, never, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const now = yield* Clock.currentTimeMillis
-  const page = yield* fleet.reports({ kinds: ["result"], last: MAX_LIMIT })
+  const page = yield* fleet.reports({ kinds: [EngineEvents.result.kind], last: MAX_LIMIT })
   return build(page.entries.flatMap((entry) => pointOf(entry) ?? []), now)
 })

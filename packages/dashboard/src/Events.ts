@@ -8,10 +8,12 @@
  * pieces of text (`text_delta`, never kept) go out as `delta` events without an id: they move no cursor.
  */
 import { HttpServerResponse } from "@effect/platform"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Effect, Mailbox, Option, Schema, Stream } from "effect"
+import { summary } from "./Views.js"
 
 const encoder = new TextEncoder()
 
@@ -23,7 +25,9 @@ const frames = new WeakMap<ReportEntry, Uint8Array>()
 const frameOf = (entry: ReportEntry) => {
   let frame = frames.get(entry)
   if (frame === undefined) {
-    frame = encoder.encode(`id: ${entry.seq}\nevent: entry\ndata: ${JSON.stringify(entry)}\n\n`)
+    // With its line for the reports table, so the page shows it by the server's rules (`Views.summary`).
+    const data = JSON.stringify({ ...entry, summary: summary(entry) })
+    frame = encoder.encode(`id: ${entry.seq}\nevent: entry\ndata: ${data}\n\n`)
     frames.set(entry, frame)
   }
   return frame
@@ -79,7 +83,7 @@ export const stream = (cursor: number | undefined) =>
             let frames: Array<Uint8Array> = []
             for (const notice of notices) {
               if (notice._tag === "Entry") {
-                if (notice.entry.kind === "text_delta") frames.push(deltaOf(notice.entry))
+                if (notice.entry.kind === EngineEvents.textDelta.kind) frames.push(deltaOf(notice.entry))
                 else if (fresh(notice.entry)) frames.push(frameOf(notice.entry))
                 continue
               }

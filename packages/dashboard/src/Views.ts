@@ -5,15 +5,19 @@
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Flotta } from "@flotta/core/Flotta"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import type { RunDiff } from "@flotta/core/RunDiff"
 import type { RunView } from "@flotta/core/RunList"
 import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
+import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import { Array as Arr, Effect, Either, Option, Predicate } from "effect"
+import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
+import { Array as Arr, Effect, Either, Option } from "effect"
 import * as path from "node:path"
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
@@ -269,50 +273,13 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
       ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
 
-const clip = (text: string, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
-
 /**
- * One line about an entry. static/app.js has the same rules (`summary`) for the rows it adds live: change both.
+ * One line about an entry, by its kind's own summary: the engine's, the scheduler's and the webhooks' kinds. An
+ * entry of another kind (the cluster's, a newer host's) or whose data does not fit its kind is shown raw: its data
+ * as compact JSON. The live rows get the same line: the page's event stream carries it (`Events`).
  */
-export const summary = (entry: Pick<ReportEntry, "data">): string => {
-  const data = entry.data
-  if (Predicate.isRecord(data)) {
-    const cost = typeof data["costUsd"] === "number" ? ` ($${data["costUsd"].toFixed(4)})` : ""
-    if (typeof data["text"] === "string") return clip(data["text"]) + cost
-    if (typeof data["prompt"] === "string") return clip(data["prompt"])
-    const error = data["error"]
-    if (Predicate.isRecord(error) && typeof error["_tag"] === "string") {
-      return clip(`${error["_tag"]}: ${String(error["message"])}`)
-    }
-    if (typeof data["reason"] === "string") return clip(data["reason"])
-    if (typeof data["source"] === "string" && Array.isArray(data["fired"])) { // the webhooks' triggers
-      const what = [data["source"], data["event"] ?? data["routine"]].filter(Predicate.isString).join(" ")
-      const fired = data["fired"].filter(Predicate.isRecord).map((f) =>
-        typeof f["name"] === "string" ? f["name"] : [f["routine"], f["fireId"]].filter(Predicate.isString).join(" ")
-      )
-      const refused = Array.isArray(data["refused"]) && data["refused"].length > 0
-        ? `, ${data["refused"].length} refused`
-        : ""
-      const outcome = data["duplicate"] === true
-        ? "duplicate"
-        : data["unmapped"] === true
-        ? "unmapped"
-        : fired.length > 0
-        ? `fired ${fired.join(", ")}`
-        : "fired nothing"
-      return clip(`${what}: ${outcome}${refused}`)
-    }
-    if (typeof data["action"] === "string") { // the scheduler's fires and overrides
-      const ok = typeof data["ok"] === "boolean" ? (data["ok"] ? "ok" : "failed") : undefined
-      return [data["routine"], data["action"], data["phase"], ok].filter((w) => typeof w === "string").join(" ") + cost
-    }
-    if (typeof data["lifecycle"] === "string" && typeof data["cwd"] === "string") {
-      return clip(`${data["lifecycle"]} in ${data["cwd"]}`)
-    }
-    if (typeof data["tool"] === "string") {
-      const verdict = data["decision"] ?? data["status"]
-      return typeof verdict === "string" ? `${data["tool"]}: ${verdict}` : data["tool"]
-    }
-  }
-  return clip(JSON.stringify(data) ?? "")
-}
+export const summary: (entry: ReportEntry) => string = ReportEvent.line([
+  ...EngineEvents.engine,
+  ...SchedulerEvents.kinds,
+  ...WebhooksEvents.kinds
+])

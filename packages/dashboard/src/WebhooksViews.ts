@@ -4,49 +4,21 @@
  * fired nothing; and, when a notifier runs, each target's delivery state as it keeps it (a URL by its origin
  * only: a Slack webhook's path is its key).
  */
+import type { ErrorView } from "@flotta/core/AgentView"
 import { Flotta } from "@flotta/core/Flotta"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { TargetStatus } from "@flotta/webhooks/Notifier"
 import { Notifier } from "@flotta/webhooks/Notifier"
-import { Effect, Option, Predicate, Schema } from "effect"
-import { summary } from "./Views.js"
+import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
+import { Effect, Option, Predicate } from "effect"
 
 /** The report log's agent for the webhooks' triggers. */
 export const HOOKS_AGENT = "hooks"
 
 export const TRIGGERS_SHOWN = 20
 
-const ErrorView = Schema.Struct({ _tag: Schema.String, message: Schema.String })
-
-/** A `trigger` or `trigger_refused` entry's data, as `@flotta/webhooks` writes it (unknown fields ignored). */
-const TriggerData = Schema.Struct({
-  source: Schema.String,
-  routine: Schema.optional(Schema.String),
-  event: Schema.optional(Schema.String),
-  delivery: Schema.optional(Schema.String),
-  repository: Schema.optional(Schema.String),
-  issue: Schema.optional(Schema.Number),
-  pullRequest: Schema.optional(Schema.Number),
-  check: Schema.optional(Schema.String),
-  workflow: Schema.optional(Schema.String),
-  conclusion: Schema.optional(Schema.String),
-  fired: Schema.optional(Schema.Array(Schema.Union(
-    Schema.Struct({ routine: Schema.String, fireId: Schema.String }),
-    Schema.Struct({ run: Schema.String, name: Schema.String })
-  ))),
-  refused: Schema.optional(Schema.Array(Schema.Union(
-    Schema.Struct({ routine: Schema.String, error: ErrorView }),
-    Schema.Struct({ run: Schema.String, error: ErrorView }),
-    ErrorView // a routine's own trigger: the scheduler's error, the routine being the entry's
-  ))),
-  unmapped: Schema.optional(Schema.Boolean),
-  duplicate: Schema.optional(Schema.Boolean),
-  status: Schema.optional(Schema.Number),
-  reason: Schema.optional(Schema.String)
-})
-type TriggerData = typeof TriggerData.Type
-
-const decodeTrigger = Schema.decodeUnknownOption(TriggerData)
+const decodeTrigger = ReportEvent.decoder([WebhooksEvents.trigger, WebhooksEvents.triggerRefused])
 
 /** What a trigger fired: a routine's fire, or a run started from a template. */
 export type TriggerFired =
@@ -68,18 +40,18 @@ export interface TriggerRow {
   readonly delivery: string | null
   readonly fired: ReadonlyArray<TriggerFired>
   /** The routines and run templates that would not fire, each with why. */
-  readonly refused: ReadonlyArray<{ readonly target: string | null; readonly error: typeof ErrorView.Type }>
+  readonly refused: ReadonlyArray<{ readonly target: string | null; readonly error: ErrorView }>
   /** No mapping took the event: nothing fired. */
   readonly unmapped: boolean
   /** A delivery seen before: nothing fired again. */
   readonly duplicate: boolean
   /** A `trigger_refused`: the request itself was turned away (its signature, token, size or body). */
   readonly rejected: { readonly status: number | null; readonly reason: string } | null
-  /** An entry of a shape this page does not know: its summary. */
+  /** An entry of a shape this page does not know: its data, raw. */
   readonly note: string | null
 }
 
-const subjectOf = (d: TriggerData): string | null => {
+const subjectOf = (d: WebhooksEvents.Facts): string | null => {
   const number = d.issue ?? d.pullRequest
   const where = number === undefined ? d.repository : `${d.repository ?? ""}#${number}`
   const what = d.check !== undefined
@@ -91,55 +63,68 @@ const subjectOf = (d: TriggerData): string | null => {
   return parts.length === 0 ? null : parts.join(" · ")
 }
 
-export const triggerRow = (entry: ReportEntry): TriggerRow => {
-  const base = { seq: entry.seq, at: entry.at }
-  const decoded = decodeTrigger(entry.data)
-  if (Option.isNone(decoded)) {
-    const source = Predicate.isRecord(entry.data) ? entry.data["source"] : undefined
+const nothing = {
+  event: null,
+  routine: null,
+  subject: null,
+  delivery: null,
+  fired: [],
+  refused: [],
+  unmapped: false,
+  duplicate: false,
+  rejected: null,
+  note: null
+} as const
+
+export const triggerRow = (raw: ReportEntry): TriggerRow => {
+  const base = { seq: raw.seq, at: raw.at }
+  const entry = decodeTrigger(raw)
+  if (entry._tag === "Raw") {
+    return { ...base, ...nothing, source: "?", note: `${entry.kind}: ${JSON.stringify(entry.data) ?? ""}` }
+  }
+  if (entry.kind === "trigger_refused") {
+    const d = entry.data
     return {
       ...base,
-      source: typeof source === "string" ? source : "?",
-      event: null,
-      routine: null,
-      subject: null,
-      delivery: null,
-      fired: [],
-      refused: [],
-      unmapped: false,
-      duplicate: false,
-      rejected: null,
-      note: `${entry.kind}: ${summary(entry)}`
+      ...nothing,
+      source: d.source,
+      delivery: d.delivery ?? null,
+      rejected: { status: d.status, reason: d.reason }
     }
   }
-  const d = decoded.value
+  const d = entry.data
   return {
     ...base,
+    ...nothing,
     source: d.source,
     event: d.event ?? null,
     routine: d.routine ?? null,
     subject: subjectOf(d),
     delivery: d.delivery ?? null,
-    fired: (d.fired ?? []).map((f): TriggerFired =>
-      "fireId" in f
+    fired: d.fired.map((f): TriggerFired =>
+      WebhooksEvents.isRoutineFire(f)
         ? { _tag: "Routine", routine: f.routine, fireId: f.fireId }
         : { _tag: "Run", template: f.run, name: f.name }
     ),
-    refused: (d.refused ?? []).map((r) =>
-      "error" in r
-        ? { target: "routine" in r ? r.routine : r.run, error: r.error }
-        : { target: d.routine ?? null, error: { _tag: r._tag, message: r.message } }
-    ),
+    refused: (d.refused ?? []).map((r) => {
+      const { error, target } = WebhooksEvents.refusal(r)
+      // A routine's own trigger refused: the routine is the entry's.
+      return { target: target ?? d.routine ?? null, error }
+    }),
     unmapped: d.unmapped === true,
-    duplicate: d.duplicate === true,
-    rejected: entry.kind === "trigger_refused" ? { status: d.status ?? null, reason: d.reason ?? "" } : null,
-    note: null
+    duplicate: d.duplicate === true
   }
 }
 
 /** The last triggers (and requests refused), newest first: the report log's `trigger` and `trigger_refused`. */
 export const triggers: Effect.Effect<ReadonlyArray<TriggerRow>, never, Flotta> = Effect.flatMap(
   Flotta,
-  (fleet) => fleet.reports({ agent: HOOKS_AGENT, kinds: ["trigger", "trigger_refused"], last: TRIGGERS_SHOWN })
+  (fleet) =>
+    fleet.reports({
+      agent: HOOKS_AGENT,
+      kinds: [WebhooksEvents.trigger.kind, WebhooksEvents.triggerRefused.kind],
+      last: TRIGGERS_SHOWN
+    })
 ).pipe(Effect.map((page) => page.entries.map(triggerRow).reverse()))
 
 /**

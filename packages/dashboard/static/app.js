@@ -66,45 +66,6 @@
   }
 
   // --- reports, live
-  /** The same rules as the server's `Views.summary`. */
-  const summary = (data) => {
-    const clip = (text, max = 200) => (text.length <= max ? text : text.slice(0, max) + "…")
-    if (data && typeof data === "object") {
-      const cost = typeof data.costUsd === "number" ? ` ($${data.costUsd.toFixed(4)})` : ""
-      if (typeof data.text === "string") return clip(data.text) + cost
-      if (typeof data.prompt === "string") return clip(data.prompt)
-      if (typeof data.error?._tag === "string") return clip(`${data.error._tag}: ${String(data.error.message)}`)
-      if (typeof data.reason === "string") return clip(data.reason)
-      if (typeof data.source === "string" && Array.isArray(data.fired)) {
-        const what = [data.source, data.event ?? data.routine].filter((w) => typeof w === "string").join(" ")
-        const fired = data.fired.filter((f) => f && typeof f === "object" && !Array.isArray(f)).map((f) =>
-          typeof f.name === "string" ? f.name : [f.routine, f.fireId].filter((w) => typeof w === "string").join(" ")
-        )
-        const refused = Array.isArray(data.refused) && data.refused.length > 0 ? `, ${data.refused.length} refused` : ""
-        const outcome = data.duplicate === true
-          ? "duplicate"
-          : data.unmapped === true
-          ? "unmapped"
-          : fired.length > 0
-          ? `fired ${fired.join(", ")}`
-          : "fired nothing"
-        return clip(`${what}: ${outcome}${refused}`)
-      }
-      if (typeof data.action === "string") {
-        const ok = typeof data.ok === "boolean" ? (data.ok ? "ok" : "failed") : undefined
-        return [data.routine, data.action, data.phase, ok].filter((w) => typeof w === "string").join(" ") + cost
-      }
-      if (typeof data.lifecycle === "string" && typeof data.cwd === "string") {
-        return clip(`${data.lifecycle} in ${data.cwd}`)
-      }
-      if (typeof data.tool === "string") {
-        const verdict = data.decision ?? data.status
-        return typeof verdict === "string" ? `${data.tool}: ${verdict}` : data.tool
-      }
-    }
-    return clip(JSON.stringify(data) ?? "")
-  }
-
   const el = (tag, attrs, ...children) => {
     const node = document.createElement(tag)
     for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v)
@@ -128,7 +89,7 @@
       el("td", {}, el("time", { datetime: entry.at, "data-at": "" }, entry.at)),
       el("td", {}, el("a", { href: `/agents/${encodeURIComponent(entry.agent)}` }, entry.agent)),
       el("td", {}, el("span", { class: "kind" }, entry.kind)),
-      el("td", { class: "summary-cell" }, summary(entry.data))
+      el("td", { class: "summary-cell" }, entry.summary ?? "")
     ))
     while (tbody.rows.length > 500) tbody.deleteRow(-1)
     tick()

@@ -324,6 +324,10 @@ describe("the dashboard's server", () => {
       const after = yield* Fiber.join(live)
       assert.isTrue(after.ids.every((id, i) => id > last && (i === 0 || id > after.ids[i - 1]!)))
       assert.includeMembers(after.kinds, ["turn_started", "result"])
+      // Each entry comes with its line for the reports table, by the server's rules: the page has none of its own.
+      const frames = after.raw.split("\n\n").filter((b) => b.includes("event: entry"))
+        .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]!) as { kind: string; summary?: unknown })
+      assert.strictEqual(frames.find((f) => f.kind === "turn_started")?.summary, "four")
     }))
 
   it.scoped("answers 405 with Allow for a method a route does not take, and 404 for a path that is no route", () =>

@@ -94,23 +94,57 @@ describe("views", () => {
     assert.deepStrictEqual(Views.reportFilter(new URLSearchParams("agent=&kind=")), { agent: undefined, kinds: [] })
   })
 
-  it("summary: reply and cost, prompt, error, reason, scheduler action, spawn, tool and verdict, else compact JSON", () => {
-    const s = (data: unknown) => Views.summary({ data })
-    assert.strictEqual(s({ text: "hello", costUsd: 0.0123, durationMs: 5 }), "hello ($0.0123)")
-    assert.strictEqual(s({ prompt: "do it" }), "do it")
-    assert.strictEqual(s({ error: { _tag: "TurnTimeout", message: "too slow" } }), "TurnTimeout: too slow")
-    assert.strictEqual(s({ reason: "closed by request" }), "closed by request")
-    assert.strictEqual(s({ tool: "Write", decision: "deny", input: {} }), "Write: deny")
-    assert.strictEqual(s({ id: "ap_1", tool: "Write", status: "allowed" }), "Write: allowed")
-    assert.strictEqual(s({ tool: "Write", input: {} }), "Write")
+  it("summary: each kind's own line (reply and cost, prompt, error, reason, scheduler action, spawn, tool and verdict)", () => {
+    const s = (kind: string, data: unknown) =>
+      Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
+    assert.strictEqual(s("result", { text: "hello", costUsd: 0.0123, durationMs: 5, modelCalls: 1 }), "hello ($0.0123)")
+    assert.strictEqual(s("turn_started", { prompt: "do it" }), "do it")
+    assert.strictEqual(s("error", { error: { _tag: "TurnTimeout", message: "too slow" } }), "TurnTimeout: too slow")
+    assert.strictEqual(s("closed", { reason: "closed by request" }), "closed by request")
+    assert.strictEqual(s("permission", { tool: "Write", decision: "deny", input: {} }), "Write: deny")
     assert.strictEqual(
-      s({ routine: "survey", action: "scan", ok: true, costUsd: 0.5, runs: [] }),
+      s("approval_decided", { id: "ap_1", tool: "Write", behavior: "allow", status: "allowed", by: "api" }),
+      "Write: allowed"
+    )
+    assert.strictEqual(s("tool_call", { id: "t1", tool: "Write", input: {} }), "Write")
+    assert.strictEqual(
+      s("fire_result", {
+        fireId: "f-1",
+        routine: "survey",
+        action: "scan",
+        trigger: "schedule",
+        startedAt: "2026-01-01T00:00:00.000Z",
+        finishedAt: "2026-01-01T00:01:00.000Z",
+        ok: true,
+        costUsd: 0.5,
+        runs: [],
+        day: "2026-01-01"
+      }),
       "survey scan ok ($0.5000)"
     )
-    assert.strictEqual(s({ action: "pause", phase: "start" }), "pause start")
-    assert.strictEqual(s({ lifecycle: "session", cwd: "/w", pid: null }), "session in /w")
-    assert.strictEqual(s({ pid: 12 }), "{\"pid\":12}")
-    assert.strictEqual(s("x".repeat(300)).length, 201)
+    assert.strictEqual(s("override", { action: "pause", phase: "start" }), "pause start")
+    assert.strictEqual(
+      s("spawned", {
+        pid: null,
+        sessionId: "s",
+        cwd: "/w",
+        model: null,
+        permission: "full",
+        role: "member",
+        lifecycle: "session"
+      }),
+      "session in /w"
+    )
+    assert.strictEqual(s("assistant_text", { text: "x".repeat(300) }).length, 201)
+  })
+
+  it("summary: a kind it does not know (a newer host's), or a known kind whose data does not fit, is shown raw", () => {
+    const s = (kind: string, data: unknown) =>
+      Views.summary({ seq: 1, at: "2026-01-01T00:00:00.000Z", agent: "a", kind, data })
+    assert.strictEqual(s("teleported", { to: "mars" }), "{\"to\":\"mars\"}")
+    assert.strictEqual(s("spawned", { pid: 12 }), "{\"pid\":12}")
+    assert.strictEqual(s("result", "x".repeat(300)).length, 201)
+    assert.strictEqual(s("closed", null), "null")
   })
 
   it("worktreeOf: the worktree a run's directory is in, if any", () => {

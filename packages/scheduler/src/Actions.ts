@@ -10,18 +10,23 @@ import type { TurnResult } from "@flotta/core/Agent"
 import { decodeAt, exact } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import * as Permission from "@flotta/core/Permission"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import type { RunOptions, RunResult } from "@flotta/core/Run"
 import type { Spec } from "@flotta/core/Spec"
-import { Cause, Duration, Effect, Either, Exit, JSONSchema, Schema, Struct } from "effect"
+import { Cause, Duration, Effect, Either, Exit, JSONSchema, Option, Schema, Struct } from "effect"
 import { InvalidScanOutput, RoutineRefused } from "./Errors.js"
 import { runName } from "./internal/ids.js"
 import type { Recorder } from "./internal/record.js"
 import type { Failure, RoutineState, Target } from "./internal/state.js"
 import type { DispatchRoutine, ScanParams } from "./Routine.js"
+import * as Events from "./SchedulerEvents.js"
 import { Priority } from "./SchedulerViews.js"
 import type { DispatchOutcome, ErrorView, FireOutcome, FireTrigger, Task } from "./SchedulerViews.js"
-import { normalizeTitle, ReportKinds, schedulerEntries, tasksOf } from "./Steering.js"
+import { decodeFindings, normalizeTitle, ReportKinds, schedulerEntries, tasksOf } from "./Steering.js"
+
+const decodeDispatch = ReportEvent.decodeAs(Events.dispatch)
+const decodeFireResult = ReportEvent.decodeAs(Events.fireResult)
 
 /** The fleet operations a scheduler drives: the `Flotta` facade's, or a test double's. */
 export interface FleetOps {
@@ -240,13 +245,13 @@ export const make = (deps: {
               reason: decoded.left.map((i) => `${i.path}: ${i.message}`).join("; ")
             })
           }
-          const entry = yield* record(ReportKinds.findings, {
+          const entry = yield* record(Events.findings, {
             routine: label,
             fireId,
             run: name,
             tasks: decoded.right.tasks
           })
-          const tasks = tasksOf(entry)
+          const tasks = tasksOf(decoded.right.tasks)
           tally.result = { ...tally.result, tasks }
           return { tasks, seq: entry.seq }
         })
@@ -267,14 +272,11 @@ export const make = (deps: {
             const dispatched = new Set<string>()
             const left = new Set<string>()
             for (const entry of log) {
-              const data = entry.data as Record<string, unknown>
-              if (entry.kind === ReportKinds.findings && entry.seq < seq) {
-                tasksOf(entry).forEach((t) => found.add(t.key))
-              }
-              if (entry.kind === ReportKinds.dispatch && typeof data["key"] === "string") dispatched.add(data["key"])
-              if (entry.kind === ReportKinds.fireResult && Array.isArray(data["deferred"])) {
-                for (const d of data["deferred"]) if (typeof d?.key === "string") left.add(d.key)
-              }
+              Option.map(decodeFindings(entry), (f) => {
+                if (f.seq < seq) tasksOf(f.data.tasks).forEach((t) => found.add(t.key))
+              })
+              Option.map(decodeDispatch(entry), (d) => dispatched.add(d.data.key))
+              Option.map(decodeFireResult(entry), (r) => r.data.deferred?.forEach((d) => left.add(d.key)))
             }
             const seen = new Set<string>()
             const fresh = tasks.filter((t) => {
@@ -305,7 +307,7 @@ export const make = (deps: {
             }
             const name = runName(routine.template)
             tally.runs.push(name)
-            yield* record(ReportKinds.dispatch, {
+            yield* record(Events.dispatch, {
               routine: routine.name,
               fireId,
               key: task.key,

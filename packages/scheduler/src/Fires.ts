@@ -8,6 +8,7 @@
  */
 import { decodeAt } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import { Clock, Deferred, Effect, Either, Exit, FiberSet, Option, Queue, Ref } from "effect"
 import type { Redacted, Scope } from "effect"
@@ -19,6 +20,7 @@ import { hex } from "./internal/ids.js"
 import type { Failure, RoutineState, Running, Shared, State, Steer, Target } from "./internal/state.js"
 import { withRoutine } from "./internal/state.js"
 import type { Routine } from "./Routine.js"
+import * as Events from "./SchedulerEvents.js"
 import { ReportKinds, schedulerEntries } from "./Steering.js"
 import type { FireOutcome, FireTrigger, RoutineAction, ScanOptions, Steering, TriggerInput } from "./Steering.js"
 import type { TimeZone } from "./WorkingHours.js"
@@ -37,6 +39,9 @@ export interface Fires {
   ) => Effect.Effect<{ readonly fireId: string; readonly done: Deferred.Deferred<FireOutcome> }>
 }
 
+const decodeOverride = ReportEvent.decodeAs(Events.override)
+const decodeFireResult = ReportEvent.decodeAs(Events.fireResult)
+
 /**
  * Each routine's state at boot: nothing worked yet (the boot cursor), and today's spend as the report log
  * has it since the last `resume` that lifted its rail.
@@ -50,22 +55,20 @@ export const routinesAtBoot = (
   Effect.gen(function*() {
     const today = localDay(zone, bootAt)
     const history = yield* schedulerEntries(reports, [ReportKinds.fireResult, ReportKinds.override])
+    const overrides = history.flatMap((entry) => Option.toArray(decodeOverride(entry)))
+    const results = history.flatMap((entry) => Option.toArray(decodeFireResult(entry)))
     const spentToday = (name: string) => {
       let resetSeq = 0
-      for (const entry of history) {
-        const data = entry.data as Record<string, unknown>
-        if (
-          entry.kind === ReportKinds.override && data["action"] === "resume" &&
-          Array.isArray(data["resetRails"]) && data["resetRails"].includes(name)
-        ) resetSeq = entry.seq
+      for (const entry of overrides) {
+        if (entry.data.action === "resume" && entry.data.resetRails?.includes(name) === true) resetSeq = entry.seq
       }
-      return history.reduce((sum, entry) => {
-        const data = entry.data as Record<string, unknown>
-        return entry.kind === ReportKinds.fireResult && entry.seq > resetSeq && data["routine"] === name &&
-            data["day"] === formatDate(today) && typeof data["costUsd"] === "number"
-          ? sum + data["costUsd"]
-          : sum
-      }, 0)
+      return results.reduce(
+        (sum, entry) =>
+          entry.seq > resetSeq && entry.data.routine === name && entry.data.day === formatDate(today)
+            ? sum + entry.data.costUsd
+            : sum,
+        0
+      )
     }
     const states = new Map<string, RoutineState>()
     for (const routine of routines) {
@@ -122,9 +125,9 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
           adhoc.delete(outcome.fireId)
           yield* Ref.set(state, { ...s, adhoc })
         }
-        yield* record(ReportKinds.fireResult, { ...outcome, day: formatDate(day) })
+        yield* record(Events.fireResult, { ...outcome, day: formatDate(day) })
         if (crossed !== undefined) {
-          yield* record(ReportKinds.rail, {
+          yield* record(Events.rail, {
             routine: outcome.routine,
             action: "paused",
             ...crossed,
@@ -175,7 +178,7 @@ export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, nev
             yield* Deferred.succeed(done, outcome)
           })
         const body = Effect.gen(function*() {
-          yield* record(ReportKinds.fire, {
+          yield* record(Events.fire, {
             fireId,
             routine: routineName,
             action,
@@ -229,7 +232,7 @@ export const admit = (
     const { record, zone } = shared
     const name = r.routine.name
     const skip = (reason: string, more: Record<string, unknown> = {}) =>
-      record(ReportKinds.skip, { routine: name, reason, trigger, localTime: formatLocal(zone, now), ...extra, ...more })
+      record(Events.skip, { routine: name, reason, trigger, localTime: formatLocal(zone, now), ...extra, ...more })
     if (r.running !== null) {
       yield* skip("previous fire still running", { running: r.running.fireId })
       return yield* new RoutineBusy({ name, fireId: r.running.fireId, since: iso(r.running.since) })
@@ -301,7 +304,7 @@ export const triggers = (shared: Shared, fires: Fires, steer: Steer): Triggers =
           const reason = paused ? "the scheduler is paused" : "outside working hours"
           // While paused, working time starts again only when someone resumes.
           const starts = paused ? undefined : Calendar.nextEdge(Calendar.calendarOf(shared, s), now)
-          yield* record(ReportKinds.skip, {
+          yield* record(Events.skip, {
             routine: name,
             reason,
             trigger: input.source,

@@ -10,7 +10,7 @@ import type { Fires } from "./Fires.js"
 import type { RoutineState, Shared, State, Steer } from "./internal/state.js"
 import { overrideView } from "./Overrides.js"
 import type { Routine } from "./Routine.js"
-import { ReportKinds } from "./Steering.js"
+import * as Events from "./SchedulerEvents.js"
 import { formatLocal, localDay } from "./WorkingHours.js"
 
 export interface Heartbeat {
@@ -38,7 +38,7 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
         let r = r0
         if (r.spentDay !== day) {
           if (r.railed) {
-            events.push(record(ReportKinds.rail, { routine: name, action: "lifted", reason: "a new local day" }))
+            events.push(record(Events.rail, { routine: name, action: "lifted", reason: "a new local day" }))
           }
           r = { ...r, spentDay: day, spentUsd: 0, railed: false }
         }
@@ -73,7 +73,7 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
             : undefined
           if (skip === undefined) due.push(r.routine)
           else {
-            events.push(record(ReportKinds.skip, {
+            events.push(record(Events.skip, {
               routine: name,
               reason: skip,
               trigger: "schedule",
@@ -96,11 +96,11 @@ export const make = (shared: Shared, fires: Fires): Heartbeat => {
       const isWorking = Calendar.workingNow(shared, next, now)
       yield* Ref.set(state, { ...next, working: isWorking })
       for (const o of expired) {
-        yield* record(ReportKinds.override, { action: o.kind, phase: "expired", ...overrideView(o) })
+        yield* record(Events.override, { action: o.kind, phase: "expired", ...overrideView(o) })
       }
       yield* Effect.all(events, { discard: true })
       if (isWorking !== s.working) {
-        yield* record(isWorking ? ReportKinds.wake : ReportKinds.stop, {
+        yield* record(isWorking ? Events.wake : Events.stop, {
           reason: Calendar.reasonAt(shared, next, now),
           localTime: formatLocal(zone, now)
         })

@@ -8,7 +8,7 @@ import * as Calendar from "./Calendar.js"
 import { InvalidSchedule } from "./Errors.js"
 import { hex } from "./internal/ids.js"
 import type { OverrideState, Shared, Steer } from "./internal/state.js"
-import { ReportKinds } from "./Steering.js"
+import * as Events from "./SchedulerEvents.js"
 import type { Override, SchedulerStatus, WindowInput } from "./Steering.js"
 import type { Hours, Window } from "./WorkingHours.js"
 import { formatDate, formatWindow, iso, localDay, MINUTE, parseDate, parseWindow, windowOn } from "./WorkingHours.js"
@@ -40,7 +40,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
 
   const addOverride = (o: OverrideState) =>
     Ref.update(state, (s) => ({ ...s, overrides: [...s.overrides, o] })).pipe(
-      Effect.zipRight(record(ReportKinds.override, { action: o.kind, phase: "start", ...overrideView(o) })),
+      Effect.zipRight(record(Events.override, { action: o.kind, phase: "start", ...overrideView(o) })),
       Effect.as(overrideView(o))
     )
 
@@ -50,7 +50,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
       const cancelled = s.overrides.filter((o) => o.kind === kind && o.until > now)
       yield* Ref.set(state, { ...s, overrides: s.overrides.filter((o) => !cancelled.includes(o)) })
       for (const o of cancelled) {
-        yield* record(ReportKinds.override, { action: o.kind, phase: "cancelled", ...overrideView(o) })
+        yield* record(Events.override, { action: o.kind, phase: "cancelled", ...overrideView(o) })
       }
     })
 
@@ -129,7 +129,7 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
       const s = yield* Ref.get(state)
       if (s.mode === "paused") return
       yield* Ref.set(state, { ...s, mode: "paused" as const })
-      yield* record(ReportKinds.override, { action: "pause", phase: "start" })
+      yield* record(Events.override, { action: "pause", phase: "start" })
     })
   ).pipe(Effect.zipRight(status), Effect.withSpan("Scheduler.pause"))
 
@@ -147,14 +147,14 @@ export const make = (shared: Shared, steer: Steer, status: Effect.Effect<Schedul
       }
       yield* Ref.set(state, { ...s, mode: "working" as const, routines })
       // `resetRails` is what a restart reads to know today's spend before it no longer counts.
-      yield* record(ReportKinds.override, {
+      yield* record(Events.override, {
         action: "resume",
         phase: "start",
         wasPaused: s.mode === "paused",
         resetRails
       })
       for (const name of resetRails) {
-        yield* record(ReportKinds.rail, { routine: name, action: "lifted", reason: "resume" })
+        yield* record(Events.rail, { routine: name, action: "lifted", reason: "resume" })
       }
     })
   ).pipe(Effect.zipRight(status), Effect.withSpan("Scheduler.resume"))

@@ -33,7 +33,8 @@ import * as Overrides from "./Overrides.js"
 import { overrideView } from "./Overrides.js"
 import type { Routine } from "./Routine.js"
 import type { ScheduleSettings } from "./SchedulerConfig.js"
-import { readFindings, ReportKinds } from "./Steering.js"
+import * as Events from "./SchedulerEvents.js"
+import { readFindings } from "./Steering.js"
 import type { FindingsQuery, Steering } from "./Steering.js"
 import { describeZone, formatLocal } from "./WorkingHours.js"
 
@@ -128,7 +129,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     const manual = Fires.manual(shared, fires, heartbeat.steer)
     const triggers = Fires.triggers(shared, fires, heartbeat.steer)
 
-    yield* record(ReportKinds.started, {
+    yield* record(Events.started, {
       mode: resumed.mode,
       timezone: describeZone(zone),
       localTime: formatLocal(zone, bootAt),
@@ -139,13 +140,13 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
       ),
       railed: [...routines.values()].filter((r) => r.railed).map((r) => r.routine.name)
     })
-    if (resumed.report !== undefined) yield* record(ReportKinds.resumed, resumed.report)
+    if (resumed.report !== undefined) yield* record(Events.resumed, resumed.report)
     for (const problem of resumed.problems) yield* Effect.logWarning(`scheduler state: ${problem}`)
     for (const o of resumed.expired) {
-      yield* record(ReportKinds.override, { action: o.kind, phase: "expired", ...overrideView(o) })
+      yield* record(Events.override, { action: o.kind, phase: "expired", ...overrideView(o) })
     }
     for (const { instant, routine } of resumed.missed) {
-      yield* record(ReportKinds.skip, {
+      yield* record(Events.skip, {
         routine,
         reason: "the host was down",
         trigger: "schedule",
@@ -161,7 +162,7 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
         yield* locked(Effect.void)
         if (!(yield* Ref.get(state)).working) return
         const now = yield* Clock.currentTimeMillis
-        yield* record(ReportKinds.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
+        yield* record(Events.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
       })
     )
 

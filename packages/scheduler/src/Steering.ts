@@ -4,36 +4,38 @@
  * restarted scheduler, or a reader with no scheduler at all, sees every one.
  */
 import type { InvalidSpec } from "@flotta/core/Errors"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
-import { Effect, Predicate } from "effect"
+import { Effect, Option } from "effect"
 import type { InvalidSchedule, RoutineBusy, RoutineNotFound, RoutineOffHours, RoutineRailed } from "./Errors.js"
+import * as Events from "./SchedulerEvents.js"
 import type {
   Finding,
   FireOutcome,
   KeyedTask,
   Override,
-  Priority,
   SchedulerStatus,
+  Task,
   TriggerSource
 } from "./SchedulerViews.js"
 
 /** The report log's agent for everything the scheduler records. */
 export const SCHEDULER_AGENT = "scheduler"
 
-/** The scheduler's report kinds (agent `scheduler`). */
+/** The scheduler's report kinds (agent `scheduler`), by name; `SchedulerEvents` has their Schemas. */
 export const ReportKinds = {
-  started: "started",
+  started: Events.started.kind,
   /** After a restart of the host: what of the saved state came back (see `internal/persist.ts`). */
-  resumed: "resumed",
-  wake: "wake",
-  stop: "stop",
-  fire: "fire",
-  fireResult: "fire_result",
-  skip: "skip",
-  override: "override",
-  rail: "rail",
-  findings: "findings",
-  dispatch: "dispatch"
+  resumed: Events.resumed.kind,
+  wake: Events.wake.kind,
+  stop: Events.stop.kind,
+  fire: Events.fire.kind,
+  fireResult: Events.fireResult.kind,
+  skip: Events.skip.kind,
+  override: Events.override.kind,
+  rail: Events.rail.kind,
+  findings: Events.findings.kind,
+  dispatch: Events.dispatch.kind
 } as const
 
 export type {
@@ -123,37 +125,29 @@ export interface Steering {
 export const normalizeTitle = (title: string): string =>
   title.toLowerCase().replace(/\s+/g, " ").replace(/^[\s\p{P}\p{S}]+|[\s\p{P}\p{S}]+$/gu, "")
 
-const PRIORITIES: ReadonlyArray<string> = ["low", "medium", "high"]
+/** A `findings` entry, decoded: `None` for another kind, or one whose data does not fit (an older shape). */
+export const decodeFindings = ReportEvent.decodeAs(Events.findings)
 
-/** The tasks of one `findings` entry; anything malformed is skipped (the log may hold older shapes). */
-export const tasksOf = (entry: ReportEntry): ReadonlyArray<KeyedTask> => {
-  if (!Predicate.isRecord(entry.data) || !Array.isArray(entry.data["tasks"])) return []
-  return entry.data["tasks"].flatMap((t): Array<KeyedTask> => {
-    if (!Predicate.isRecord(t) || typeof t["title"] !== "string") return []
-    const key = normalizeTitle(t["title"])
-    if (key.length === 0) return []
-    const priority = t["priority"]
-    return [{
-      title: t["title"],
-      detail: typeof t["detail"] === "string" ? t["detail"] : "",
-      ...(typeof priority === "string" && PRIORITIES.includes(priority) ? { priority: priority as Priority } : {}),
-      key
-    }]
+/** The tasks of one `findings` entry, each with its key; a task whose title normalises to nothing is skipped. */
+export const tasksOf = (tasks: ReadonlyArray<Task>): ReadonlyArray<KeyedTask> =>
+  tasks.flatMap((t): Array<KeyedTask> => {
+    const key = normalizeTitle(t.title)
+    return key.length === 0 ? [] : [{ ...t, key }]
   })
-}
 
 /** Every distinct task across `findings` entries (oldest first in), newest first out. */
 export const collectFindings = (entries: ReadonlyArray<ReportEntry>, query: FindingsQuery = {}): Array<Finding> => {
   const byKey = new Map<string, Finding>()
-  for (const entry of entries) {
-    if (entry.agent !== SCHEDULER_AGENT || entry.kind !== ReportKinds.findings || !Predicate.isRecord(entry.data)) {
-      continue
-    }
-    const routine = typeof entry.data["routine"] === "string" ? entry.data["routine"] : null
+  for (const raw of entries) {
+    if (raw.agent !== SCHEDULER_AGENT) continue
+    const decoded = decodeFindings(raw)
+    if (Option.isNone(decoded)) continue
+    const entry = decoded.value
+    const routine = entry.data.routine
     if (query.routine !== undefined && routine !== query.routine) continue
-    const fireId = typeof entry.data["fireId"] === "string" ? entry.data["fireId"] : ""
+    const fireId = entry.data.fireId
     const seen = new Set<string>()
-    for (const task of tasksOf(entry)) {
+    for (const task of tasksOf(entry.data.tasks)) {
       if (seen.has(task.key)) continue
       seen.add(task.key)
       const previous = byKey.get(task.key)

@@ -4,10 +4,13 @@
  * receiver can drop a repeat by. A receiver that answers 2xx has it; 408, 429, a 5xx or no answer is worth
  * another try; any other answer is final.
  */
+import * as EngineEvents from "@flotta/core/EngineEvents"
+import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
-import { Data, Effect, Option, Predicate, Redacted } from "effect"
+import { Data, Effect, Option, Redacted } from "effect"
 import { createHmac } from "node:crypto"
 import type { Target } from "./WebhooksConfig.js"
+import { notifyTest } from "./WebhooksEvents.js"
 
 /** How long a receiver has to answer one delivery. */
 export const TIMEOUT_MS = 10_000
@@ -33,50 +36,47 @@ export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
 /** The id of one entry's delivery to one target: the same on every try, so a receiver can drop a repeat. */
 export const deliveryId = (target: Pick<Target, "id">, entry: Pick<ReportEntry, "seq">) => `${target.id}-${entry.seq}`
 
-/** What the event says, in a line a person reads. */
-export const headline = (entry: ReportEntry): string => {
-  const data: Readonly<Record<string, unknown>> = Predicate.isRecord(entry.data) ? entry.data : {}
-  const said = (key: string) => (typeof data[key] === "string" ? String(data[key]) : undefined)
+const decode = ReportEvent.decoder(EngineEvents.engine)
+
+/** What the event says, in a line a person reads: by its kind, from its decoded data (else its kind alone). */
+export const headline = (raw: ReportEntry): string => {
+  const entry = decode(raw)
+  if (entry._tag === "Raw") return `${entry.agent}: ${entry.kind}`
   switch (entry.kind) {
     case "approval_requested": {
-      const input = JSON.stringify(data["input"] ?? {})
-      return `${entry.agent} asks to use ${said("tool") ?? "a tool"} (${
+      const input = JSON.stringify(entry.data.input ?? {})
+      return `${entry.agent} asks to use ${entry.data.tool} (${
         input.length > 200 ? `${input.slice(0, 200)}…` : input
       }): approve or deny it`
     }
     case "run_finished":
-      return data["ok"] === true
-        ? `run ${entry.agent} finished ($${Number(data["costUsd"] ?? 0).toFixed(4)})`
-        : `run ${entry.agent} failed: ${messageOf(data["error"]) ?? "see the report log"}`
+      return entry.data.ok
+        ? `run ${entry.agent} finished ($${entry.data.costUsd.toFixed(4)})`
+        : `run ${entry.agent} failed: ${entry.data.error?.message ?? "see the report log"}`
     case "verify_failed":
-      return `${entry.agent}: a check failed: ${said("check") ?? said("command") ?? ""}`.trimEnd()
+      return `${entry.agent}: a check failed: ${entry.data.command}`
     case "crashed":
-      return `${entry.agent} crashed${said("reason") === undefined ? "" : `: ${said("reason")}`}`
+      return `${entry.agent} crashed: ${entry.data.reason}`
     case "closed":
       return `${entry.agent} closed`
     case "parked":
-      return `${entry.agent} parked at its usage limit${said("until") === undefined ? "" : ` until ${said("until")}`}`
+      return `${entry.agent} parked at its usage limit until ${entry.data.until}`
     case "unparked":
       return `${entry.agent} unparked`
     case "budget_exceeded":
       return `${entry.agent} is over its budget`
     case "host_lost":
-      return `host ${said("host") ?? entry.agent} was lost`
+      return `host ${entry.data.host} was lost`
     default:
       return `${entry.agent}: ${entry.kind}`
   }
 }
 
-const messageOf = (error: unknown) =>
-  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
-    ? error.message
-    : undefined
-
 /** The dashboard page an entry is about. */
 export const linkOf = (base: string, entry: ReportEntry) => {
-  const page = entry.kind === "approval_requested"
+  const page = entry.kind === EngineEvents.approvalRequested.kind
     ? "approvals"
-    : entry.kind === "run_finished"
+    : entry.kind === EngineEvents.runFinished.kind
     ? `runs/${encodeURIComponent(entry.agent)}`
     : `agents/${encodeURIComponent(entry.agent)}`
   return new URL(page, base.endsWith("/") ? base : `${base}/`).href
@@ -159,6 +159,6 @@ export const testEntry = (at: Date): ReportEntry => ({
   seq: 0,
   at: at.toISOString(),
   agent: "flotta",
-  kind: "notify_test",
-  data: { message: "a test notification from flotta" }
+  kind: notifyTest.kind,
+  data: { message: "a test notification from flotta" } satisfies typeof notifyTest.data.Type
 })

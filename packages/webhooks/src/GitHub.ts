@@ -7,6 +7,7 @@ import { same } from "@flotta/core/HttpGuard"
 import { Either, Schema } from "effect"
 import { signature } from "./Delivery.js"
 import type { GithubMapping } from "./WebhooksConfig.js"
+import type { Facts } from "./WebhooksEvents.js"
 
 /** The body is the one GitHub signed with the secret. */
 export const verify = (secret: string, body: string, header: string | undefined): boolean =>
@@ -104,15 +105,18 @@ export const matches = (mapping: GithubMapping, event: string, payload: Payload)
 }
 
 /** What the event names, for the report log: the facts, not the whole payload. */
-export const facts = (event: string, payload: Payload): Record<string, unknown> => ({
-  event: eventName(event, payload),
-  ...(payload.repository === undefined ? {} : { repository: payload.repository.full_name }),
-  ...(payload.issue === undefined ? {} : { issue: payload.issue.number }),
-  ...(payload.pull_request === undefined ? {} : { pullRequest: payload.pull_request.number }),
-  ...(payload.check_run === undefined ? {} : { check: payload.check_run.name }),
-  ...(payload.workflow_run?.name == null ? {} : { workflow: payload.workflow_run.name }),
-  ...(conclusionOf(payload) == null ? {} : { conclusion: conclusionOf(payload) })
-})
+export const facts = (event: string, payload: Payload): Facts => {
+  const conclusion = conclusionOf(payload)
+  return {
+    event: eventName(event, payload),
+    ...(payload.repository === undefined ? {} : { repository: payload.repository.full_name }),
+    ...(payload.issue === undefined ? {} : { issue: payload.issue.number }),
+    ...(payload.pull_request === undefined ? {} : { pullRequest: payload.pull_request.number }),
+    ...(payload.check_run === undefined ? {} : { check: payload.check_run.name }),
+    ...(payload.workflow_run?.name == null ? {} : { workflow: payload.workflow_run.name }),
+    ...(conclusion == null ? {} : { conclusion })
+  }
+}
 
 /** The part of a long text a prompt gets. */
 const clip = (text: string | null | undefined, max = 8000) =>

@@ -7,6 +7,7 @@
  * letter, and the target goes on. Trouble is news in the log itself: `notify_failing` once when a target starts
  * failing, `notify_recovered` when it takes one again, `notify_dead` for each dead letter (never sent anywhere).
  */
+import * as EngineEvents from "@flotta/core/EngineEvents"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Store } from "@flotta/core/Store"
@@ -15,20 +16,10 @@ import { Clock, Context, Duration, Effect, Option, Queue, Ref, Schedule, Schema,
 import type { Scope } from "effect"
 import * as Delivery from "./Delivery.js"
 import type { NotifyEvent, Target } from "./WebhooksConfig.js"
-import { OWN_KINDS } from "./WebhooksConfig.js"
+import * as Events from "./WebhooksEvents.js"
+import { DeadLetter } from "./WebhooksEvents.js"
 
-/** A letter given up on: the event, and why. */
-export const DeadLetter = Schema.Struct({
-  seq: Schema.Number,
-  kind: Schema.String,
-  agent: Schema.String,
-  /** When the event happened. */
-  at: Schema.String,
-  deadAt: Schema.String,
-  deliveryId: Schema.String,
-  reason: Schema.String
-})
-export type DeadLetter = typeof DeadLetter.Type
+export { DeadLetter } from "./WebhooksEvents.js"
 
 /** What the store keeps of a target, after each step. */
 export const TargetState = Schema.Struct({
@@ -87,7 +78,8 @@ export const storedStatus = (
 /** Whether a target takes an entry. */
 export const wants = (target: Target, entry: Pick<ReportEntry, "kind">) =>
   Option.match(target.kinds, {
-    onNone: () => !(OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== "text_delta",
+    onNone: () =>
+      !(Events.OWN_KINDS as ReadonlyArray<string>).includes(entry.kind) && entry.kind !== EngineEvents.textDelta.kind,
     onSome: (kinds) => kinds.includes(entry.kind)
   })
 
@@ -160,7 +152,7 @@ export const make = (
                 : { ...s.failing, attempts: s.failing.attempts + 1, reason: error.reason, seq: entry.seq }
             }))
             if (before === null) {
-              yield* log.post("notify", "notify_failing", {
+              yield* log.post("notify", Events.notifyFailing, {
                 target: target.shown,
                 reason: error.reason,
                 seq: entry.seq
@@ -187,7 +179,7 @@ export const make = (
             failing: null
           }))
           if (recovered !== null) {
-            yield* log.post("notify", "notify_recovered", {
+            yield* log.post("notify", Events.notifyRecovered, {
               target: target.shown,
               since: recovered.since,
               attempts: recovered.attempts
@@ -212,7 +204,7 @@ export const make = (
           // Refused outright, the receiver is up: what follows may well go through.
           failing: outcome.left.retryable ? s.failing : null
         }))
-        yield* log.post("notify", "notify_dead", { target: target.shown, ...letter })
+        yield* log.post("notify", Events.notifyDead, { target: target.shown, ...letter })
       })
 
     /** A target's loop: the next entries after its cursor, each delivered in order; asleep when there are none. */

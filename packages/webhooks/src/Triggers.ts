@@ -22,6 +22,7 @@ import * as GitHub from "./GitHub.js"
 import type { Deliveries } from "./internal/deliveries.js"
 import type { GithubSection } from "./WebhooksConfig.js"
 import { DEFAULT_MAX_BODY } from "./WebhooksConfig.js"
+import * as Events from "./WebhooksEvents.js"
 
 /** The largest body a routine trigger reads. */
 export const MAX_ROUTINE_BODY = 64 * 1024
@@ -73,7 +74,10 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
   })
 
   const refused = (source: string, status: number, tag: string, reason: string, extra: object = {}) =>
-    Effect.as(log.post("hooks", "trigger_refused", { source, status, reason, ...extra }), refusal(status, tag, reason))
+    Effect.as(
+      log.post("hooks", Events.triggerRefused, { source, status, reason, ...extra }),
+      refusal(status, tag, reason)
+    )
 
   const body = (max: number) =>
     Http.bodyText(max).pipe(
@@ -131,10 +135,10 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
     }).pipe(Effect.either)
     if (Either.isLeft(fired)) {
       const error = fired.left
-      yield* log.post("hooks", "trigger", { source: "webhook", routine, fired: [], refused: [errorView(error)] })
+      yield* log.post("hooks", Events.trigger, { source: "webhook", routine, fired: [], refused: [errorView(error)] })
       return refusal(statusOfRefusal(error._tag), error._tag, error.message)
     }
-    yield* log.post("hooks", "trigger", {
+    yield* log.post("hooks", Events.trigger, {
       source: "webhook",
       routine,
       fired: [{ routine, fireId: fired.right.fireId }]
@@ -164,19 +168,24 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
     Effect.gen(function*() {
       const named = github.on.some((m) => m.event.split(".")[0] === event)
       if (!named) {
-        yield* log.post("hooks", "trigger", { source: "github", event, delivery, fired: [], unmapped: true })
+        yield* log.post("hooks", Events.trigger, { source: "github", event, delivery, fired: [], unmapped: true })
         return json(event === "ping" ? 200 : 202, { ok: true, delivery, fired: [], unmapped: true })
       }
       const payload = GitHub.decode(text)
       if (Either.isLeft(payload)) {
-        yield* log.post("hooks", "trigger_refused", { source: "github", status: 400, reason: payload.left, delivery })
+        yield* log.post("hooks", Events.triggerRefused, {
+          source: "github",
+          status: 400,
+          reason: payload.left,
+          delivery
+        })
         return refusal(400, "BadRequest", payload.left)
       }
       const facts = GitHub.facts(event, payload.right)
       const mapped = GitHub.fired(github.on, event, payload.right)
       const told = GitHub.describe(event, payload.right)
-      const fired: Array<Record<string, unknown>> = []
-      const refusedBy: Array<Record<string, unknown>> = []
+      const fired: Array<Events.Fired> = []
+      const refusedBy: Array<Events.Refused> = []
       for (const mapping of mapped) {
         if (mapping.routine !== undefined) {
           const outcome = Option.isNone(scheduler)
@@ -195,7 +204,7 @@ export const routes = (deps: TriggerDeps) => (server: Http.MountedOn): Http.Rout
           else refusedBy.push({ run: mapping.run, error: errorView(started.left) })
         }
       }
-      yield* log.post("hooks", "trigger", {
+      yield* log.post("hooks", Events.trigger, {
         source: "github",
         delivery,
         ...facts,

@@ -15,6 +15,7 @@ import * as Notifier from "./Notifier.js"
 import * as Triggers from "./Triggers.js"
 import type { WebhooksInput } from "./WebhooksConfig.js"
 import { targetOf, WebhooksConfigError } from "./WebhooksConfig.js"
+import * as Events from "./WebhooksEvents.js"
 
 /** The notifier and the trigger routes for the sections given; nothing at all without them. */
 export function layer(
@@ -43,7 +44,7 @@ const make = (input: WebhooksInput, options: Notifier.NotifierOptions) =>
     const deliveries = yield* Deliveries.make(
       store,
       (id) =>
-        Effect.asVoid(log.post("hooks", "trigger", { source: "github", delivery: id, duplicate: true, fired: [] }))
+        Effect.asVoid(log.post("hooks", Events.trigger, { source: "github", delivery: id, duplicate: true, fired: [] }))
     )
     const mount = Triggers.routes({
       fleet,

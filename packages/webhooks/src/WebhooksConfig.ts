@@ -23,8 +23,7 @@ export const EVENTS = {
 } as const
 export type NotifyEvent = keyof typeof EVENTS | "*"
 
-/** The kinds the notifications write of themselves: never sent, or a failing receiver would feed itself. */
-export const OWN_KINDS = ["notify_failing", "notify_recovered", "notify_dead"] as const
+export { OWN_KINDS } from "./WebhooksEvents.js"
 
 const Secret = Schema.String.pipe(Schema.minLength(16, { message: () => "a secret of at least 16 characters" }))
 

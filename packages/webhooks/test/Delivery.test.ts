@@ -17,11 +17,26 @@ describe("a delivery's body", () => {
         at: "2026-12-05T10:00:00.000Z",
         agent: "fixer",
         kind: "approval_requested",
-        data: { tool: "Bash", input: { command: "rm -rf build" } }
+        data: { id: "ap_1", tool: "Bash", input: { command: "rm -rf build" }, expiresAt: "2026-12-05T10:05:00.000Z" }
       })
       assert.deepStrictEqual(JSON.parse(body), {
         text:
           "fixer asks to use Bash ({\"command\":\"rm -rf build\"}): approve or deny it <http://127.0.0.1:4099/approvals|open>"
+      })
+    }))
+
+  it.effect("an entry it cannot read (a newer host's kind, data that does not fit its kind) says its kind alone", () =>
+    Effect.sync(() => {
+      const target = targetOf({ url: "https://hooks.slack.com/services/T/B/C", events: ["*"], format: "slack" })
+      const entry = { seq: 8, at: "2026-12-05T10:00:00.000Z", agent: "fixer" }
+      assert.strictEqual(Delivery.headline({ ...entry, kind: "teleported", data: { to: "mars" } }), "fixer: teleported")
+      assert.strictEqual(Delivery.headline({ ...entry, kind: "crashed", data: "?" }), "fixer: crashed")
+      assert.strictEqual(
+        Delivery.headline({ ...entry, kind: "crashed", data: { reason: "exit 1", exitCode: 1, stderr: "" } }),
+        "fixer crashed: exit 1"
+      )
+      assert.deepStrictEqual(JSON.parse(Delivery.bodyOf(target, { ...entry, kind: "teleported", data: null })), {
+        text: "fixer: teleported"
       })
     }))
 

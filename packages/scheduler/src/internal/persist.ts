@@ -14,6 +14,7 @@ import { Either, Option, Predicate, Schema } from "effect"
 import * as Calendar from "../Calendar.js"
 import { overrideView } from "../Overrides.js"
 import type { Routine } from "../Routine.js"
+import { resumed as resumedEvent } from "../SchedulerEvents.js"
 import type { Cadence, Mode } from "../Steering.js"
 import { formatDate, formatLocal, iso, localDay, MINUTE } from "../WorkingHours.js"
 import type { OverrideState, RoutineState, State } from "./state.js"
@@ -120,7 +121,7 @@ export interface Resumed {
   /** What could not be used, in words: each is logged as a warning. */
   readonly problems: ReadonlyArray<string>
   /** The `resumed` entry's data; `undefined` when nothing was saved (a first start). */
-  readonly report: Record<string, unknown> | undefined
+  readonly report: typeof resumedEvent.data.Type | undefined
 }
 
 const sameCadence = (a: Cadence, b: Cadence) =>
