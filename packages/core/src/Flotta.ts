@@ -15,7 +15,7 @@ import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
 import * as Costs from "./Costs.js"
 import { InvalidSpec } from "./Errors.js"
-import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
+import type { AgentClosed, AgentNotFound, NoResult, StoreUnavailable, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Git } from "./Git.js"
@@ -116,8 +116,10 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       name: string,
       text: string,
       options: AskOptions = {}
-    ): Effect.Effect<Agent.TurnResult, AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult> =>
-      registry.get(name).pipe(Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)))
+    ): Effect.Effect<
+      Agent.TurnResult,
+      AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult | StoreUnavailable
+    > => registry.get(name).pipe(Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)))
 
     /** Blocks for the reply text. */
     const ask = (name: string, text: string, options: AskOptions = {}) =>

@@ -4,6 +4,7 @@
  * servers through `Http.Mounts` (so it must sit below the MCP server and the dashboard, and above the scheduler,
  * which it reaches as an optional service).
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
 import { ReportLog } from "@flotta/core/ReportLog"
@@ -20,11 +21,11 @@ import { targetOf, WebhooksConfigError } from "./WebhooksConfig.js"
 export function layer(
   input: WebhooksInput,
   options?: Notifier.NotifierOptions
-): Layer.Layer<Notifier.Notifier | Http.Mounts, WebhooksConfigError, Flotta | ReportLog | Store>
+): Layer.Layer<Notifier.Notifier | Http.Mounts, WebhooksConfigError | StoreUnavailable, Flotta | ReportLog | Store>
 export function layer(
   input: WebhooksInput | undefined,
   options?: Notifier.NotifierOptions
-): Layer.Layer<never, WebhooksConfigError, Flotta | ReportLog | Store>
+): Layer.Layer<never, WebhooksConfigError | StoreUnavailable, Flotta | ReportLog | Store>
 export function layer(input: WebhooksInput | undefined, options: Notifier.NotifierOptions = {}) {
   return input === undefined ? Layer.empty : Layer.scopedContext(make(input, options))
 }
