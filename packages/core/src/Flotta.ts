@@ -19,6 +19,7 @@ import type { AgentClosed, AgentNotFound, NoResult, StoreUnavailable, TurnError 
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Git } from "./Git.js"
+import * as Http from "./Http.js"
 import * as Restore from "./internal/restore.js"
 import { Parking } from "./Parking.js"
 import type { PendingDecisions } from "./Permission.js"
@@ -346,7 +347,8 @@ export const services = <E, R, SE = never, GR = CommandExecutor | FileSystem>(
   store: Layer.Layer<Store, SE> = Store.memory,
   git: Layer.Layer<Git, never, GR> = Git.live as Layer.Layer<Git, never, GR>
 ) =>
-  Layer.merge(Flotta.Default, RunRecords.Default).pipe(
+  // With the seam the packages above mount their routes and panels through (`Http.Contributions`).
+  Layer.mergeAll(Flotta.Default, RunRecords.Default, Http.Contributions.layer).pipe(
     Layer.provideMerge(Runs.Default),
     Layer.provide(git),
     Layer.provideMerge(Registry.Default),
