@@ -1,6 +1,6 @@
 /**
- * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (the webhooks' part is
- * `WebhooksViews`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
+ * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (what other packages
+ * show is their contributed panels: `Http.panels`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
  * meanwhile) is left out or read again, never an error; a closed one is read back from the store.
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
