@@ -1,4 +1,4 @@
-// The import-cycle check of `npm run lint`: the house is a tower, so no module may reach itself through its
+// The import rules of `npm run lint`: the package direction below, and the import-cycle check: the house is a tower, so no module may reach itself through its
 // imports. Type-only imports and dynamic `import()` count too: a cycle through them still ties the
 // modules into one knot (the issue's Store ⇄ Agent and Otlp ⇄ internal/otlpSdk were such cycles).
 /** @type {import("dependency-cruiser").IConfiguration} */
@@ -10,6 +10,38 @@ module.exports = {
       comment: "an import cycle: move what both sides need to a module below them",
       from: {},
       to: { circular: true }
+    },
+    // The package direction (ARCHITECTURE.md, "Packages"). Only src is held to it: tests and benchmarks
+    // (packages/*/test, test/, bench/, scripts/) compose packages as a user would, and may import any of them.
+    {
+      name: "core-imports-no-package",
+      severity: "error",
+      comment: "core is the bottom of the house: it imports no other package of ours (they contribute through Http)",
+      from: { path: "^packages/core/src/" },
+      to: { path: "^packages/(?!core/)[^/]+/" }
+    },
+    {
+      name: "only-flotta-imports-cli",
+      severity: "error",
+      comment: "cli composes the layers; only the flotta package (what users install) builds on it",
+      from: { path: "^packages/(?!cli/|flotta/)[^/]+/src/" },
+      to: { path: "^packages/cli/" }
+    },
+    {
+      name: "only-cli-imports-dashboard",
+      severity: "error",
+      comment: "the dashboard is composed by cli alone; a package shows itself there by contributing a panel",
+      from: { path: "^packages/(?!dashboard/|cli/)[^/]+/src/" },
+      to: { path: "^packages/dashboard/" }
+    },
+    {
+      name: "dashboard-imports-only-core",
+      severity: "error",
+      comment:
+        "the dashboard shows what packages contribute (Http.Contributions) and imports none of them; the scheduler " +
+        "is the one exception left: its schedule page and steering actions are still the dashboard's own",
+      from: { path: "^packages/dashboard/src/" },
+      to: { path: "^packages/(?!core/|dashboard/|scheduler/)[^/]+/" }
     },
     {
       name: "not-to-unresolvable",

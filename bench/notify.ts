@@ -216,7 +216,7 @@ const loopPass = Effect.promise(() => new Promise<void>((resolve) => setImmediat
  * by a child's output are), which is timed with it; then `between`, untimed. The times are kept when `keep`; the
  * block's own time includes `between`.
  */
-const block = (driver: Driver, count: number, keep: boolean, between: Effect.Effect<unknown> = Effect.void) =>
+const block = (driver: Driver, count: number, keep: boolean, between: Effect.Effect<unknown, unknown> = Effect.void) =>
   Effect.gen(function*() {
     const first = mark()
     for (let i = 0; i < count; i++) {

@@ -11,6 +11,7 @@ import * as Costs from "../packages/core/src/Costs.js"
 import type { CostBy } from "../packages/core/src/Costs.js"
 import { SCHEMA_VERSION } from "../packages/core/src/internal/sqlSchema.js"
 import * as PostgresStore from "../packages/core/src/PostgresStore.js"
+import { describeConfig } from "../packages/core/src/Store.js"
 import type { StoreShape } from "../packages/core/src/Store.js"
 import * as StoreConfig from "../packages/core/src/StoreConfig.js"
 import { storeSuite, turnRow } from "../packages/core/test/storeSuite.js"
@@ -56,7 +57,13 @@ storeSuite({
   make: () =>
     Effect.map(newDatabase(), (url) => ({
       fresh: PostgresStore.layer(url, { retainDays: 0 }),
-      again: PostgresStore.layer(url, { retainDays: 0 })
+      again: PostgresStore.layer(url, { retainDays: 0 }),
+      // Another connection drops the tables under the open store.
+      refuse: Effect.asVoid(query(
+        url,
+        "drop table flotta_reports, flotta_agents, flotta_turns, flotta_runs, flotta_state, flotta_costs"
+      )),
+      location: describeConfig({ postgres: url })
     }))
 })
 

@@ -8,7 +8,7 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { TurnRecord } from "@flotta/core/Agent"
-import type { RunNotFound, TurnPending } from "@flotta/core/Errors"
+import type { RunNotFound, StoreUnavailable, TurnPending } from "@flotta/core/Errors"
 import type { RunError, VerifyError } from "@flotta/core/Run"
 import type { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import * as RunInbox from "@flotta/core/RunInbox"
@@ -176,26 +176,36 @@ export interface Source {
     query: { readonly cursor: number; readonly limit: number; readonly agent: Option.Option<string> }
   ) => Effect.Effect<
     { readonly entries: ReadonlyArray<ReportEntry>; readonly next: number },
-    ToolFailed | ServerUnreachable | Unauthorized
+    ToolFailed | ServerUnreachable | Unauthorized | StoreUnavailable
   >
   readonly transcript: (
     name: string,
     last: number | undefined
-  ) => Effect.Effect<Transcript, ToolFailed | ServerUnreachable | Unauthorized | StoreAccess.NotInStore>
+  ) => Effect.Effect<
+    Transcript,
+    ToolFailed | ServerUnreachable | Unauthorized | StoreUnavailable | StoreAccess.NotInStore
+  >
   readonly diff: (name: string) => Effect.Effect<
     RunDiff,
-    ToolFailed | ServerUnreachable | Unauthorized | RunNotFound | NoDiff
+    ToolFailed | ServerUnreachable | Unauthorized | StoreUnavailable | RunNotFound | NoDiff
   >
   /** The runs and verifies, newest first. */
   readonly runs: (
     query: RunQuery
-  ) => Effect.Effect<ReadonlyArray<RunView>, ToolFailed | ServerUnreachable | Unauthorized>
+  ) => Effect.Effect<ReadonlyArray<RunView>, ToolFailed | ServerUnreachable | Unauthorized | StoreUnavailable>
   /** One run's outcome: its result, or its own typed failure. */
   readonly runResult: (
     name: string
   ) => Effect.Effect<
     RunViews.RunAnswer | RunViews.VerifyAnswer,
-    ToolFailed | ServerUnreachable | Unauthorized | RunNotFound | TurnPending | RunError | VerifyError
+    | ToolFailed
+    | ServerUnreachable
+    | Unauthorized
+    | StoreUnavailable
+    | RunNotFound
+    | TurnPending
+    | RunError
+    | VerifyError
   >
 }
 

@@ -200,20 +200,14 @@ export const layer = (config: LoadedConfig, features: Features) =>
 
 /**
  * The dashboard: on the MCP server's port at `/` when its section names no port and MCP is on (it then inherits
- * the MCP server's host, token and allowed names, and the MCP server hands it every path but `/mcp`); else on
- * its own server (without MCP, at the MCP defaults).
+ * the MCP server's host, token and allowed names, and contributes its routes, which the MCP server mounts to
+ * answer every path but `/mcp`); else on its own server (without MCP, at the MCP defaults).
  */
 const dashboardLayer = (dashboard: DashboardConfigInput, mcp: McpConfig.McpConfigInput | undefined) =>
-  Promise.all([import("@flotta/dashboard/Dashboard"), import("@flotta/mcp/McpServer")]).then(
-    ([Dashboard, McpServer]) => {
-      if (dashboard.port !== undefined || mcp === undefined) return Dashboard.layer(dashboard)
-      const shared = Layer.unwrapEffect(
-        Effect.map(McpConfig.make(mcp), (server) => Dashboard.shared(dashboard, server))
-      )
-      return Layer.effect(McpServer.SharedRoutes, Effect.map(Dashboard.Dashboard, (d) => d.handle)).pipe(
-        Layer.provideMerge(shared)
-      )
-    }
+  import("@flotta/dashboard/Dashboard").then((Dashboard) =>
+    dashboard.port !== undefined || mcp === undefined
+      ? Dashboard.layer(dashboard)
+      : Layer.unwrapEffect(Effect.map(McpConfig.make(mcp), (server) => Dashboard.shared(dashboard, server)))
   )
 
 /** The MCP server's address, when one runs. */

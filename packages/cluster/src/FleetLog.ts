@@ -1,16 +1,17 @@
 /**
  * The fleet-wide report log, as the cluster's `Flotta` serves it: the cluster store's, where every host copies its
- * own entries (see Replication), read by cursor and followed by polling it.
+ * own entries (see Replication), read by cursor and followed by polling it. A read fails with StoreUnavailable
+ * when the cluster store does.
  */
 import type { ReportNotice, ReportQuery, SubscribeOptions } from "@flotta/core/ReportLog"
-import { Duration, Effect, Queue, Stream } from "effect"
+import { Duration, Effect, Queue, Schedule, Stream } from "effect"
 import type { ClusterStoreShape } from "./ClusterStore.js"
 
 const POLL = Duration.millis(200)
 const PAGE = 1000
 
 export const make = (store: ClusterStoreShape) => {
-  const reports = (query: ReportQuery = {}) => Effect.orDie(store.reports(query))
+  const reports = (query: ReportQuery = {}) => store.reports(query)
 
   /** A live feed from the newest entry on, in a bounded queue that says how many entries it missed. */
   const subscribe = (options: SubscribeOptions = {}) =>
@@ -25,7 +26,11 @@ export const make = (store: ClusterStoreShape) => {
         ...(options.kinds === undefined ? {} : { kinds: options.kinds })
       }
       yield* Effect.gen(function*() {
-        const page = yield* reports({ since: cursor, limit: PAGE, ...filter })
+        // A read the store refuses is tried again: the feed resumes from its cursor once the store answers.
+        const page = yield* reports({ since: cursor, limit: PAGE, ...filter }).pipe(
+          Effect.tapError((error) => Effect.logWarning("the fleet's report log cannot be read", error)),
+          Effect.retry(Schedule.spaced(POLL))
+        )
         for (const entry of page.entries) {
           if (!(yield* Queue.offer(queue, { _tag: "Entry", entry }))) {
             // Full: say what was missed once there is room; it can be read back by cursor.

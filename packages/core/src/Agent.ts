@@ -15,6 +15,7 @@ import type {
   NoResult,
   SandboxUnavailable,
   SpawnFailed,
+  StoreUnavailable,
   TurnError,
   TurnPending
 } from "./Errors.js"
@@ -52,37 +53,45 @@ export interface ForkPoint {
   readonly options: AgentOptions
 }
 
-/** The handle on one agent. */
+/**
+ * The handle on one agent. A sleeper (hibernated, or not yet woken after a restart) answers from the store, and
+ * wakes by reading its turns there: those calls fail with StoreUnavailable when the store cannot be read.
+ */
 export interface Agent {
   readonly name: string
   /** A session converses across turns; a run takes one turn (and `broadcast` never reaches it). */
   readonly lifecycle: "session" | "run"
   readonly prompt: (text: string, options?: { readonly timeout?: Duration.DurationInput }) => Effect.Effect<
     string,
-    AgentClosed | InvalidSpec
+    AgentClosed | InvalidSpec | StoreUnavailable
   >
   /**
    * Queues a compaction of its conversation as its next turn (`/compact`, with `instructions` for what to keep);
    * the turn's result carries the compaction, and the report log says `compacted`.
    */
-  readonly compact: (instructions?: string) => Effect.Effect<string, AgentClosed | InvalidSpec>
+  readonly compact: (instructions?: string) => Effect.Effect<string, AgentClosed | InvalidSpec | StoreUnavailable>
   /** Queues a fresh conversation as its next turn (`/clear`): a new session under the same name. */
-  readonly clear: Effect.Effect<string, AgentClosed | InvalidSpec>
+  readonly clear: Effect.Effect<string, AgentClosed | InvalidSpec | StoreUnavailable>
   /** Waits for a turn; interrupting the wait cancels the turn (dequeued, or interrupted if running). */
-  readonly await: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult>
+  readonly await: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult | StoreUnavailable>
   /** Waits for a turn like `await`, but interrupting the wait only stops the waiting: the turn goes on. */
-  readonly watch: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult>
-  readonly result: (turnId: string) => Effect.Effect<TurnResult, TurnError | TurnPending | NoResult>
+  readonly watch: (turnId: string) => Effect.Effect<TurnResult, TurnError | NoResult | StoreUnavailable>
+  readonly result: (turnId: string) => Effect.Effect<
+    TurnResult,
+    TurnError | TurnPending | NoResult | StoreUnavailable
+  >
   readonly status: Effect.Effect<AgentStatusView>
   readonly info: Effect.Effect<AgentInfo>
-  readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>>
+  readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>, StoreUnavailable>
   /** Interrupts the turn in flight; queued turns go on. False when nothing was running. */
   readonly interrupt: Effect.Effect<boolean>
   /**
    * Where a fork of it at `at` (default: its last turn that succeeded) starts. A turn still queued or running is
    * TurnPending, an unknown one NoResult, a failed one (or a run, or a conversation not begun) CannotFork.
    */
-  readonly forkPoint: (at?: string) => Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork>
+  readonly forkPoint: (
+    at?: string
+  ) => Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork | StoreUnavailable>
   /**
    * Ends its process cleanly and keeps everything else (its session, its turns, its place in the registry): its
    * status is `hibernated` until a prompt or `wake` starts it again with `--resume`. False when it was asleep
@@ -90,7 +99,9 @@ export interface Agent {
    */
   readonly hibernate: (reason: string) => Effect.Effect<boolean, CannotHibernate>
   /** Wakes it, and waits until its process is up again: false when it was not asleep. */
-  readonly wake: (reason?: string) => Effect.Effect<boolean, SpawnFailed | SandboxUnavailable | AgentClosed>
+  readonly wake: (
+    reason?: string
+  ) => Effect.Effect<boolean, SpawnFailed | SandboxUnavailable | AgentClosed | StoreUnavailable>
   /** Since when (Clock millis) it has been idle with a live process; null when it is not. */
   readonly idleSince: () => number | null
   /** Stops the agent: its turns fail with AgentClosed, its child is stopped. */

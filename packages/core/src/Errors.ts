@@ -3,6 +3,7 @@
  * process (MCP tool results, CLI output, persisted reports); each carries a message that says what happened.
  */
 import { Schema } from "effect"
+import { StoreUnavailable } from "./StoreErrors.js"
 
 const NullableNumber = Schema.NullOr(Schema.Number)
 
@@ -375,5 +376,7 @@ export const RunErrorSchema = Schema.Union(
   NotAGitRepo,
   WorktreeFailed,
   BranchNotFound,
-  NoAttemptPassed
+  NoAttemptPassed,
+  // A run's agent starts numbering its turns from what the store has: a store that cannot be read fails it.
+  StoreUnavailable
 )

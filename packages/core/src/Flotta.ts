@@ -15,10 +15,11 @@ import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
 import * as Costs from "./Costs.js"
 import { InvalidSpec } from "./Errors.js"
-import type { AgentClosed, AgentNotFound, NoResult, TurnError } from "./Errors.js"
+import type { AgentClosed, AgentNotFound, NoResult, StoreUnavailable, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
 import { Git } from "./Git.js"
+import * as Http from "./Http.js"
 import * as Restore from "./internal/restore.js"
 import { Parking } from "./Parking.js"
 import type { PendingDecisions } from "./Permission.js"
@@ -116,8 +117,10 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
       name: string,
       text: string,
       options: AskOptions = {}
-    ): Effect.Effect<Agent.TurnResult, AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult> =>
-      registry.get(name).pipe(Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)))
+    ): Effect.Effect<
+      Agent.TurnResult,
+      AgentNotFound | AgentClosed | InvalidSpec | TurnError | NoResult | StoreUnavailable
+    > => registry.get(name).pipe(Effect.flatMap((agent) => Effect.flatMap(agent.prompt(text, options), agent.await)))
 
     /** Blocks for the reply text. */
     const ask = (name: string, text: string, options: AskOptions = {}) =>
@@ -344,7 +347,8 @@ export const services = <E, R, SE = never, GR = CommandExecutor | FileSystem>(
   store: Layer.Layer<Store, SE> = Store.memory,
   git: Layer.Layer<Git, never, GR> = Git.live as Layer.Layer<Git, never, GR>
 ) =>
-  Layer.merge(Flotta.Default, RunRecords.Default).pipe(
+  // With the seam the packages above mount their routes and panels through (`Http.Contributions`).
+  Layer.mergeAll(Flotta.Default, RunRecords.Default, Http.Contributions.layer).pipe(
     Layer.provideMerge(Runs.Default),
     Layer.provide(git),
     Layer.provideMerge(Registry.Default),

@@ -14,9 +14,11 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Context, Data, Effect, Option, Predicate } from "effect"
+import { Cause, Context, Data, Effect, Layer, Option, Predicate } from "effect"
 import type { Redacted, Scope } from "effect"
 import * as http from "node:http"
+import type { Html } from "./Markup.js"
+import type { StoreUnavailable } from "./StoreErrors.js"
 
 /** The hostname of a Host header or a configured name (`[::1]:4099` → `[::1]`); none when it is not one. */
 export const hostnameOf = (host: string): Option.Option<string> => {
@@ -42,18 +44,72 @@ export interface MountedOn {
   readonly token: Option.Option<Redacted.Redacted<string>>
 }
 
-/**
- * Routes a layer above the engine (the webhooks) mounts on whichever fleet server runs (the MCP server, the
- * dashboard's own): each server builds them with its own settings, after its own routes.
- */
-export class Mounts extends Context.Tag("@flotta/core/Http/Mounts")<
-  Mounts,
-  ReadonlyArray<(server: MountedOn) => Routes>
->() {}
+/** A section a package adds to one of the dashboard's pages, rendered each time the page is. */
+export interface Panel {
+  /** The dashboard page it shows on (`schedule`). */
+  readonly page: string
+  readonly render: Effect.Effect<Html, StoreUnavailable>
+}
 
-/** The mounted parts for a server, when a layer provides some. */
-export const mountedOn = (server: MountedOn): Effect.Effect<ReadonlyArray<Routes>> =>
-  Effect.map(Effect.serviceOption(Mounts), (mounts) => Option.getOrElse(mounts, () => []).map((mount) => mount(server)))
+/**
+ * What a package contributes to the fleet's HTTP stack: routes, built for each fleet server with its settings (so
+ * behind that server's guard), and panels for the dashboard. `root`: its routes answer the paths no route takes
+ * (the dashboard, sharing the MCP server's port).
+ */
+export interface Contribution {
+  readonly name: string
+  readonly routes?: (server: MountedOn) => Routes
+  readonly root?: boolean
+  readonly panels?: ReadonlyArray<Panel>
+}
+
+/**
+ * The one seam through which packages mount routes and panels: contributions accumulate (two packages never
+ * shadow each other), each kept for the life of the layer that made it. The engine's layer provides it.
+ */
+export class Contributions extends Context.Tag("@flotta/core/Http/Contributions")<Contributions, {
+  readonly add: (contribution: Contribution) => Effect.Effect<void, never, Scope.Scope>
+  readonly all: Effect.Effect<ReadonlyArray<Contribution>>
+}>() {
+  static readonly layer: Layer.Layer<Contributions> = Layer.sync(Contributions, () => {
+    const kept = new Set<Contribution>()
+    return {
+      add: (contribution) =>
+        Effect.acquireRelease(
+          Effect.sync(() => kept.add(contribution)),
+          () => Effect.sync(() => kept.delete(contribution))
+        ),
+      all: Effect.sync(() => [...kept])
+    }
+  })
+}
+
+/** A layer that contributes, for as long as it lives. */
+export const contribute = <E, R>(
+  contribution: Effect.Effect<Contribution, E, R>
+): Layer.Layer<never, E, Contributions | Exclude<R, Scope.Scope>> =>
+  Layer.scopedDiscard(Effect.flatMap(Effect.zip(Contributions, contribution), ([seam, made]) => seam.add(made)))
+
+const contributions = Effect.map(
+  Effect.serviceOption(Contributions),
+  Option.match({
+    onNone: () => Effect.succeed<ReadonlyArray<Contribution>>([]),
+    onSome: (seam) => seam.all
+  })
+).pipe(Effect.flatten)
+
+/** The contributed routes for a server: those that answer unknown paths (`root`) first, then the rest. */
+export const mountedOn = (
+  server: MountedOn
+): Effect.Effect<{ readonly root: ReadonlyArray<Routes>; readonly rest: ReadonlyArray<Routes> }> =>
+  Effect.map(contributions, (all) => ({
+    root: all.flatMap((c) => (c.root === true && c.routes !== undefined ? [c.routes(server)] : [])),
+    rest: all.flatMap((c) => (c.root !== true && c.routes !== undefined ? [c.routes(server)] : []))
+  }))
+
+/** The contributed panels of a dashboard page, in the order they were contributed. */
+export const panels = (page: string): Effect.Effect<ReadonlyArray<Panel>> =>
+  Effect.map(contributions, (all) => all.flatMap((c) => (c.panels ?? []).filter((panel) => panel.page === page)))
 
 type Method = "GET" | "HEAD" | "POST" | "DELETE" | "PUT" | "PATCH"
 

@@ -3,13 +3,13 @@
  * lives in its own scope under the fleet's, and starts are admitted a few at a time. Closing the registry's
  * scope closes every agent: children never outlive the fleet.
  */
-import { Clock, Deferred, Effect, Either, ExecutionStrategy, Exit, FiberId, Metric, Option, Scope } from "effect"
+import { Cause, Clock, Deferred, Effect, Either, ExecutionStrategy, Exit, FiberId, Metric, Option, Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { NAME_PATTERN, NAME_RULE } from "./AgentView.js"
 import type { ForkOrigin } from "./AgentView.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, AgentClosed, AgentNotFound, InvalidName, InvalidSpec } from "./Errors.js"
-import type { CannotHibernate, SandboxUnavailable, SpawnFailed } from "./Errors.js"
+import type { CannotHibernate, SandboxUnavailable, SpawnFailed, StoreUnavailable } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import * as Admission from "./internal/admission.js"
 import type { AgentDeps, Restored } from "./internal/agentState.js"
@@ -58,7 +58,7 @@ type Entry =
   | {
     readonly _tag: "Reviving"
     readonly dormant: Dormant.Dormant
-    readonly done: Deferred.Deferred<Agent.Agent, AgentClosed>
+    readonly done: Deferred.Deferred<Agent.Agent, AgentClosed | StoreUnavailable>
   }
 
 export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry", {
@@ -148,7 +148,7 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       return agent
     }) as (name: string, options?: Agent.AgentOptions, restored?: Restored, fork?: ForkOrigin) => Effect.Effect<
       Agent.Agent,
-      InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed
+      InvalidName | InvalidSpec | AgentAlreadyExists | SpawnFailed | SandboxUnavailable | AgentClosed | StoreUnavailable
     >
 
     /** The face of a sleeper kept as its record (see `internal/dormant`). */
@@ -156,12 +156,12 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
       Dormant.handle(dormant, { store, historyLimit: settings.historyLimit, revive: revive(name) })
 
     /** No live agent of that name: one starting is not found yet; one the store has closed is said to be closed. */
-    const missing = (name: string): Effect.Effect<never, AgentNotFound> =>
+    const missing = (name: string): Effect.Effect<never, AgentNotFound | StoreUnavailable> =>
       entries.has(name)
         ? new AgentNotFound({ name, live: liveNames() })
         : ClosedAgent.notFound(store, name, liveNames())
 
-    const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound> =>
+    const get = (name: string): Effect.Effect<Agent.Agent, AgentNotFound | StoreUnavailable> =>
       Effect.suspend(() => {
         const entry = entries.get(name)
         if (entry?._tag === "Live") return Effect.succeed(entry.agent)
@@ -175,8 +175,10 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
      * What can be read of an agent by name: a live one (or a sleeper), else the closed one the store still has
      * (its info and transcript, read from its record); AgentNotFound for a name neither has.
      */
-    const readable = (name: string): Effect.Effect<Pick<Agent.Agent, "info" | "transcript">, AgentNotFound> =>
-      Effect.suspend(() => {
+    const readable = (
+      name: string
+    ): Effect.Effect<Pick<Agent.Agent, "info" | "transcript">, AgentNotFound | StoreUnavailable> =>
+      Effect.suspend((): Effect.Effect<Pick<Agent.Agent, "info" | "transcript">, AgentNotFound | StoreUnavailable> => {
         if (entries.has(name)) return get(name)
         return Effect.flatMap(
           ClosedAgent.read(store, name, settings.historyLimit),
@@ -195,14 +197,14 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
      * restart of the host would bring it back): its turns are read from the store. Callers at the same moment
      * share one revival.
      */
-    const revive = (name: string): Effect.Effect<Agent.Agent, AgentClosed> =>
+    const revive = (name: string): Effect.Effect<Agent.Agent, AgentClosed | StoreUnavailable> =>
       Effect.suspend(() => {
         const entry = entries.get(name)
         if (entry?._tag === "Live") return Effect.succeed(entry.agent)
         if (entry?._tag === "Reviving") return Deferred.await(entry.done)
         if (entry?._tag !== "Dormant") return new AgentClosed({ name, reason: "it was closed while it slept" })
         if (shuttingDown) return shutDownError(name)
-        const done = Deferred.unsafeMake<Agent.Agent, AgentClosed>(FiberId.none)
+        const done = Deferred.unsafeMake<Agent.Agent, AgentClosed | StoreUnavailable>(FiberId.none)
         entries.set(name, { _tag: "Reviving", dormant: entry.dormant, done })
         return Effect.gen(function*() {
           const scope = yield* Scope.fork(agentsScope, ExecutionStrategy.sequential)
@@ -212,8 +214,8 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
             turns
           }).pipe(
             Scope.extend(scope),
-            // Asleep, it starts no process: nothing here can fail but a bug.
-            Effect.orDie
+            // Asleep, it starts no process: only its store can fail it, anything else is a bug.
+            Effect.catchTags({ SpawnFailed: Effect.die, SandboxUnavailable: Effect.die })
           )
           entries.set(name, { _tag: "Live", agent, scope, dormancy })
           yield* Deferred.succeed(done, agent)
@@ -222,7 +224,16 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
           Effect.onExit((exit) =>
             Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => {
               entries.set(name, entry)
-              Deferred.unsafeDone(done, Exit.fail(new AgentClosed({ name, reason: "it could not be woken" })))
+              // Those waiting on the same revival learn why: the store, or it could not be woken.
+              const failed = Cause.failureOption(exit.cause)
+              Deferred.unsafeDone(
+                done,
+                Exit.fail(
+                  Option.isSome(failed) && failed.value._tag === "StoreUnavailable"
+                    ? failed.value
+                    : new AgentClosed({ name, reason: "it could not be woken" })
+                )
+              )
             })
           )
         )
@@ -232,7 +243,10 @@ export class Registry extends Effect.Service<Registry>()("@flotta/core/Registry"
      * Puts a live session to sleep: its process ends cleanly (the call returns once it has), and the registry
      * keeps nothing of it but its record; its scope closes behind. False when it was asleep already.
      */
-    const sleep = (name: string, reason: string): Effect.Effect<boolean, CannotHibernate | AgentNotFound> =>
+    const sleep = (
+      name: string,
+      reason: string
+    ): Effect.Effect<boolean, CannotHibernate | AgentNotFound | StoreUnavailable> =>
       Effect.gen(function*() {
         const entry = entries.get(name)
         if (entry?._tag === "Dormant" || entry?._tag === "Reviving") return false

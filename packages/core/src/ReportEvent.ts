@@ -41,6 +41,12 @@ export interface KindOptions<A> {
   readonly summary?: (data: A) => string
 }
 
+/**
+ * Every kind declared in this process, by name: a package's kinds are declared as its module loads, so a reader
+ * can tell of kinds it does not import (the dashboard summarizes the webhooks' entries without importing them).
+ */
+const declared = new Map<string, AnyKind>()
+
 /** Declares a kind. */
 export const kind = <const K extends string, A>(
   name: K,
@@ -50,7 +56,7 @@ export const kind = <const K extends string, A>(
 ): Kind<K, A> => {
   const decodeData = Schema.decodeUnknownOption(data)
   const { summary } = options
-  return {
+  const declaring: Kind<K, A> = {
     kind: name,
     data,
     description,
@@ -58,6 +64,8 @@ export const kind = <const K extends string, A>(
     decodeData,
     lineOf: summary === undefined ? () => Option.none() : (u) => Option.map(decodeData(u), summary)
   }
+  declared.set(name, declaring)
+  return declaring
 }
 
 /** An entry of a kind this version knows, with its data decoded. */
@@ -128,12 +136,16 @@ const clip = (text: string) => (text.length <= LINE_MAX ? text : text.slice(0, L
 
 /**
  * An entry in one line, by the kinds given: a known kind's own summary, else (a kind not given, one with no
- * summary, data that does not fit) its data as compact JSON. Never more than 200 characters and an ellipsis.
+ * summary, data that does not fit) its data as compact JSON. A kind not given but declared in this process (by a
+ * package the reader does not import) is read by its declaration. Never more than 200 characters and an ellipsis.
  */
 export const line = <const Ks extends ReadonlyArray<AnyKind>>(kinds: Ks) => {
   const byName = new Map(kinds.map((k) => [k.kind, k]))
   return (entry: ReportEntry): string => {
-    const said = Option.flatMap(Option.fromNullable(byName.get(entry.kind)), (k) => k.lineOf(entry.data))
+    const said = Option.flatMap(
+      Option.fromNullable(byName.get(entry.kind) ?? declared.get(entry.kind)),
+      (k) => k.lineOf(entry.data)
+    )
     return clip(Option.getOrElse(said, () => JSON.stringify(entry.data) ?? ""))
   }
 }

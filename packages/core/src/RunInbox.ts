@@ -11,6 +11,7 @@ import { FileSystem } from "@effect/platform"
 import { Effect, Either, Layer, Option, ParseResult, Queue, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
+import type { StoreUnavailable } from "./Errors.js"
 import type { ImportOutcome, RunNameTaken } from "./RunRecord.js"
 import { RECORD_VERSION, RunRecord, RunRecords } from "./RunRecord.js"
 import { Store } from "./Store.js"
@@ -39,7 +40,7 @@ export interface Delivered {
 
 /** How a delivery lands records: an import, and the wait until what it wrote is committed. */
 export interface Importer {
-  readonly importRun: (record: RunRecord) => Effect.Effect<ImportOutcome, RunNameTaken>
+  readonly importRun: (record: RunRecord) => Effect.Effect<ImportOutcome, RunNameTaken | StoreUnavailable>
   readonly flush: Effect.Effect<boolean>
 }
 
@@ -140,7 +141,10 @@ export const deliver = Effect.fn("RunInbox.deliver")(function*(dir: string, impo
       continue
     }
     const outcome = yield* Effect.either(importer.importRun(item.record))
-    if (Either.isLeft(outcome)) {
+    if (Either.isLeft(outcome) && outcome.left._tag === "StoreUnavailable") {
+      // Not the record's fault: it waits for the store to answer again.
+      kept.push({ file: item.file, reason: outcome.left.message })
+    } else if (Either.isLeft(outcome)) {
       yield* reject(dir, item.file)
       rejected.push({ file: item.file, name: item.record.name, reason: outcome.left.message })
     } else {

@@ -20,6 +20,7 @@ import type {
   NotAGitRepo,
   SandboxUnavailable,
   SpawnFailed,
+  StoreUnavailable,
   StructuredOutputMissing,
   TurnError,
   WorktreeFailed
@@ -98,6 +99,7 @@ export type RunError =
   | WorktreeFailed
   | StructuredOutputMissing
   | NoAttemptPassed
+  | StoreUnavailable
 
 export type VerifyError = InvalidName | InvalidSpec | AgentAlreadyExists | NotAGitRepo | BranchNotFound | WorktreeFailed
 

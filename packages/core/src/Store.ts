@@ -15,6 +15,7 @@ import { exact } from "./Decode.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT } from "./internal/reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 import * as RunDiff from "./RunDiff.js"
+import { StoreUnavailable } from "./StoreErrors.js"
 
 export type { ReportEntry, ReportPage, ReportQuery } from "./internal/reportQuery.js"
 
@@ -85,6 +86,10 @@ export interface PruneReport {
   readonly diffs?: number
 }
 
+/**
+ * The store's reads fail with `StoreUnavailable` (naming the store) when the database does: a dropped connection,
+ * a killed server, a table gone. Writes never fail: they wait in the buffer (see `StoreHealth`).
+ */
 export interface StoreShape {
   readonly info: Effect.Effect<StoreInfo>
   readonly health: Effect.Effect<StoreHealth>
@@ -94,26 +99,26 @@ export interface StoreShape {
   readonly appendReport: (
     entry: Omit<ReportEntry, "seq" | "turnId"> & { readonly turnId: string | undefined }
   ) => ReportEntry
-  readonly readReports: (query: ReportQuery) => Effect.Effect<ReportPage>
+  readonly readReports: (query: ReportQuery) => Effect.Effect<ReportPage, StoreUnavailable>
   readonly saveAgent: (row: AgentRow) => void
   readonly saveTurn: (row: TurnRow) => void
   readonly saveRun: (row: RunRow) => void
   /** The state of a layer above the engine, by key (the scheduler's), as JSON-able data. */
   readonly saveState: (key: string, value: unknown) => void
-  readonly agents: Effect.Effect<ReadonlyArray<AgentRow>>
+  readonly agents: Effect.Effect<ReadonlyArray<AgentRow>, StoreUnavailable>
   /** One agent's row by name (a closed one's too, until retention removes it). */
-  readonly agent: (name: string) => Effect.Effect<Option.Option<AgentRow>>
+  readonly agent: (name: string) => Effect.Effect<Option.Option<AgentRow>, StoreUnavailable>
   /** An agent's turns, oldest first. */
-  readonly turns: (agent: string) => Effect.Effect<ReadonlyArray<TurnRow>>
+  readonly turns: (agent: string) => Effect.Effect<ReadonlyArray<TurnRow>, StoreUnavailable>
   /** The highest turn number an agent of this name has had (0 for none): a new one numbers on from it. */
-  readonly lastTurn: (agent: string) => Effect.Effect<number>
-  readonly runs: Effect.Effect<ReadonlyArray<RunRow>>
-  readonly run: (name: string) => Effect.Effect<Option.Option<RunRow>>
-  readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>>
+  readonly lastTurn: (agent: string) => Effect.Effect<number, StoreUnavailable>
+  readonly runs: Effect.Effect<ReadonlyArray<RunRow>, StoreUnavailable>
+  readonly run: (name: string) => Effect.Effect<Option.Option<RunRow>, StoreUnavailable>
+  readonly loadState: (key: string) => Effect.Effect<Option.Option<unknown>, StoreUnavailable>
   /** Waits until every write made so far is committed (or `timeout` passes: then false). */
   readonly flush: (timeoutMs?: number) => Effect.Effect<boolean>
   /** Spend in a window, grouped (see `Costs`): summed by the database in a durable store. */
-  readonly costs: (window: Costs.CostWindow) => Effect.Effect<Costs.CostReport>
+  readonly costs: (window: Costs.CostWindow) => Effect.Effect<Costs.CostReport, StoreUnavailable>
   /** Removes report entries, finished turns, cost rows, closed agents and finished runs older than `days`. */
   readonly prune: (days: number) => Effect.Effect<PruneReport>
 }
@@ -136,6 +141,18 @@ export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): Readonly
   const before = row.turnsBefore
   return before === undefined ? turns : turns.filter((turn) => turn.n > before)
 }
+
+/**
+ * A stored row the engine cannot do without that does not decode (a turn's outcome, a run's diff): the read fails
+ * with `StoreUnavailable`, naming the store and the row, instead of the fleet dying on it.
+ */
+export const unreadable = (store: Pick<StoreShape, "info">, what: string): Effect.Effect<never, StoreUnavailable> =>
+  Effect.flatMap(store.info, ({ location }) =>
+    new StoreUnavailable({
+      location,
+      reason: `${what} cannot be read`,
+      hint: "It was written by a newer flotta or edited by hand: restore the store from a backup"
+    }))
 
 /** Where a durable store is: the config's `store` value. */
 export type StoreConfig =

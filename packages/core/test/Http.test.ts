@@ -5,10 +5,11 @@
  */
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Runtime } from "effect"
+import { Deferred, Effect, Either, Exit, Layer, Option, Runtime, Scope } from "effect"
 import * as http from "node:http"
 import type { UnderlyingSource } from "node:stream/web"
 import * as Http from "../src/Http.js"
+import { html } from "../src/Markup.js"
 
 interface Reply {
   readonly status: number
@@ -148,5 +149,49 @@ describe("Http", () => {
         request.end()
       })
       yield* Deferred.await(cancelled)
+    }))
+})
+
+describe("Http.Contributions", () => {
+  const server: Http.MountedOn = { host: "127.0.0.1", allowedHosts: [], token: Option.none() }
+  const routes = (text: string): Http.Routes => ({
+    router: HttpRouter.empty.pipe(HttpRouter.get(`/${text}`, HttpServerResponse.text(text))),
+    notFound: Effect.succeed(HttpServerResponse.empty({ status: 404 }))
+  })
+  const contribution = (name: string, root = false): Http.Contribution => ({
+    name,
+    root,
+    routes: () => routes(name),
+    panels: [{ page: "schedule", render: Effect.succeed(html`<p>${name}</p>`) }]
+  })
+
+  it.effect("accumulate: two packages contributing side by side both mount and show; none shadows the other", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const both = Layer.mergeAll(
+        Http.contribute(Effect.succeed(contribution("one"))),
+        Http.contribute(Effect.succeed(contribution("two"))),
+        Http.contribute(Effect.succeed(contribution("pages", true)))
+      ).pipe(Layer.provideMerge(Http.Contributions.layer))
+      const context = yield* Layer.buildWithScope(both, scope)
+      const seen = yield* Effect.provide(
+        Effect.all({ mounted: Http.mountedOn(server), panels: Http.panels("schedule"), none: Http.panels("costs") }),
+        context
+      )
+      assert.strictEqual(seen.mounted.root.length, 1, "the one that answers unknown paths")
+      assert.strictEqual(seen.mounted.rest.length, 2)
+      const texts = yield* Effect.forEach(seen.panels, (panel) => Effect.map(panel.render, (h) => h.value))
+      assert.deepStrictEqual([...texts].sort(), ["<p>one</p>", "<p>pages</p>", "<p>two</p>"])
+      assert.deepStrictEqual(seen.none, [])
+      // A contribution lasts as long as the layer that made it.
+      yield* Scope.close(scope, Exit.void)
+      const after = yield* Effect.provide(Http.panels("schedule"), context)
+      assert.deepStrictEqual(after, [])
+    }))
+
+  it.effect("none without the seam: a server mounts nothing more", () =>
+    Effect.gen(function*() {
+      const mounted = yield* Http.mountedOn(server)
+      assert.deepStrictEqual([mounted.root.length, mounted.rest.length], [0, 0])
     }))
 })

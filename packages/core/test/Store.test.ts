@@ -3,14 +3,16 @@
  * host, a corrupt file, a newer schema).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Logger, Option, Scope, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, Logger, Option, Scope, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Flotta } from "../src/Flotta.js"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqliteStore from "../src/SqliteStore.js"
 import * as Store from "../src/Store.js"
 import * as StoreConfig from "../src/StoreConfig.js"
+import * as Testing from "../src/Testing.js"
 import { agentRow, storeSuite, turnRow } from "./storeSuite.js"
 
 const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "flotta-store-")), "nested", "state.db")
@@ -25,16 +27,70 @@ storeSuite({
     })
 })
 
-storeSuite({
-  kind: "sqlite",
-  durable: true,
-  make: () =>
-    Effect.sync(() => {
-      const file = tempFile()
-      // No retention at open: the suite prunes by hand (the default is tested below).
-      return { fresh: SqliteStore.layer(file, { retainDays: 0 }), again: SqliteStore.layer(file, { retainDays: 0 }) }
-    })
-})
+const [major, minor] = process.versions.node.split(".").map(Number) as [number, number]
+const hasNodeSqlite = process.getBuiltinModule?.("node:sqlite") !== undefined
+/** As in Sqlite.test.ts: better-sqlite3 only where it cannot abort the process, and only where it loads. */
+const betterSqlite3Loads = (major < 24 || (major === 24 && minor < 19)) &&
+  Either.isRight(Effect.runSync(Effect.either(Sqlite.driver("probe", "better-sqlite3"))))
+const drivers: ReadonlyArray<Sqlite.DriverChoice> = [
+  ...(hasNodeSqlite ? ["node:sqlite" as const] : []),
+  ...(betterSqlite3Loads ? ["better-sqlite3" as const] : [])
+]
+
+const TABLES = ["flotta_reports", "flotta_agents", "flotta_turns", "flotta_runs", "flotta_state", "flotta_costs"]
+
+/** Drops the store's tables from another connection, under the open store: its next reads are refused. */
+const dropTables = (file: string, driver: Sqlite.DriverChoice, tables = TABLES) =>
+  Effect.sync(() => {
+    const db = Sqlite.openSync(file, { driver })
+    try {
+      for (const table of tables) db.prepare(`drop table ${table}`).run()
+    } finally {
+      db.close()
+    }
+  })
+
+for (const driver of drivers) {
+  storeSuite({
+    kind: `sqlite (${driver})`,
+    durable: true,
+    make: () =>
+      Effect.sync(() => {
+        const file = tempFile()
+        // No retention at open: the suite prunes by hand (the default is tested below).
+        const layer = Layer.scoped(Store.Store, SqliteStore.make(file, { retainDays: 0, driver }))
+        return { fresh: layer, again: layer, refuse: dropTables(file, driver), location: file }
+      })
+  })
+
+  describe(`a fleet over SQLite (${driver}) whose database refuses reads`, () => {
+    it.scoped("fails those reads with StoreUnavailable naming the file, and keeps running turns", () =>
+      Effect.gen(function*() {
+        const file = tempFile()
+        const fleet = yield* Effect.map(
+          Layer.build(Testing.layer({ store: Layer.scoped(Store.Store, SqliteStore.make(file, { driver })) })),
+          Context.get(Flotta)
+        )
+        yield* fleet.spawn("a")
+        assert.strictEqual(yield* fleet.ask("a", "before"), "echo: before")
+        yield* dropTables(file, driver, ["flotta_runs", "flotta_state"])
+        for (
+          const read of [
+            fleet.runs(),
+            fleet.runResult("nothing"),
+            fleet.diff("nothing")
+          ] as ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string; readonly message: string }>>
+        ) {
+          const error = yield* Effect.flip(read)
+          assert.strictEqual(error._tag, "StoreUnavailable")
+          assert.include(error.message, file)
+        }
+        // The fleet goes on: turns, and the reads the store still answers.
+        assert.strictEqual(yield* fleet.ask("a", "after"), "echo: after")
+        assert.isAbove((yield* fleet.reports({ agent: "a" })).entries.length, 0)
+      }))
+  })
+}
 
 const failure = (exit: Exit.Exit<unknown, unknown>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error as { _tag: string; message: string } : undefined

@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope, TestClock } from "effect"
+import type { StoreUnavailable } from "../src/Errors.js"
 import type { AgentRow, StoreShape, TurnRow } from "../src/Store.js"
 import { Store } from "../src/Store.js"
 
@@ -13,7 +14,14 @@ export interface StoreFixture {
   readonly durable: boolean
   /** A layer for a new, empty store, and one that opens the same store again. */
   readonly make: () => Effect.Effect<
-    { readonly fresh: Layer.Layer<Store, unknown>; readonly again: Layer.Layer<Store, unknown> }
+    {
+      readonly fresh: Layer.Layer<Store, unknown>
+      readonly again: Layer.Layer<Store, unknown>
+      /** Makes the database refuse reads under the open store (its tables dropped by another connection). */
+      readonly refuse?: Effect.Effect<void>
+      /** How the store names itself in its errors. */
+      readonly location?: string
+    }
   >
 }
 
@@ -290,6 +298,36 @@ export const storeSuite = (fixture: StoreFixture) =>
           yield* second.close
         }
       }))
+
+    if (fixture.durable) {
+      it.effect("a read the database refuses fails with StoreUnavailable naming the store", () =>
+        Effect.gen(function*() {
+          const { fresh, location, refuse } = yield* fixture.make()
+          const { close, store } = yield* open(fresh)
+          store.saveAgent(agentRow("a"))
+          yield* store.flush()
+          yield* refuse!
+          const reads = {
+            readReports: store.readReports({}),
+            tail: store.readReports({ last: 5 }),
+            agents: store.agents,
+            agent: store.agent("a"),
+            turns: store.turns("a"),
+            lastTurn: store.lastTurn("a"),
+            runs: store.runs,
+            run: store.run("r"),
+            loadState: store.loadState("scheduler"),
+            costs: store.costs({ since: null, until: null, by: "agent" })
+          }
+          for (const [name, read] of Object.entries(reads)) {
+            const error = yield* Effect.flip(read as Effect.Effect<unknown, StoreUnavailable>)
+            assert.strictEqual(error._tag, "StoreUnavailable", name)
+            assert.strictEqual(error.location, location, name)
+            assert.include(error.message, "cannot be read", name)
+          }
+          yield* close
+        }))
+    }
 
     it.effect("retention removes old history and keeps what a live agent needs", () =>
       Effect.gen(function*() {

@@ -158,5 +158,7 @@ export const statusOf = (error: unknown): number => {
   const tag = Predicate.hasProperty(error, "_tag") ? String(error._tag) : ""
   if (/NotFound$/.test(tag)) return 404
   if (tag === "InvalidSpec" || tag === "InvalidSchedule" || tag === "InvalidName") return 400
+  // The store cannot be read now: the fleet is there, try again.
+  if (tag === "StoreUnavailable") return 503
   return 409
 }

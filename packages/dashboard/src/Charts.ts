@@ -6,6 +6,7 @@
  * charts so an agent keeps its colour.
  */
 import * as EngineEvents from "@flotta/core/EngineEvents"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
@@ -92,7 +93,7 @@ export const build = (points: ReadonlyArray<TurnPoint>, now: number): ChartData 
 }
 
 /** The charts now, from the report log's tail. */
-export const chartData: Effect.Effect<ChartData, never, Flotta> = Effect.gen(function*() {
+export const chartData: Effect.Effect<ChartData, StoreUnavailable, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const now = yield* Clock.currentTimeMillis
   const page = yield* fleet.reports({ kinds: [EngineEvents.result.kind], last: MAX_LIMIT })

@@ -1,7 +1,7 @@
 /**
  * The live dashboard as a Layer, on only when the config has a `dashboard` section. With a port of its own it
  * listens for as long as the layer lives (`layer`); without one it shares the MCP server's port (`shared`):
- * it then only provides its routes, and whoever composes the layers mounts them beside `/mcp`.
+ * it then contributes its routes (`Http.Contributions`), which the MCP server mounts beside `/mcp`.
  */
 import type { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
@@ -19,7 +19,8 @@ export class Dashboard extends Context.Tag("@flotta/dashboard/Dashboard")<Dashbo
 /** Serves the settings on their own port until the scope closes. */
 export const serve = Effect.fn("Dashboard.serve")(function*(settings: DashboardConfig.DashboardSettings) {
   const handle = yield* Server.make(settings)
-  const bound = yield* Http.serve([handle, ...(yield* Http.mountedOn(settings))], {
+  const mounted = yield* Http.mountedOn(settings)
+  const bound = yield* Http.serve([handle, ...mounted.root, ...mounted.rest], {
     port: settings.port,
     host: settings.host,
     fail: (reason) =>
@@ -45,15 +46,23 @@ export function layer(config: DashboardConfig.DashboardConfigInput | undefined) 
     : Layer.scoped(Dashboard, Effect.flatMap(DashboardConfig.make(config), serve))
 }
 
-/** The dashboard's routes only, to be mounted on the server described by `server` (the MCP one). */
+/**
+ * The dashboard's routes only, contributed (`Http.Contributions`) to the server described by `server` (the MCP one),
+ * where they answer every path no other route takes.
+ */
 export const shared = (
   config: DashboardConfig.DashboardConfigInput,
   server: DashboardConfig.SharedServer
-): Layer.Layer<Dashboard, DashboardConfig.DashboardConfigError, Flotta> =>
-  Layer.scoped(
+): Layer.Layer<Dashboard, DashboardConfig.DashboardConfigError, Flotta | Http.Contributions> => {
+  const dashboard = Layer.scoped(
     Dashboard,
     Effect.gen(function*() {
       const settings = yield* DashboardConfig.make(config, server)
       return { url: Option.none(), handle: yield* Server.make(settings) }
     })
   )
+  const mounted = Http.contribute(
+    Effect.map(Dashboard, (d): Http.Contribution => ({ name: "dashboard", root: true, routes: () => d.handle }))
+  )
+  return Layer.provideMerge(mounted, dashboard)
+}

@@ -1,39 +1,17 @@
 /**
- * Markup, safely: the `html` tagged template escapes everything it interpolates (agent replies, tool inputs and
- * names are untrusted text), except `Html` values, which are markup already (`html` results). Arrays
- * are joined; `null`, `undefined` and `false` render nothing, so `${cond && html`...`}` works.
+ * Markup, safely: core's `html` tagged template (`Markup`), which escapes everything it interpolates except `Html`
+ * values.
  *
  * `document` is the shell every page shares: the nav, `<body data-cursor data-page data-agent>` for the client
  * script, the `#flash` alert, and the live region `main#live` (what `?fragment=1` returns).
  */
 
-/** Markup that is safe to send as is. */
-export class Html {
-  constructor(readonly value: string) {}
-  toString() {
-    return this.value
-  }
-}
+// The markup itself is core's (`Markup`): the panels other packages contribute are written with it too.
+import { html } from "@flotta/core/Markup"
+import type { Html } from "@flotta/core/Markup"
 
-export type Value = Html | string | number | boolean | null | undefined | ReadonlyArray<Value>
-
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
-
-/** Text as HTML text or attribute content. */
-const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
-
-const render = (value: Value): string => {
-  if (value instanceof Html) return value.value
-  if (Array.isArray(value)) return value.map(render).join("")
-  if (value === null || value === undefined || value === false) return ""
-  return escape(String(value))
-}
-
-export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Value>): Html => {
-  let out = strings[0]!
-  values.forEach((value, i) => (out += render(value) + strings[i + 1]!))
-  return new Html(out)
-}
+export { Html, html } from "@flotta/core/Markup"
+export type { Value } from "@flotta/core/Markup"
 
 export type PageName =
   | "agents"

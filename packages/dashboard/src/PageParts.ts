@@ -6,6 +6,9 @@
 import type { Html, Value } from "./Html.js"
 import { html } from "./Html.js"
 
+// An instant, a status pill, the links to an agent and a run, an empty row: core's, shared with contributed panels.
+export { agentLink, at, empty, pill, runLink } from "@flotta/core/Markup"
+
 export interface Page {
   readonly status: number
   readonly title: string
@@ -28,26 +31,10 @@ export const duration = (ms: number): string => {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
 }
 
-/** An instant, in UTC on the server; the script shows it in the browser's time zone (`data-at`). */
-export const at = (iso: string | null) =>
-  iso === null ?
-    html`<span class="muted">—</span>` :
-    html`<time datetime="${iso}" data-at>${iso.slice(0, 16).replace("T", " ")} UTC</time>`
-
 /** Elapsed since an instant, ticking in the browser. */
 export const since = (iso: string) => html`<time datetime="${iso}" data-since="${iso}">…</time>`
 
-export const pill = (status: string) => html`<span class="pill pill-${status}">${status}</span>`
-
 export const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null"
-
-/** A link to an agent's page (a closed agent's too: it is read from the store). */
-export const agentLink = (name: string, label: string = name) =>
-  html`<a href="/agents/${encodeURIComponent(name)}">${label}</a>`
-
-/** A link to a run's page: what it was, how it ended, what it changed. */
-export const runLink = (name: string, label: string = name) =>
-  html`<a href="/runs/${encodeURIComponent(name)}">${label}</a>`
 
 /** A button that posts to an action URL (a `data-action` form). */
 export const action = (url: string, label: string, options: { readonly kind?: string; readonly fields?: Value } = {}) =>
@@ -56,6 +43,3 @@ export const action = (url: string, label: string, options: { readonly kind?: st
   }" class="inline">${options.fields}<button type="submit"${
     options.kind === "close" ? html` class="danger"` : ""
   }>${label}</button></form>`
-
-export const empty = (columns: number, text: string) =>
-  html`<tr class="empty"><td colspan="${columns}">${text}</td></tr>`

@@ -15,8 +15,9 @@
  * Actions are forms with `data-action` that post to the action URLs: the script sends them by fetch, and
  * without it they post and come back by redirect.
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import type { Flotta } from "@flotta/core/Flotta"
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Either } from "effect"
 import { agentPage } from "./AgentPage.js"
 import { agentsPage } from "./AgentsPage.js"
 import { approvalsPage } from "./ApprovalsPage.js"
@@ -72,13 +73,20 @@ const notFoundPage: Page = {
   live: html`<h1>Not found</h1><p class="notice">There is no such page. <a href="/">See the agents.</a></p>`
 }
 
+/** The store cannot be read now: the page says which store and why; the next refresh tries again. */
+const storeUnavailable = (error: StoreUnavailable): Page => ({
+  status: 503,
+  title: "Store unavailable",
+  live: html`<h1>The store cannot be read</h1><p class="error">${error.message}</p>`
+})
+
 const failed = (cause: Cause.Cause<unknown>): Page => ({
   status: 500,
   title: "Error",
   live: html`<h1>Something went wrong</h1><p class="error">${Cause.pretty(cause).split("\n")[0]}</p>`
 })
 
-const pageOf = (request: PageRequest): Effect.Effect<Page, never, Flotta> => {
+const pageOf = (request: PageRequest): Effect.Effect<Page, StoreUnavailable, Flotta> => {
   switch (request.page) {
     case "agents":
       return agentsPage
@@ -107,23 +115,27 @@ const pageOf = (request: PageRequest): Effect.Effect<Page, never, Flotta> => {
   }
 }
 
-/** A page, whole or only its live region. A defect shows as a 500 page, logged; the fleet's errors never do. */
+/**
+ * A page, whole or only its live region. A store that cannot be read shows as a 503 page naming it; a defect as a
+ * 500 page, logged; the fleet's other errors never do.
+ */
 export const render = (request: PageRequest): Effect.Effect<Rendered, never, Flotta> =>
   Effect.gen(function*() {
     const rendered = pageOf(request).pipe(
+      Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(storeUnavailable(error))),
       Effect.catchAllCause((cause) => Effect.as(Effect.logError("dashboard page failed", cause), failed(cause)))
     )
     // A fragment goes into a page that already follows the log: it needs no cursor.
     if (request.fragment) return yield* Effect.map(rendered, (page) => ({ status: page.status, html: page.live.value }))
     // Read before the data: what happens meanwhile is replayed to the page, never lost.
-    const cursor = request.page === "login" ? 0 : yield* Views.cursor
-    const page = yield* rendered
+    const cursor = request.page === "login" ? Either.right(0) : yield* Effect.either(Views.cursor)
+    const page = Either.isLeft(cursor) ? storeUnavailable(cursor.left) : yield* rendered
     return {
       status: page.status,
       html: document({
         title: page.title,
         page: request.page,
-        cursor,
+        cursor: Either.getOrElse(cursor, () => 0),
         agent: page.agent,
         before: page.before,
         live: page.live,

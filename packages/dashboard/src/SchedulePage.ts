@@ -1,16 +1,16 @@
 /**
  * `/schedule`: the scheduler's state (mode, working hours, overrides, what runs), its routines and findings,
  * and the steering buttons above them; a notice when no scheduler runs. Below the routines, with a scheduler or
- * without: the webhooks' triggers, and the notifications' delivery state when a notifier runs (`WebhooksSection`).
+ * without: the panels other packages contribute to this page (`Http.panels`: the webhooks' triggers and
+ * notifications), which the dashboard renders without knowing them.
  */
+import * as Http from "@flotta/core/Http"
 import type { Finding, Override, RoutineStatus, SchedulerStatus } from "@flotta/scheduler/Steering"
 import { Effect, Option } from "effect"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { action, at, dollars, duration, empty, pill, since } from "./PageParts.js"
 import * as Views from "./Views.js"
-import { notificationsView, triggersView } from "./WebhooksSection.js"
-import * as WebhooksViews from "./WebhooksViews.js"
 
 const cadence = (r: RoutineStatus) =>
   "intervalMs" in r.every
@@ -118,12 +118,11 @@ ${action("/schedule/stop-for-today", "Stop for today")}
 export const schedulePage = Effect.map(
   Effect.all({
     schedule: Views.schedule,
-    triggers: WebhooksViews.triggers,
-    notifications: WebhooksViews.notifications
+    // What other packages show here (the webhooks' triggers and notifications), through core's seam.
+    panels: Effect.flatMap(Http.panels("schedule"), Effect.forEach((panel) => panel.render))
   }),
-  ({ notifications, schedule, triggers }): Page => {
-    const webhooks = html`${triggersView(triggers)}
-${Option.match(notifications, { onNone: () => null, onSome: notificationsView })}`
+  ({ panels, schedule }): Page => {
+    const webhooks = html`${panels}`
     return Option.match(schedule, {
       onNone: (): Page => ({
         status: 200,

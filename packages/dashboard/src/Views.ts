@@ -1,11 +1,12 @@
 /**
- * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (the webhooks' part is
- * `WebhooksViews`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
+ * What the pages show, gathered from the fleet (`Flotta`) and, when one runs, the scheduler (what other packages
+ * show is their contributed panels: `Http.panels`). Plain data, no markup: `Pages` renders it. An agent that goes away between two reads (closed
  * meanwhile) is left out or read again, never an error; a closed one is read back from the store.
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
 import * as EngineEvents from "@flotta/core/EngineEvents"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
@@ -16,7 +17,6 @@ import { WORKTREES_DIR } from "@flotta/core/Worktrees"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
-import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
 import { Array as Arr, Effect, Either, Option } from "effect"
 import * as path from "node:path"
 
@@ -43,7 +43,7 @@ export const worktreeOf = (cwd: string): string | null => {
 }
 
 /** Every live agent and run in progress, by name. */
-export const agents: Effect.Effect<ReadonlyArray<AgentRow>, never, Flotta> = Effect.gen(function*() {
+export const agents: Effect.Effect<ReadonlyArray<AgentRow>, StoreUnavailable, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const infos = yield* fleet.list
   const rows = yield* Effect.forEach(infos, (info) =>
@@ -89,11 +89,12 @@ export type AgentView =
   | { readonly _tag: "Gone"; readonly name: string; readonly last: ReportEntry | null }
 
 /** An async run's (or verify's) outcome by name; none while it runs, or for a name no async run had. */
-export const runOutcome = (name: string): Effect.Effect<Option.Option<RunOutcomeView>, never, Flotta> =>
+export const runOutcome = (name: string): Effect.Effect<Option.Option<RunOutcomeView>, StoreUnavailable, Flotta> =>
   Effect.flatMap(Flotta, (fleet) => fleet.runResult(name)).pipe(
     Effect.map((result) => Option.some<RunOutcomeView>({ result, error: null })),
+    // The run's own failure is its outcome; a store that cannot be read is the page's (503), not the run's.
     Effect.catchAll((error) =>
-      Effect.succeed(
+      error._tag === "StoreUnavailable" ? Effect.fail(error) : Effect.succeed(
         error._tag === "RunNotFound" || error._tag === "TurnPending"
           ? Option.none()
           : Option.some<RunOutcomeView>({ result: null, error: { _tag: error._tag, message: error.message } })
@@ -107,7 +108,7 @@ const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktre
  * One agent or async run, however it stands now: live, closed (from the store), finished, or gone. `again`: read
  * once more after a live agent went between two reads.
  */
-export const agent = (name: string, again = true): Effect.Effect<AgentView, never, Flotta> =>
+export const agent = (name: string, again = true): Effect.Effect<AgentView, StoreUnavailable, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const found = yield* Effect.option(fleet.info(name))
@@ -142,11 +143,13 @@ export type RunDiffView =
   | { readonly _tag: "Diff"; readonly diff: RunDiff }
   | { readonly _tag: "None"; readonly error: string; readonly name: string; readonly message: string }
 
-export const runDiff = (name: string): Effect.Effect<RunDiffView, never, Flotta> =>
+export const runDiff = (name: string): Effect.Effect<RunDiffView, StoreUnavailable, Flotta> =>
   Effect.flatMap(Flotta, (fleet) => fleet.diff(name)).pipe(
     Effect.map((diff): RunDiffView => ({ _tag: "Diff", diff })),
     Effect.catchAll((error) =>
-      Effect.succeed<RunDiffView>({ _tag: "None", error: error._tag, name, message: error.message })
+      error._tag === "StoreUnavailable"
+        ? Effect.fail(error)
+        : Effect.succeed<RunDiffView>({ _tag: "None", error: error._tag, name, message: error.message })
     )
   )
 
@@ -163,7 +166,7 @@ export interface RunPageView {
 }
 
 /** Everything known of a run by name; `found` is false when nothing is. */
-export const run = (name: string): Effect.Effect<RunPageView & { readonly found: boolean }, never, Flotta> =>
+export const run = (name: string): Effect.Effect<RunPageView & { readonly found: boolean }, StoreUnavailable, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const [listed, outcome, diff] = yield* Effect.all([
@@ -221,7 +224,7 @@ export const runsFilter = (query: URLSearchParams): Either.Either<RunsFilter, Ba
 export const RUNS_SHOWN = 200
 
 /** The async runs and verifies under a filter, newest first, at most `RUNS_SHOWN`. */
-export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, never, Flotta> =>
+export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, StoreUnavailable, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.runs({
       limit: RUNS_SHOWN,
@@ -240,7 +243,9 @@ export interface ScheduleView {
 }
 
 /** The scheduler's status and findings, or none when no scheduler runs in this fleet. */
-export const schedule: Effect.Effect<Option.Option<ScheduleView>> = Effect.serviceOption(Scheduler).pipe(
+export const schedule: Effect.Effect<Option.Option<ScheduleView>, StoreUnavailable> = Effect.serviceOption(
+  Scheduler
+).pipe(
   Effect.flatMap(Option.match({
     onNone: () => Effect.succeedNone,
     onSome: (scheduler) =>
@@ -265,7 +270,7 @@ export const reportFilter = (query: URLSearchParams): ReportFilter => {
 export const REPORTS_SHOWN = 200
 
 /** The report log's tail under a filter, newest first. */
-export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, never, Flotta> =>
+export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, StoreUnavailable, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.reports({
       last: REPORTS_SHOWN,
@@ -274,12 +279,12 @@ export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<Repor
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
 
 /**
- * One line about an entry, by its kind's own summary: the engine's, the scheduler's and the webhooks' kinds. An
- * entry of another kind (the cluster's, a newer host's) or whose data does not fit its kind is shown raw: its data
- * as compact JSON. The live rows get the same line: the page's event stream carries it (`Events`).
+ * One line about an entry, by its kind's own summary: whichever package loaded in this process declares the kind
+ * (the engine's, the scheduler's, the webhooks'...). An entry of another kind (a newer host's) or whose data does
+ * not fit its kind is shown raw: its data as compact JSON. The live rows get the same line: the page's event
+ * stream carries it (`Events`).
  */
 export const summary: (entry: ReportEntry) => string = ReportEvent.line([
   ...EngineEvents.engine,
-  ...SchedulerEvents.kinds,
-  ...WebhooksEvents.kinds
+  ...SchedulerEvents.kinds
 ])

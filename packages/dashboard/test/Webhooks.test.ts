@@ -1,24 +1,37 @@
 /**
- * The webhooks on the schedule page, over the in-memory Claude: the Triggers table (what each trigger fired, as
+ * The webhooks' panel (`@flotta/webhooks/Panel`), contributed through `Http.Contributions`, on the dashboard's
+ * schedule page, over the in-memory Claude (the dashboard's src imports no webhooks: this test composes them): the Triggers table (what each trigger fired, as
  * links, or why it fired nothing), with or without a scheduler; the Notifications table from a fake `Notifier`,
  * its failing target marked and its secret path never shown, and absent with no notifier; the report page's
  * summary of a trigger and the kinds its filter suggests.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Flotta } from "@flotta/core/Flotta"
+import * as Http from "@flotta/core/Http"
 import { ReportLog } from "@flotta/core/ReportLog"
 import * as Testing from "@flotta/core/Testing"
 import * as Delivery from "@flotta/webhooks/Delivery"
-import { Notifier } from "@flotta/webhooks/Notifier"
-import type { TargetStatus } from "@flotta/webhooks/Notifier"
+import type { Notifier, TargetStatus } from "@flotta/webhooks/Notifier"
+import * as WebhooksViews from "@flotta/webhooks/Panel"
 import { targetOf } from "@flotta/webhooks/WebhooksConfig"
 import * as WebhooksEvents from "@flotta/webhooks/WebhooksEvents"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import type { PageRequest } from "../src/Pages.js"
 import { render } from "../src/Pages.js"
 import * as Views from "../src/Views.js"
-import * as WebhooksViews from "../src/WebhooksViews.js"
 
-const fleet = Testing.layer({ model: () => "ok" })
+/** A fleet with the webhooks' panel contributed, as their layer contributes it, over `notifier` when one runs. */
+const withPanel = (notifier: Option.Option<Notifier["Type"]>) =>
+  Layer.provideMerge(
+    Http.contribute(
+      Effect.map(Flotta, (fleet): Http.Contribution => ({
+        name: "webhooks",
+        panels: [WebhooksViews.panel(fleet, notifier)]
+      }))
+    ),
+    Testing.layer({ model: () => "ok" })
+  )
+const fleet = withPanel(Option.none())
 
 const page = (p: PageRequest["page"], options: Partial<PageRequest> = {}) =>
   render({ page: p, fragment: false, query: new URLSearchParams(), ...options })
@@ -76,7 +89,7 @@ const statuses: ReadonlyArray<TargetStatus> = [
   }
 ]
 
-const notifier = Layer.succeed(Notifier, { targets: [failing, healthy], status: Effect.succeed(statuses) })
+const notifier = withPanel(Option.some({ targets: [failing, healthy], status: Effect.succeed(statuses) }))
 
 describe("the schedule page's webhooks", () => {
   it.effect("Triggers: newest first, a fired GitHub trigger with its run's link, refusals, unmapped, duplicate", () =>
@@ -174,7 +187,7 @@ describe("the schedule page's webhooks", () => {
 
   it.effect("Notifications: each target's delivery state, a failing one marked, no secret path anywhere", () =>
     Effect.gen(function*() {
-      const { html } = yield* page("schedule").pipe(Effect.provide(notifier))
+      const { html } = yield* page("schedule")
       assert.notInclude(html, "SECRETPATH")
       assert.notInclude(html, "/services/")
       assert.notInclude(html, "hush")
@@ -208,17 +221,15 @@ describe("the schedule page's webhooks", () => {
       assert.match(good, /<td>0<\/td>/)
 
       // In the live region too.
-      const fragment = yield* page("schedule", { fragment: true }).pipe(Effect.provide(notifier))
+      const fragment = yield* page("schedule", { fragment: true })
       assert.include(fragment.html, `<table aria-label="Notifications">`)
-    }).pipe(Effect.provide(fleet)))
+    }).pipe(Effect.provide(notifier)))
 
   it.effect("Notifications: a notifier with no targets says so", () =>
     Effect.gen(function*() {
-      const { html } = yield* page("schedule", { fragment: true }).pipe(
-        Effect.provide(Layer.succeed(Notifier, { targets: [], status: Effect.succeed([]) }))
-      )
+      const { html } = yield* page("schedule", { fragment: true })
       assert.include(html, "No notification targets are configured.")
-    }).pipe(Effect.provide(fleet)))
+    }).pipe(Effect.provide(withPanel(Option.some({ targets: [], status: Effect.succeed([]) })))))
 })
 
 describe("the webhooks elsewhere", () => {

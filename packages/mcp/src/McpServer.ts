@@ -1,7 +1,7 @@
 /**
  * The fleet's MCP server over Streamable HTTP: one endpoint, `http://<host>:<port>/mcp`, serving the
  * 2026-07-28 revision and the 2025-era ones side by side (see McpHandler), on the fleet's one HTTP stack
- * (`Http.serve`). `layer(config)` runs it for as long as the layer's scope lives and closes the port, the
+ * (`Http.serve`), with whatever the packages contribute (`Http.Contributions`: the dashboard, the webhooks' routes). `layer(config)` runs it for as long as the layer's scope lives and closes the port, the
  * sessions and every open stream when it ends; `layer(undefined)` (a config without an `mcp` section) is
  * `Layer.empty`: no port is opened.
  */
@@ -21,18 +21,13 @@ export class McpServer extends Context.Tag("@flotta/mcp/McpServer")<McpServer, {
   readonly handler: McpHandler.McpHandler
 }>() {}
 
-/**
- * Routes served beside the endpoint on the same port (the dashboard, when it shares the server), each behind its
- * own guard; their `notFound` answers every path that no route takes.
- */
-export class SharedRoutes extends Context.Tag("@flotta/mcp/SharedRoutes")<SharedRoutes, Http.Routes>() {}
-
 /** Serves the settings' endpoint until the scope closes. */
 export const serve = Effect.fn("McpServer.serve")(function*(settings: McpConfig.McpSettings) {
   const handler = yield* McpHandler.make(settings)
-  const shared = yield* Effect.serviceOption(SharedRoutes)
+  // What the packages contribute (`Http.Contributions`), each behind its guard: a contribution that answers the
+  // paths no route takes (the dashboard sharing this port) goes first, so its `notFound` answers them.
   const mounted = yield* Http.mountedOn(settings)
-  const bound = yield* Http.serve([...Option.toArray(shared), handler.routes, ...mounted], {
+  const bound = yield* Http.serve([...mounted.root, handler.routes, ...mounted.rest], {
     port: settings.port,
     host: settings.host,
     // Bounds on receiving a request (not on answering it: a wait streams its answer for up to 50 s).

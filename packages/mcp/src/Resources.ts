@@ -3,6 +3,7 @@
  * report log (the most recent entries; `flotta_reports` pages through all of them by cursor), and the approvals
  * waiting for a human.
  */
+import { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import type { McpServer as SdkServer, ReadResourceResult } from "@modelcontextprotocol/server"
 import { ResourceNotFoundError, ResourceTemplate } from "@modelcontextprotocol/server"
@@ -26,8 +27,11 @@ const variable = (value: string | ReadonlyArray<string> | undefined) =>
 
 export const register = (server: SdkServer, runtime: Runtime.Runtime<Flotta>) => {
   const runExit = Runtime.runPromiseExit(runtime)
-  /** The SDK answers a thrown `ResourceNotFoundError` with the era's "resource not found" error. */
-  const run = <A>(effect: Effect.Effect<A, ResourceNotFoundError, Flotta>): Promise<A> =>
+  /**
+   * The SDK answers a thrown `ResourceNotFoundError` with the era's "resource not found" error, and any other
+   * (StoreUnavailable, naming the store) with an internal error carrying its message.
+   */
+  const run = <A>(effect: Effect.Effect<A, ResourceNotFoundError | StoreUnavailable, Flotta>): Promise<A> =>
     runExit(effect).then((exit) => {
       if (Exit.isSuccess(exit)) return exit.value
       throw exit.cause._tag === "Fail" ? exit.cause.error : Cause.squash(exit.cause)
@@ -44,7 +48,9 @@ export const register = (server: SdkServer, runtime: Runtime.Runtime<Flotta>) =>
     run(
       Effect.flatMap(Flotta, read).pipe(
         Effect.map((value) => json(uri, value)),
-        Effect.mapError(() => new ResourceNotFoundError(uri.href, `no agent named "${name}"`))
+        Effect.mapError((error) =>
+          error instanceof StoreUnavailable ? error : new ResourceNotFoundError(uri.href, `no agent named "${name}"`)
+        )
       )
     )
 

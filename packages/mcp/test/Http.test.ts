@@ -7,8 +7,9 @@
  */
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import type * as Http from "@flotta/core/Http"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
+import * as Http from "@flotta/core/Http"
+import * as HttpGuard from "@flotta/core/HttpGuard"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as McpConfig from "../src/McpConfig.js"
@@ -295,22 +296,53 @@ describe("the MCP server on a loopback port", () => {
       assert.match(reply.body, /Payload Too Large/)
     }))
 
-  it.scoped("shares its port with other routes: /mcp stays the endpoint's, every other path is theirs", () =>
+  it.scoped("serves what two packages contribute beside /mcp: the root one's takes every other path, each guarded", () =>
     Effect.gen(function*() {
-      const shared: Http.Routes = {
-        router: HttpRouter.empty.pipe(HttpRouter.get("/page", HttpServerResponse.text("a page"))),
-        notFound: Effect.succeed(HttpServerResponse.text("theirs: not found", { status: 404 }))
-      }
+      // As the dashboard contributes when it shares this port: it answers the paths no route takes.
+      const shared = Http.contribute(Effect.succeed<Http.Contribution>({
+        name: "pages",
+        root: true,
+        routes: () => ({
+          router: HttpRouter.empty.pipe(HttpRouter.get("/page", HttpServerResponse.text("a page"))),
+          notFound: Effect.succeed(HttpServerResponse.text("theirs: not found", { status: 404 }))
+        })
+      }))
+      // As the webhooks contribute: routes behind the server's own Host and Origin rules (its guard).
+      const hooks = Http.contribute(Effect.succeed<Http.Contribution>({
+        name: "hooks",
+        routes: (on) => {
+          const guard = HttpGuard.make({
+            host: on.host,
+            allowedHosts: on.allowedHosts,
+            allowedOrigins: [],
+            origins: "same-origin",
+            originlessPosts: "allow",
+            token: Option.none(),
+            requireToken: false,
+            refuse: (status, message) => HttpServerResponse.text(message, { status })
+          })
+          return {
+            router: HttpRouter.empty.pipe(
+              HttpRouter.get("/hook", guard(Effect.succeed(HttpServerResponse.text("a hook"))))
+            ),
+            notFound: Effect.succeed(HttpServerResponse.empty({ status: 404 }))
+          }
+        }
+      }))
       const server = yield* built(
         McpServer.layer({ port: 0 }).pipe(
-          Layer.provide(Layer.succeed(McpServer.SharedRoutes, shared)),
-          Layer.provide(fleet())
+          // Merged side by side: neither shadows the other.
+          Layer.provide(Layer.mergeAll(shared, hooks)),
+          Layer.provideMerge(fleet())
         )
       ).pipe(Effect.map(Context.get(McpServer.McpServer)))
       const host = `127.0.0.1:${server.port}`
       const base = `http://${host}`
       assert.strictEqual((yield* post(server.url, { host })).status, 200)
       assert.strictEqual((yield* send("GET", `${base}/page`, { host })).body, "a page")
+      assert.strictEqual((yield* send("GET", `${base}/hook`, { host })).body, "a hook")
+      const foreign = yield* send("GET", `${base}/hook`, { host: "evil.example" })
+      assert.strictEqual(foreign.status, 403, "the guard applies to a contributed route")
       for (const path of ["/mcp/anything", "/nowhere"]) {
         const reply = yield* send("GET", `${base}${path}`, { host })
         assert.deepStrictEqual([reply.status, reply.body], [404, "theirs: not found"], path)

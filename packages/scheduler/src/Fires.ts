@@ -8,6 +8,7 @@
  */
 import { decodeAt } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import { Clock, Deferred, Effect, Either, Exit, FiberSet, Option, Queue, Ref } from "effect"
@@ -51,7 +52,7 @@ export const routinesAtBoot = (
   zone: TimeZone,
   routines: ReadonlyArray<Routine>,
   bootAt: number
-): Effect.Effect<Map<string, RoutineState>> =>
+): Effect.Effect<Map<string, RoutineState>, StoreUnavailable> =>
   Effect.gen(function*() {
     const today = localDay(zone, bootAt)
     const history = yield* schedulerEntries(reports, [ReportKinds.fireResult, ReportKinds.override])

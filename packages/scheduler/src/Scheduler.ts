@@ -15,6 +15,7 @@
  * `Store` (`internal/persist.ts`), and a boot resumes from them (a `resumed` entry says what came back). The
  * day's spend and the findings come back from the report log.
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { Rejected } from "@flotta/core/Spec"
@@ -79,14 +80,12 @@ export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
     const bootAt = yield* Clock.currentTimeMillis
     const atBoot = yield* Fires.routinesAtBoot(reports, zone, options.routines, bootAt)
     const settings: Persist.Settings = { zone, hours, start }
-    // A store that cannot give the state back (a row that is not JSON) is a fresh start, not a failed one.
+    // A store that cannot give the state back (StoreUnavailable) is a fresh start, not a failed one.
     const loaded = store === undefined
       ? Either.right(Option.none())
       : yield* store.loadState(Persist.STATE_KEY).pipe(
         Effect.map(Either.right),
-        Effect.catchAllDefect((defect) =>
-          Effect.succeed(Either.left(defect instanceof Error ? defect.message : String(defect)))
-        )
+        Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(Either.left(error.message)))
       )
     const resumed = Persist.restore({ loaded, settings, atBoot, bootAt })
     const routines = resumed.routines
@@ -192,8 +191,8 @@ export class Scheduler extends Effect.Service<Scheduler>()("@flotta/scheduler/Sc
     })
 }) {
   /** The scheduler for a decoded `schedule` section, or nothing at all (`Layer.empty`) when there is none. */
-  static layer(options: SchedulerOptions): Layer.Layer<Scheduler, never, Flotta | ReportLog | Store>
-  static layer(options: SchedulerOptions | undefined): Layer.Layer<never, never, Flotta | ReportLog | Store>
+  static layer(options: SchedulerOptions): Layer.Layer<Scheduler, StoreUnavailable, Flotta | ReportLog | Store>
+  static layer(options: SchedulerOptions | undefined): Layer.Layer<never, StoreUnavailable, Flotta | ReportLog | Store>
   static layer(options: SchedulerOptions | undefined) {
     return options === undefined ? Layer.empty : Scheduler.Default(options)
   }

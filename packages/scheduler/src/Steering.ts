@@ -3,7 +3,7 @@
  * findings) and the report-log vocabulary it writes. Findings are read from the report log alone, so a
  * restarted scheduler, or a reader with no scheduler at all, sees every one.
  */
-import type { InvalidSpec } from "@flotta/core/Errors"
+import type { InvalidSpec, StoreUnavailable } from "@flotta/core/Errors"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry, ReportLog } from "@flotta/core/ReportLog"
 import { Effect, Option } from "effect"
@@ -118,7 +118,7 @@ export interface Steering {
   ) => Effect.Effect<{ readonly fireId: string }, RoutineNotFound | RoutineBusy | RoutineRailed | RoutineOffHours>
   readonly scanNow: (options: ScanOptions) => Effect.Effect<FireOutcome, InvalidSpec>
   /** Every distinct task the scans found, newest first; read from the report log. */
-  readonly findings: (query?: FindingsQuery) => Effect.Effect<ReadonlyArray<Finding>>
+  readonly findings: (query?: FindingsQuery) => Effect.Effect<ReadonlyArray<Finding>, StoreUnavailable>
 }
 
 /** The key findings are deduplicated by: lower case, whitespace collapsed, punctuation trimmed at both ends. */
@@ -170,7 +170,7 @@ export const collectFindings = (entries: ReadonlyArray<ReportEntry>, query: Find
 export const schedulerEntries = (
   reports: Pick<ReportLog, "reports">,
   kinds: ReadonlyArray<string>
-): Effect.Effect<ReadonlyArray<ReportEntry>> =>
+): Effect.Effect<ReadonlyArray<ReportEntry>, StoreUnavailable> =>
   Effect.gen(function*() {
     const out: Array<ReportEntry> = []
     let since = 0

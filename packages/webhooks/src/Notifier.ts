@@ -8,6 +8,7 @@
  * failing, `notify_recovered` when it takes one again, `notify_dead` for each dead letter (never sent anywhere).
  */
 import * as EngineEvents from "@flotta/core/EngineEvents"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Store } from "@flotta/core/Store"
@@ -68,7 +69,7 @@ const statusOf = (target: Target, state: TargetState): TargetStatus => ({
 export const storedStatus = (
   store: Pick<StoreShape, "loadState">,
   targets: ReadonlyArray<Target>
-): Effect.Effect<ReadonlyArray<Option.Option<TargetStatus>>> =>
+): Effect.Effect<ReadonlyArray<Option.Option<TargetStatus>>, StoreUnavailable> =>
   Effect.forEach(targets, (target) =>
     Effect.map(
       store.loadState(stateKey(target)),
@@ -102,7 +103,7 @@ const iso = (millis: number) => new Date(millis).toISOString()
 export const make = (
   targets: ReadonlyArray<Target>,
   options: NotifierOptions = {}
-): Effect.Effect<Notifier["Type"], never, ReportLog | Store | Scope.Scope> =>
+): Effect.Effect<Notifier["Type"], StoreUnavailable, ReportLog | Store | Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* ReportLog
     const store = yield* Store

@@ -1,5 +1,5 @@
 /**
- * Triggers in, as routes on the fleet's HTTP server (mounted through `Http.Mounts` on the MCP server and the
+ * Triggers in, as routes on the fleet's HTTP server (contributed through `Http.Contributions` to the MCP server and the
  * dashboard's own), behind the servers' Host and Origin rules:
  * - `POST /hooks/routines/NAME` fires a routine, for a caller holding the server's token or the routine's own
  *   secret (`Authorization: Bearer …`); an optional JSON body goes into its prompt; 202 with the fire id.

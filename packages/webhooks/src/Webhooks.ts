@@ -1,9 +1,10 @@
 /**
  * The webhooks as a Layer, composed when the config has a `notify` or `github` section or routines: the
- * notifications (`Notifier`, one follower per target) and the trigger routes, mounted on the fleet's HTTP
- * servers through `Http.Mounts` (so it must sit below the MCP server and the dashboard, and above the scheduler,
- * which it reaches as an optional service).
+ * notifications (`Notifier`, one follower per target), and the trigger routes and the dashboard's webhooks panel
+ * (`Panel`), contributed through `Http.Contributions` (so it must sit below the MCP server and the dashboard, and
+ * above the scheduler, which it reaches as an optional service).
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Http from "@flotta/core/Http"
 import { ReportLog } from "@flotta/core/ReportLog"
@@ -12,6 +13,7 @@ import { Scheduler } from "@flotta/scheduler/Scheduler"
 import { Context, Effect, Layer, Option } from "effect"
 import * as Deliveries from "./internal/deliveries.js"
 import * as Notifier from "./Notifier.js"
+import * as Panel from "./Panel.js"
 import * as Triggers from "./Triggers.js"
 import type { WebhooksInput } from "./WebhooksConfig.js"
 import { targetOf, WebhooksConfigError } from "./WebhooksConfig.js"
@@ -21,11 +23,15 @@ import * as Events from "./WebhooksEvents.js"
 export function layer(
   input: WebhooksInput,
   options?: Notifier.NotifierOptions
-): Layer.Layer<Notifier.Notifier | Http.Mounts, WebhooksConfigError, Flotta | ReportLog | Store>
+): Layer.Layer<
+  Notifier.Notifier,
+  WebhooksConfigError | StoreUnavailable,
+  Flotta | ReportLog | Store | Http.Contributions
+>
 export function layer(
   input: WebhooksInput | undefined,
   options?: Notifier.NotifierOptions
-): Layer.Layer<never, WebhooksConfigError, Flotta | ReportLog | Store>
+): Layer.Layer<never, WebhooksConfigError | StoreUnavailable, Flotta | ReportLog | Store | Http.Contributions>
 export function layer(input: WebhooksInput | undefined, options: Notifier.NotifierOptions = {}) {
   return input === undefined ? Layer.empty : Layer.scopedContext(make(input, options))
 }
@@ -53,5 +59,7 @@ const make = (input: WebhooksInput, options: Notifier.NotifierOptions) =>
       github: Option.fromNullable(input.github),
       deliveries
     })
-    return Context.make(Http.Mounts, [mount]).pipe(Context.add(Notifier.Notifier, notifier))
+    const seam = yield* Http.Contributions
+    yield* seam.add({ name: "webhooks", routes: mount, panels: [Panel.panel(fleet, Option.some(notifier))] })
+    return Context.make(Notifier.Notifier, notifier)
   })

@@ -26,6 +26,7 @@ import type {
   CannotHibernate,
   SandboxUnavailable,
   SpawnFailed,
+  StoreUnavailable,
   TurnError
 } from "../Errors.js"
 import type { FleetSettings } from "../FleetConfig.js"
@@ -51,9 +52,12 @@ export interface AgentDeps {
   /** Live processes at most: a start takes a slot first, hibernating the longest idle session if it must. */
   readonly liveSlots: LiveSlots
   /** Puts an agent to sleep through its registry, which then keeps nothing of it but its record. */
-  readonly sleep: (name: string, reason: string) => Effect.Effect<boolean, CannotHibernate | AgentNotFound>
+  readonly sleep: (
+    name: string,
+    reason: string
+  ) => Effect.Effect<boolean, CannotHibernate | AgentNotFound | StoreUnavailable>
   /** The live agent of a name whose handle has gone dormant: its registry brings it back (asleep until woken). */
-  readonly revive: (name: string) => Effect.Effect<Agent, AgentClosed>
+  readonly revive: (name: string) => Effect.Effect<Agent, AgentClosed | StoreUnavailable>
   readonly store: StoreShape
   /** The fleet's parking at usage limits. */
   readonly parking: Parking.Parking

@@ -7,6 +7,7 @@
 import { Effect, Option } from "effect"
 import type { AgentInfo, AgentRow, TurnRecord, TurnRow } from "../AgentView.js"
 import { AgentNotFound } from "../Errors.js"
+import type { StoreUnavailable } from "../Errors.js"
 import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { infoOf as recordInfo } from "./dormant.js"
@@ -18,7 +19,7 @@ export interface Closed {
 }
 
 /** The row of the closed agent of that name, when the store has one. */
-export const rowOf = (store: StoreShape, name: string): Effect.Effect<Option.Option<AgentRow>> =>
+export const rowOf = (store: StoreShape, name: string): Effect.Effect<Option.Option<AgentRow>, StoreUnavailable> =>
   Effect.map(store.agent(name), Option.filter((row) => row.status === "closed"))
 
 /** A closed agent's info, from its row and its own turns: as a sleeper's, but closed. */
@@ -34,7 +35,7 @@ export const read = (
   store: StoreShape,
   name: string,
   historyLimit: number
-): Effect.Effect<Option.Option<Closed>> =>
+): Effect.Effect<Option.Option<Closed>, StoreUnavailable> =>
   Effect.flatMap(
     rowOf(store, name),
     (found) =>
@@ -52,7 +53,7 @@ export const notFound = (
   store: StoreShape,
   name: string,
   live: ReadonlyArray<string>
-): Effect.Effect<never, AgentNotFound> =>
+): Effect.Effect<never, AgentNotFound | StoreUnavailable> =>
   Effect.flatMap(rowOf(store, name), (row) =>
     Effect.fail(
       new AgentNotFound({

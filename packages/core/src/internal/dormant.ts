@@ -9,8 +9,8 @@ import { Effect, Exit, Option } from "effect"
 import type { Agent } from "../Agent.js"
 import type { AgentInfo, AgentRow, AgentStatusView, TurnRecord, TurnResult, TurnRow } from "../AgentView.js"
 import { NoResult, TurnPending } from "../Errors.js"
-import type { AgentClosed, TurnError } from "../Errors.js"
-import { ownTurns } from "../Store.js"
+import type { AgentClosed, StoreUnavailable, TurnError } from "../Errors.js"
+import { ownTurns, unreadable } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import type { AgentOptions } from "./agentOptions.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
@@ -66,7 +66,7 @@ export const handle = (
   deps: {
     readonly store: StoreShape
     readonly historyLimit: number
-    readonly revive: Effect.Effect<Agent, AgentClosed>
+    readonly revive: Effect.Effect<Agent, AgentClosed | StoreUnavailable>
   }
 ): Agent => {
   const { info, row } = dormant
@@ -74,14 +74,14 @@ export const handle = (
   const turns = Effect.map(deps.store.turns(name), (rows) => ownTurns(row, rows))
   /** A stored turn's outcome: its result, its error, or the turn still pending. */
   const outcome = (found: TurnRow | undefined, turnId: string) =>
-    Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult> => {
+    Effect.suspend((): Effect.Effect<TurnResult, TurnError | TurnPending | NoResult | StoreUnavailable> => {
       if (found === undefined) return new NoResult({ name, turnId })
       const { status } = found.record
       if (status === "queued" || status === "running") {
         return new TurnPending({ name, turnId: found.record.turnId, status })
       }
       return Option.match(outcomeOf(found), {
-        onNone: () => Effect.dieMessage(`turn ${turnId} of ${name}: its stored outcome could not be read`),
+        onNone: () => unreadable(deps.store, `the stored outcome of turn ${turnId} of ${name}`),
         onSome: (exit) => exit
       })
     })

@@ -10,6 +10,7 @@ import { Clock, Effect, Schema } from "effect"
 import { errorView } from "../AgentView.js"
 import type { AgentRow, TurnRow } from "../AgentView.js"
 import { AgentClosed, HostRestarted, TurnErrorSchema } from "../Errors.js"
+import type { StoreUnavailable } from "../Errors.js"
 import type { Registry } from "../Registry.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Runs } from "../Run.js"
@@ -39,7 +40,7 @@ export const restore = (deps: {
   readonly registry: Registry
   readonly runs: Runs
   readonly reports: ReportLog
-}): Effect.Effect<RestoreReport> =>
+}): Effect.Effect<RestoreReport, StoreUnavailable> =>
   Effect.gen(function*() {
     const { registry, reports, store } = deps
     const live = (yield* store.agents).filter((row) => row.status !== "closed")

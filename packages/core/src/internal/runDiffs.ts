@@ -5,8 +5,10 @@
  */
 import { DateTime, Effect, Option, Schema } from "effect"
 import { RunNotFound } from "../Errors.js"
+import type { StoreUnavailable } from "../Errors.js"
 import type { GitShape } from "../Git.js"
 import { NoDiff, RunDiff, stateKey } from "../RunDiff.js"
+import { unreadable } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import type { Worktree } from "../Worktrees.js"
 
@@ -14,7 +16,7 @@ export interface RunDiffsDeps {
   readonly store: StoreShape
   readonly git: GitShape
   /** Whether a run of this name is known (going on, kept in the store, or an agent that was a run). */
-  readonly known: (name: string) => Effect.Effect<boolean>
+  readonly known: (name: string) => Effect.Effect<boolean, StoreUnavailable>
 }
 
 interface Going {
@@ -74,7 +76,7 @@ export const make = (deps: RunDiffsDeps) => {
     if (Option.isSome(kept)) {
       const recorded = decode(kept.value)
       if (Option.isSome(recorded)) return recorded.value
-      return yield* Effect.dieMessage(`the recorded diff of run ${name} cannot be read`)
+      return yield* unreadable(deps.store, `the recorded diff of run ${name}`)
     }
     if (yield* deps.known(name)) return yield* new NoDiff({ name })
     return yield* new RunNotFound({ name })

@@ -2,16 +2,20 @@
  * The durable store's reads: each is one picture at one instant, what the database holds overlaid with what
  * waits in the write-behind buffer. Stored rows are decoded with the views' Schemas; a row that does not
  * decode is skipped and logged as `StoreRowInvalid` (naming its table and key), so one bad row does not keep
- * the rest from coming back.
+ * the rest from coming back. A read the database refuses (a lost connection, a table gone) fails with
+ * `StoreUnavailable`, naming the store: the fleet goes on, and the read can be tried again.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { AgentRow, TurnRow } from "../AgentView.js"
 import * as Costs from "../Costs.js"
+import { StoreUnavailable } from "../Errors.js"
 import { RunRow, StoreRowInvalid } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { DEFAULT_LIMIT, matches, MAX_LIMIT, reportWhere } from "./reportQuery.js"
 import type { ReportEntry, ReportPage, ReportQuery } from "./reportQuery.js"
+import { causeText } from "./sqlSchema.js"
 import { turnKey } from "./sqlWriter.js"
 import type { Batch, Writer } from "./sqlWriter.js"
 
@@ -48,6 +52,12 @@ export const make = (
   StoreShape,
   "readReports" | "agents" | "agent" | "turns" | "lastTurn" | "runs" | "run" | "loadState" | "costs"
 > => {
+  const unavailable = (error: SqlError) =>
+    new StoreUnavailable({
+      location,
+      reason: `it cannot be read: ${causeText(error)}`,
+      hint: "Check that the database is there and reachable; the fleet goes on, and the read can be tried again"
+    })
   const invalid = (table: string, key: string, error: ParseResult.ParseError) =>
     Effect.logWarning(
       new StoreRowInvalid({ location, table, key, reason: ParseResult.TreeFormatter.formatErrorSync(error) })
@@ -83,7 +93,7 @@ export const make = (
   const fromRows = (rows: ReadonlyArray<ReportRow>) =>
     Effect.map(Effect.forEach(rows, fromRow), (entries) => entries.flatMap(Option.toArray))
 
-  const readReports = (query: ReportQuery): Effect.Effect<ReportPage> =>
+  const readReports = (query: ReportQuery): Effect.Effect<ReportPage, StoreUnavailable> =>
     Effect.suspend(() => {
       const { agent, kinds, last, limit = DEFAULT_LIMIT, since = 0 } = query
       // One picture at one instant: committed up to `bound` in the database, the rest in the buffer.
@@ -100,7 +110,7 @@ export const make = (
           : sql<ReportRow>`select seq, at, agent, kind, turn_id, data from flotta_reports where ${where}
               order by seq desc limit ${max - tail.length}`
         return fromDb.pipe(
-          Effect.orDie,
+          Effect.mapError(unavailable),
           Effect.flatMap(fromRows),
           Effect.map((entries) => ({ entries: [...entries.reverse(), ...tail], next: Math.max(since, newest) }))
         )
@@ -108,7 +118,7 @@ export const make = (
       const max = Math.max(1, Math.min(limit, MAX_LIMIT))
       return sql<ReportRow>`select seq, at, agent, kind, turn_id, data from flotta_reports where ${where}
         order by seq limit ${max}`.pipe(
-        Effect.orDie,
+        Effect.mapError(unavailable),
         Effect.flatMap((rows) =>
           Effect.map(fromRows(rows), (entries) => {
             // A full page from the database ends where its last row does (a skipped row still counts).
@@ -137,7 +147,7 @@ export const make = (
   }
 
   const agents = sql<{ readonly key: string; readonly row: string }>`select name as key, row from flotta_agents`.pipe(
-    Effect.orDie,
+    Effect.mapError(unavailable),
     Effect.flatMap(agentRows.all),
     Effect.map((rows) => overlay(rows, (a) => a.name, "agents"))
   )
@@ -145,7 +155,7 @@ export const make = (
   const turns = (agent: string) =>
     sql<{ readonly key: string; readonly row: string }>`select turn_id as key, row from flotta_turns
       where agent = ${agent}`.pipe(
-      Effect.orDie,
+      Effect.mapError(unavailable),
       Effect.flatMap((rows) => turnRows.all(rows.map((r) => ({ key: `${agent} ${r.key}`, row: r.row })))),
       Effect.map((rows) =>
         overlay(rows, (t) => turnKey(t.agent, t.record.turnId), "turns")
@@ -161,11 +171,11 @@ export const make = (
         for (const row of batch.turns.values()) if (row.agent === agent && row.n > buffered) buffered = row.n
       }
       return sql<{ readonly n: number | string | null }>`select max(n) as n from flotta_turns where agent = ${agent}`
-        .pipe(Effect.map((rows) => Math.max(buffered, Number(rows[0]?.n ?? 0))), Effect.orDie)
+        .pipe(Effect.map((rows) => Math.max(buffered, Number(rows[0]?.n ?? 0))), Effect.mapError(unavailable))
     })
 
   const runs = sql<{ readonly key: string; readonly row: string }>`select name as key, row from flotta_runs`.pipe(
-    Effect.orDie,
+    Effect.mapError(unavailable),
     Effect.flatMap(runRows.all),
     Effect.map((rows) => overlay(rows, (r) => r.name, "runs"))
   )
@@ -185,7 +195,7 @@ export const make = (
       const buffered = waitingOf((batch) => batch.agents.get(name))
       if (buffered !== undefined) return Effect.succeed(Option.some(buffered))
       return sql<{ readonly row: string }>`select row from flotta_agents where name = ${name}`.pipe(
-        Effect.orDie,
+        Effect.mapError(unavailable),
         Effect.flatMap((rows) =>
           rows[0] === undefined ? Effect.succeed(Option.none()) : agentRows.one(name, rows[0].row)
         )
@@ -197,7 +207,7 @@ export const make = (
       const buffered = waitingOf((batch) => batch.runs.get(name))
       if (buffered !== undefined) return Effect.succeed(Option.some(buffered))
       return sql<{ readonly row: string }>`select row from flotta_runs where name = ${name}`.pipe(
-        Effect.orDie,
+        Effect.mapError(unavailable),
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : runRows.one(name, rows[0].row))
       )
     })
@@ -208,7 +218,7 @@ export const make = (
       const stored = text !== undefined
         ? Effect.succeed(Option.some(text))
         : sql<{ readonly value: string }>`select value from flotta_state where key = ${key}`.pipe(
-          Effect.orDie,
+          Effect.mapError(unavailable),
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => r.value))
         )
       return Effect.flatMap(stored, (value) =>
@@ -242,7 +252,7 @@ export const make = (
           window.by
         )
       } satisfies Costs.CostReport
-    }).pipe(Effect.orDie)
+    }).pipe(Effect.mapError(unavailable))
 
   return { readReports, agents, agent, turns, lastTurn, runs, run, loadState, costs }
 }

@@ -6,6 +6,7 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, DateTime, Effect } from "effect"
 import type { Scope } from "effect"
+import type { StoreUnavailable } from "../Errors.js"
 import * as RunDiff from "../RunDiff.js"
 import { DEFAULT_RETAIN_DAYS } from "../Store.js"
 import type { PruneReport, StoreInfo, StoreOptions, StoreShape } from "../Store.js"
@@ -21,7 +22,7 @@ export const make = Effect.fn("SqlStore.make")(function*(
   sql: SqlClient,
   dialect: Dialect,
   options: StoreOptions
-): Effect.fn.Return<StoreShape, never, Scope.Scope> {
+): Effect.fn.Return<StoreShape, StoreUnavailable, Scope.Scope> {
   const { location } = dialect
   const writer = yield* Writer.make(sql, dialect, options)
   const reads = Reads.make(sql, location, writer)

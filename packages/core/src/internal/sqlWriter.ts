@@ -10,9 +10,10 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Cause, Clock, DateTime, Deferred, Effect, Option, Schedule } from "effect"
 import type { Scope } from "effect"
 import { costRowsOf } from "../Costs.js"
+import { StoreUnavailable } from "../Errors.js"
 import type { AgentRow, RunRow, StoreHealth, StoreOptions, StoreShape, TurnRow } from "../Store.js"
 import type { ReportEntry } from "./reportQuery.js"
-import { causeText, COST_CHUNK, costColumns } from "./sqlSchema.js"
+import { causeText, COST_CHUNK, costColumns, HINT_RESTORE } from "./sqlSchema.js"
 import type { Dialect } from "./sqlSchema.js"
 
 export const MAX_PENDING_REPORTS = 200_000
@@ -62,11 +63,17 @@ export const make = Effect.fn("SqlStore.writer")(function*(
   sql: SqlClient,
   dialect: Dialect,
   options: StoreOptions
-): Effect.fn.Return<Writer, never, Scope.Scope> {
+): Effect.fn.Return<Writer, StoreUnavailable, Scope.Scope> {
   const { location } = dialect
   const maxPending = Math.max(1, options.maxPendingReports ?? MAX_PENDING_REPORTS)
+  // Where the report log's cursor goes on from: a store that cannot say is not opened.
   const lastSeq = yield* sql<{ readonly seq: number | string | null }>`select max(seq) as seq from flotta_reports`
-    .pipe(Effect.map((rows) => Number(rows[0]?.seq ?? 0)), Effect.orDie)
+    .pipe(
+      Effect.map((rows) => Number(rows[0]?.seq ?? 0)),
+      Effect.mapError((e) =>
+        new StoreUnavailable({ location, reason: `its report log cannot be read: ${causeText(e)}`, hint: HINT_RESTORE })
+      )
+    )
   let nextSeq = lastSeq + 1
   /** Every entry up to here is committed. */
   let committedSeq = lastSeq

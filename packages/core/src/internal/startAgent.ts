@@ -10,7 +10,7 @@ import * as path from "node:path"
 import type { AgentRow, ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import { TurnErrorSchema } from "../Errors.js"
-import type { AgentClosed, SandboxUnavailable, SpawnFailed } from "../Errors.js"
+import type { AgentClosed, SandboxUnavailable, SpawnFailed, StoreUnavailable } from "../Errors.js"
 import * as Parking from "../Parking.js"
 import * as Permission from "../Permission.js"
 import * as Sandbox from "../Sandbox.js"
@@ -41,7 +41,7 @@ export const startAgent = (
   deps: AgentDeps,
   restored?: Restored,
   fork?: ForkOrigin
-): Effect.Effect<Handle.Made, SpawnFailed | SandboxUnavailable, Scope.Scope> =>
+): Effect.Effect<Handle.Made, SpawnFailed | SandboxUnavailable | StoreUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const { reports, settings } = deps
     const scope = yield* Effect.scope

@@ -5,6 +5,7 @@
  */
 import type { HttpServerResponse } from "@effect/platform"
 import { HttpServerResponse as Response } from "@effect/platform"
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import type { StoreShape } from "@flotta/core/Store"
 import { Effect, Option, Schema } from "effect"
 
@@ -26,7 +27,7 @@ export interface Deliveries {
 export const make = (
   store: Pick<StoreShape, "loadState" | "saveState">,
   repeated: (id: string) => Effect.Effect<void>
-): Effect.Effect<Deliveries> =>
+): Effect.Effect<Deliveries, StoreUnavailable> =>
   Effect.gen(function*() {
     const loaded = Option.flatMap(yield* store.loadState(STATE_KEY), Schema.decodeUnknownOption(Kept))
     const ids: Array<string> = Option.match(loaded, { onNone: () => [], onSome: (kept) => [...kept.ids] })
