@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
-import { fleetTests } from "./support.js"
+import { fleetTests, withAgents } from "./support.js"
 
 /** Answers with what its conversation holds. */
 const memory: Testing.Model = ({ history, prompt }) => `${prompt} | knows: ${history.join(", ")}`
@@ -117,9 +117,7 @@ describe("context and compaction", () => {
 
   it.effect("a CLI that could not write its session file is reported, and the agent shows it", () =>
     Effect.gen(function*() {
-      const f = yield* Flotta
-      yield* f.spawn("unlucky")
-      yield* f.spawn("fine")
+      const f = yield* withAgents(["unlucky", "fine"])
       yield* f.ask("unlucky", "hello")
       yield* f.hibernate("unlucky")
       yield* f.hibernate("fine")

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, fleetTests, host, shared } from "./support.js"
+import { eventually, failureOf, fleetTests, host, shared, withAgents } from "./support.js"
 
 /** Answers with what its conversation holds; `slow` takes a minute. */
 const memory: Testing.Model = ({ history, prompt }) =>
@@ -102,9 +102,7 @@ describe("hibernation", () => {
 
   it.effect("hibernateAfter: a session idle that long sleeps; a prompt and a broadcast wake sleepers", () =>
     Effect.gen(function*() {
-      const f = yield* Flotta
-      yield* f.spawn("one")
-      yield* f.spawn("two")
+      const f = yield* withAgents(["one", "two"])
       yield* f.ask("one", "hello")
       yield* TestClock.adjust("9 minutes")
       yield* f.ask("two", "still here")
