@@ -4,11 +4,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { Flotta } from "../src/Flotta.js"
-import { eventually, failureOf, memoryFleet, tagOf, withAgents } from "./support.js"
+import { eventually, failureOf, fleetTests, memoryFleet, tagOf, withAgents } from "./support.js"
+
+const test = fleetTests(memoryFleet())
 
 describe("turns", () => {
-  it.effect("prompt returns a turn id at once and turns run FIFO, one at a time", () =>
+  test("prompt returns a turn id at once and turns run FIFO, one at a time", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("fifo")
       const first = yield* fleet.prompt("fifo", "slow 300 one")
@@ -31,9 +32,9 @@ describe("turns", () => {
       }
       assert.deepStrictEqual(transcript.map((t) => t.status), ["succeeded", "succeeded", "succeeded"])
       assert.strictEqual(transcript[0]!.durationMs, 300)
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("result: NoResult before any turn, latest after, and each turn's own cost", () =>
+  test("result: NoResult before any turn, latest after, and each turn's own cost", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("res")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.result("res", "latest"))), "NoResult")
@@ -52,9 +53,9 @@ describe("turns", () => {
       assert.strictEqual(info.sessionId, b.sessionId)
       const kinds = (yield* fleet.reports({ agent: "res" })).entries.map((e) => e.kind)
       assert.deepStrictEqual(kinds, ["spawned", "turn_started", "result", "turn_started", "result"])
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("an API error is TurnFailed with its HTTP status, recorded, and the agent goes on", () =>
+  test("an API error is TurnFailed with its HTTP status, recorded, and the agent goes on", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("apierr")
       const error = failureOf(yield* Effect.exit(fleet.ask("apierr", "error 529")))
@@ -65,27 +66,27 @@ describe("turns", () => {
       assert.deepInclude(turn!, { status: "failed" })
       assert.strictEqual(turn!.error?._tag, "TurnFailed")
       assert.strictEqual(yield* fleet.ask("apierr", "still here"), "echo: still here")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("an empty prompt or a non-positive timeout is refused with a clear error", () =>
+  test("an empty prompt or a non-positive timeout is refused with a clear error", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("empty")
       const error = failureOf(yield* Effect.exit(fleet.prompt("empty", "  ")))
       assert.strictEqual(error._tag, "InvalidSpec")
       assert.match(error.message, /non-empty/)
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.prompt("empty", "x", { timeout: 0 }))), "InvalidSpec")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("the conversation carries across turns", () =>
+  test("the conversation carries across turns", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("memo")
       yield* fleet.ask("memo", "the cat is grey")
       assert.strictEqual(yield* fleet.ask("memo", "recall"), "earlier: the cat is grey")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 })
 
 describe("permission as data", () => {
-  it.effect("read_only: Read runs, a Write is not even offered; both are in the transcript", () =>
+  test("read_only: Read runs, a Write is not even offered; both are in the transcript", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("ro")
       const denied = yield* fleet.askResult("ro", "tool Write {\"file_path\":\"/tmp/x\",\"content\":\"y\"}")
@@ -95,11 +96,10 @@ describe("permission as data", () => {
       const [write, read] = yield* fleet.transcript("ro")
       assert.strictEqual(write!.toolCalls[0]!.name, "Write")
       assert.strictEqual(read!.toolCalls[0]!.name, "Read")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("full: every tool call is asked through the policy, and recorded as a permission", () =>
+  test("full: every tool call is asked through the policy, and recorded as a permission", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("all", { permission: "full" })
       assert.match(yield* fleet.ask("all", "tool Bash {\"command\":\"ls\"}"), /^allowed Bash/)
       const [turn] = yield* fleet.transcript("all")
@@ -110,11 +110,10 @@ describe("permission as data", () => {
       assert.deepStrictEqual(entries.map((e) => [e.turnId, (e.data as { decision: string }).decision]), [
         ["t1", "allow"]
       ])
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("a function can allow, allow with changed input, or deny with a message", () =>
+  test("a function can allow, allow with changed input, or deny with a message", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       const seen: Array<string> = []
       yield* fleet.spawn("fn", {
         permission: (tool, input) => {
@@ -144,11 +143,10 @@ describe("permission as data", () => {
         decision: "allow",
         updatedInput: { file_path: "a", content: "safe" }
       })
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("a policy that throws denies instead of crashing the agent", () =>
+  test("a policy that throws denies instead of crashing the agent", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("throws", {
         permission: () => {
           throw new Error("policy bug")
@@ -156,11 +154,11 @@ describe("permission as data", () => {
       })
       assert.match(yield* fleet.ask("throws", "tool Bash {}"), /^denied Bash: .*policy failed/)
       assert.strictEqual(yield* fleet.ask("throws", "hi"), "echo: hi")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 })
 
 describe("interrupt and timeouts", () => {
-  it.effect("interrupt ends the running turn as TurnInterrupted and queued turns go on", () =>
+  test("interrupt ends the running turn as TurnInterrupted and queued turns go on", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("intr")
       const hung = yield* fleet.prompt("intr", "hang")
@@ -170,9 +168,9 @@ describe("interrupt and timeouts", () => {
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.wait("intr", hung))), "TurnInterrupted")
       assert.strictEqual((yield* fleet.wait("intr", next)).text, "echo: after")
       assert.isFalse(yield* fleet.interrupt("intr"))
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("ask with a timeout interrupts the turn when it expires", () =>
+  test("ask with a timeout interrupts the turn when it expires", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("slowpoke")
       const fiber = yield* Effect.fork(Effect.exit(fleet.ask("slowpoke", "hang", { timeout: "30 seconds" })))
@@ -184,9 +182,9 @@ describe("interrupt and timeouts", () => {
       // Nothing is left running on the caller's behalf: the agent is idle and answers.
       assert.strictEqual((yield* eventually(fleet.status("slowpoke"), (s) => s.status === "idle")).current, null)
       assert.strictEqual(yield* fleet.ask("slowpoke", "next"), "echo: next")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("a caller's timeout is a deadline from the call: a turn still queued at it never runs", () =>
+  test("a caller's timeout is a deadline from the call: a turn still queued at it never runs", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("queue")
       yield* fleet.prompt("queue", "slow 60000 long")
@@ -198,20 +196,19 @@ describe("interrupt and timeouts", () => {
       yield* eventually(fleet.status("queue"), (s) => s.status === "idle")
       const transcript = yield* fleet.transcript("queue")
       assert.isNull(transcript[1]!.startedAt, "the expired turn was never sent")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("the agent's default turn timeout applies to prompt too", () =>
+  test("the agent's default turn timeout applies to prompt too", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("deft", { timeout: "5 seconds" })
       const turn = yield* fleet.prompt("deft", "hang")
       const waiting = yield* Effect.fork(Effect.exit(fleet.wait("deft", turn)))
       yield* eventually(fleet.status("deft"), (s) => s.current === turn)
       yield* TestClock.adjust("5 seconds")
       assert.strictEqual(tagOf(yield* Fiber.join(waiting)), "TurnTimeout")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("interrupting a caller of ask cancels its turn", () =>
+  test("interrupting a caller of ask cancels its turn", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("cancel")
       const fiber = yield* Effect.fork(fleet.ask("cancel", "hang"))
@@ -219,9 +216,9 @@ describe("interrupt and timeouts", () => {
       yield* Fiber.interrupt(fiber)
       yield* eventually(fleet.status("cancel"), (s) => s.status === "idle")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.result("cancel", "t1"))), "TurnInterrupted")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("interrupting a watcher leaves the turn running, and it still completes", () =>
+  test("interrupting a watcher leaves the turn running, and it still completes", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("watched")
       const turnId = yield* fleet.prompt("watched", "slow 400 watched")
@@ -238,9 +235,9 @@ describe("interrupt and timeouts", () => {
       assert.deepInclude(idle, { current: null, currentStartedAt: null })
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.watch("watched", "t9"))), "NoResult")
       assert.strictEqual(tagOf(yield* Effect.exit(fleet.watch("nobody", "t1"))), "AgentNotFound")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("interrupting a watcher of a queued turn leaves it queued, and it runs", () =>
+  test("interrupting a watcher of a queued turn leaves it queued, and it runs", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("watchq")
       yield* fleet.prompt("watchq", "slow 300 first")
@@ -252,7 +249,7 @@ describe("interrupt and timeouts", () => {
       const done = yield* Effect.fork(fleet.watch("watchq", queued))
       yield* TestClock.adjust("300 millis")
       assert.strictEqual((yield* Fiber.join(done)).text, "echo: second")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
   it.effect("a turn with no output for stallTimeout is interrupted and the process restarted", () =>
     Effect.gen(function*() {
@@ -273,9 +270,8 @@ describe("interrupt and timeouts", () => {
 })
 
 describe("supervision", () => {
-  it.effect("a crash mid-turn fails that turn; the agent resumes the session and the queue goes on", () =>
+  test("a crash mid-turn fails that turn; the agent resumes the session and the queue goes on", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       const before = yield* fleet.spawn("phoenix")
       assert.strictEqual(yield* fleet.ask("phoenix", "the cat is grey"), "echo: the cat is grey")
       const crash = yield* fleet.prompt("phoenix", "crash 7")
@@ -293,7 +289,7 @@ describe("supervision", () => {
       const after = yield* fleet.info("phoenix")
       assert.strictEqual(after.sessionId, before.sessionId)
       assert.strictEqual(after.restarts, 1)
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
   it.effect("restarts back off exponentially; past the budget the agent stays closed with the reason", () =>
     Effect.gen(function*() {
@@ -378,7 +374,7 @@ describe("supervision", () => {
 })
 
 describe("close", () => {
-  it.effect("close fails the running and queued turns with AgentClosed and frees the name", () =>
+  test("close fails the running and queued turns with AgentClosed and frees the name", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("closer")
       const running = yield* fleet.prompt("closer", "hang")
@@ -393,5 +389,5 @@ describe("close", () => {
       const errors = (yield* fleet.reports({ agent: "closer", kinds: ["error"] })).entries
       assert.deepStrictEqual(errors.map((e) => e.turnId).sort(), [queued, running].sort())
       assert.isTrue(errors.every((e) => (e.data as { error: { _tag: string } }).error._tag === "AgentClosed"))
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 })

@@ -31,6 +31,10 @@ const fleet = (passing: ReadonlyArray<string>, seen: Array<Testing.CheckInput> =
     })
   })
 
+/** Three attempts of which the cheapest that passes wins; attempt i makes i model calls (`work 0 {{attempt}}`). */
+const cheapestOfThree = (f: Flotta, options: Parameters<Flotta["run"]>[0]) =>
+  f.run({ prompt: "work 0 {{attempt}}", attempts: 3, pick: "cheapest", ...options })
+
 const statuses = (result: RunResult) => result.attempts!.map((a) => [a.attempt, a.status])
 
 describe("best of N", () => {
@@ -97,14 +101,7 @@ describe("best of N", () => {
     Effect.gen(function*() {
       const f = yield* Flotta
       // Attempt i makes i model calls; 3 fails its check.
-      const result = yield* f.run({
-        name: "tidy",
-        prompt: "work 0 {{attempt}}",
-        attempts: 3,
-        pick: "cheapest",
-        verify: { checks: ["make check"] },
-        keepAll: true
-      })
+      const result = yield* cheapestOfThree(f, { name: "tidy", verify: { checks: ["make check"] }, keepAll: true })
       assert.strictEqual(result.attempt, 1, "one call: the cheapest")
       assert.deepStrictEqual(statuses(result), [[1, "passed"], [2, "passed"], [3, "failed"]])
       const costs = result.attempts!.map((a) => a.costUsd)
@@ -169,13 +166,7 @@ describe("best of N", () => {
     Effect.gen(function*() {
       const f = yield* Flotta
       // 0.001 a model call; attempt i makes i calls; a share of 0.0025 stops the third.
-      const result = yield* f.run({
-        name: "thrifty",
-        prompt: "work 0 {{attempt}}",
-        attempts: 3,
-        pick: "cheapest",
-        maxBudgetUsd: 0.0075
-      })
+      const result = yield* cheapestOfThree(f, { name: "thrifty", maxBudgetUsd: 0.0075 })
       assert.deepStrictEqual(statuses(result), [[1, "passed"], [2, "passed"], [3, "failed"]])
       assert.strictEqual(result.attempts![2]!.error?._tag, "BudgetExceeded")
       assert.isAtMost(result.totalCostUsd!, 0.0075 + 0.001, "no more than the budget and one call past a share")

@@ -7,15 +7,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import type { AgentNotFound } from "../src/Errors.js"
-import { failureOf, host, memoryFleet, shared, withAgents } from "./support.js"
+import { failureOf, fleetTests, host, memoryFleet, shared, withAgents } from "./support.js"
 
 const at = (millis: number) => new Date(millis).toISOString()
 
 const notFound = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.map(Effect.exit(effect), (exit) => failureOf(exit) as unknown as AgentNotFound)
 
+const test = fleetTests(memoryFleet())
+
 describe("a closed agent", () => {
-  it.effect("answers info and transcript from the store, marked closed; other calls say it was closed", () =>
+  test("answers info and transcript from the store, marked closed; other calls say it was closed", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents(["alpha", "beta"])
       yield* fleet.ask("alpha", "one")
@@ -66,9 +68,9 @@ describe("a closed agent", () => {
       assert.isUndefined(ghost.closed)
       assert.strictEqual(ghost.message, `no agent named "ghost" (live agents: beta)`)
       assert.strictEqual(failureOf(yield* Effect.exit(fleet.transcript("ghost")))._tag, "AgentNotFound")
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("a name used again: the live agent answers, and once it closes too, only its own turns", () =>
+  test("a name used again: the live agent answers, and once it closes too, only its own turns", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "first life")
@@ -85,9 +87,9 @@ describe("a closed agent", () => {
         (yield* fleet.transcript("alpha")).map((t) => [t.turnId, t.prompt]),
         [["t2", "second life"]]
       )
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
-  it.effect("a sleeper closed by its record, and a finished run, read back closed", () =>
+  test("a sleeper closed by its record, and a finished run, read back closed", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("sleeper")
       yield* fleet.ask("sleeper", "remember")
@@ -102,7 +104,7 @@ describe("a closed agent", () => {
       const run = yield* fleet.info("job")
       assert.deepInclude(run, { lifecycle: "run", status: "closed" })
       assert.deepStrictEqual((yield* fleet.transcript("job")).map((t) => t.reply), ["echo: do it"])
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
   it.effect("a long transcript is read as a live one is kept: its last historyLimit turns", () =>
     Effect.gen(function*() {
@@ -113,13 +115,13 @@ describe("a closed agent", () => {
       assert.strictEqual((yield* fleet.info("chatty")).totals.turns, 4)
     }).pipe(Effect.provide(memoryFleet({ historyLimit: 2 }))))
 
-  it.effect("one that never took a turn reads back with an empty transcript", () =>
+  test("one that never took a turn reads back with an empty transcript", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("solo")
       yield* fleet.close("solo")
       assert.deepInclude(yield* fleet.info("solo"), { status: "closed", totals: { turns: 0, failed: 0, costUsd: 0 } })
       assert.deepStrictEqual(yield* fleet.transcript("solo"), [])
-    }).pipe(Effect.provide(memoryFleet())))
+    }))
 
   it.effect("is still read after a restart of the host", () =>
     Effect.gen(function*() {

@@ -8,18 +8,19 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
+import { fleetTests, withAgents } from "./support.js"
 
 /** Answers with what its conversation holds. */
 const memory: Testing.Model = ({ history, prompt }) => `${prompt} | knows: ${history.join(", ")}`
 
 const fleet = (options: Testing.Options = {}) => Testing.layer({ model: memory, ...options })
+const test = fleetTests(fleet())
 
 const LONG = "a rather long fact that takes its share of the context window ".repeat(4)
 
 describe("context and compaction", () => {
-  it.effect("every turn says how full the context is; compact shrinks it, reported with its tokens", () =>
+  test("every turn says how full the context is; compact shrinks it, reported with its tokens", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("long", { model: "opus" })
       assert.isUndefined((yield* f.info("long")).context, "no turn has said yet")
       for (const n of [1, 2, 3]) yield* f.ask("long", `PELICAN ${n} ${LONG}`)
@@ -44,7 +45,7 @@ describe("context and compaction", () => {
       assert.strictEqual(turns.at(-1)!.prompt, "/compact keep the pelicans")
       assert.deepStrictEqual(turns.at(-1)!.marks, [{ _tag: "Compacted", compaction }])
       assert.match(yield* f.ask("long", "what"), /^what \| knows: Summary: PELICAN 1 .*PELICAN 3/, "the facts survive")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
   it.effect("autoCompactAt: a turn that leaves the context fuller than that queues a compaction before the next", () =>
     Effect.gen(function*() {
@@ -93,9 +94,8 @@ describe("context and compaction", () => {
       assert.isNotNull(turn.reply, "the turn itself went on")
     }).pipe(Effect.provide(fleet({ contextWindow: 300, autoCompactAt: 100 }))))
 
-  it.effect("clear starts a new conversation under the same name; the transcript goes on, marked", () =>
+  test("clear starts a new conversation under the same name; the transcript goes on, marked", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("fresh")
       yield* f.ask("fresh", "PELICAN")
       const old = (yield* f.info("fresh")).sessionId
@@ -113,13 +113,11 @@ describe("context and compaction", () => {
       // A fork at a turn from before the clear has that old conversation.
       yield* f.fork("fresh", "before", { at: "t1" })
       assert.strictEqual(yield* f.ask("before", "then"), "then | knows: PELICAN")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
   it.effect("a CLI that could not write its session file is reported, and the agent shows it", () =>
     Effect.gen(function*() {
-      const f = yield* Flotta
-      yield* f.spawn("unlucky")
-      yield* f.spawn("fine")
+      const f = yield* withAgents(["unlucky", "fine"])
       yield* f.ask("unlucky", "hello")
       yield* f.hibernate("unlucky")
       yield* f.hibernate("fine")

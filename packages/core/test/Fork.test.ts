@@ -5,20 +5,19 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, host, memoryFleet, shared } from "./support.js"
+import { eventually, failureOf, fleetTests, host, memoryFleet, shared } from "./support.js"
 
 /** Answers with the prompt and every earlier prompt of its conversation: what an agent remembers. */
 const memory: Testing.Model = ({ history, prompt }) =>
   prompt.startsWith("slow") ? Testing.delay("1 minute", "slow done") : `${prompt} | knows: ${history.join(", ")}`
 
 const fleet = (options: Testing.Options = {}) => memoryFleet({ model: memory, ...options })
+const test = fleetTests(fleet())
 
 describe("fork", () => {
-  it.effect("the fork remembers the source's conversation, and neither learns what the other is told after", () =>
+  test("the fork remembers the source's conversation, and neither learns what the other is told after", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout", { model: "opus", appendSystemPrompt: "be brief" })
       yield* f.ask("scout", "PELICAN")
       yield* f.ask("scout", "OTTER")
@@ -36,22 +35,20 @@ describe("fork", () => {
       assert.strictEqual(yield* f.ask("twin", "HERON"), "HERON | knows: PELICAN, OTTER")
       assert.strictEqual(yield* f.ask("scout", "WREN"), "WREN | knows: PELICAN, OTTER", "the source learns nothing")
       assert.strictEqual(yield* f.ask("twin", "again"), "again | knows: PELICAN, OTTER, HERON")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("a fork at a turn has the conversation up to that turn only", () =>
+  test("a fork at a turn has the conversation up to that turn only", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout")
       yield* f.ask("scout", "PELICAN")
       yield* f.ask("scout", "OTTER")
       yield* f.fork("scout", "early", { at: "t1" })
       assert.strictEqual(yield* f.ask("early", "what"), "what | knows: PELICAN")
       assert.strictEqual((yield* f.info("early")).forkedFrom?.turnId, "t1")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("its transcript opens with where it came from, and the report log says forked", () =>
+  test("its transcript opens with where it came from, and the report log says forked", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout")
       yield* f.ask("scout", "one")
       yield* f.fork("scout", "twin")
@@ -68,11 +65,10 @@ describe("fork", () => {
       assert.deepStrictEqual(forked.map((e) => e.data), [
         { from: "scout", at: "t1", sessionId: (yield* f.info("scout")).sessionId }
       ])
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("given options win over the source's; the permission in force is the source's own", () =>
+  test("given options win over the source's; the permission in force is the source's own", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout", { model: "opus", permission: { allow: ["Read", "Edit"] } })
       yield* f.ask("scout", "hi")
       const twin = yield* f.fork("scout", "twin", { model: "haiku" })
@@ -83,11 +79,10 @@ describe("fork", () => {
       const grandchild = yield* f.fork("twin", "grandchild")
       assert.strictEqual(grandchild.forkedFrom?.agent, "twin")
       assert.strictEqual(yield* f.ask("grandchild", "who"), "who | knows: hi", "a fork of a fork: not yet told more")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("a busy source forks at its last finished turn; its turn in flight and its queue go on untouched", () =>
+  test("a busy source forks at its last finished turn; its turn in flight and its queue go on untouched", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout")
       yield* f.ask("scout", "PELICAN")
       const running = yield* f.prompt("scout", "slow one")
@@ -100,11 +95,10 @@ describe("fork", () => {
       const waited = yield* Effect.fork(f.wait("scout", queued))
       yield* TestClock.adjust("1 minute")
       assert.strictEqual((yield* Fiber.join(waited)).text, "after | knows: PELICAN, slow one")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("its failures are typed: an unknown source or turn, a turn not finished or failed, a taken name", () =>
+  test("its failures are typed: an unknown source or turn, a turn not finished or failed, a taken name", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("scout")
       assert.strictEqual(failureOf(yield* Effect.exit(f.fork("scout", "twin")))._tag, "CannotFork", "no turn yet")
       yield* f.ask("scout", "one")
@@ -127,27 +121,25 @@ describe("fork", () => {
       assert.strictEqual(failed._tag, "CannotFork")
       assert.include(failed.message, "TurnTimeout")
       assert.deepStrictEqual((yield* f.list).map((a) => a.name).sort(), ["scout", "taken"], "nothing was started")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("a run cannot be forked", () =>
+  test("a run cannot be forked", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const run = yield* f.runAsync({ name: "job", prompt: "slow" })
       yield* eventually(f.list, (agents) => agents.some((a) => a.name === run))
       const error = failureOf(yield* Effect.exit(f.fork(run, "twin")))
       assert.strictEqual(error._tag, "CannotFork")
       assert.include(error.message, "run")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
-  it.effect("a conversation an agent was given (resume) forks whole before its first turn", () =>
+  test("a conversation an agent was given (resume) forks whole before its first turn", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const result = yield* f.run({ prompt: "PELICAN" })
       yield* f.spawn("heir", { resume: result.sessionId })
       const twin = yield* f.fork("heir", "twin")
       assert.strictEqual(twin.forkedFrom?.turnId, null)
       assert.strictEqual(yield* f.ask("twin", "what"), "what | knows: PELICAN")
-    }).pipe(Effect.provide(fleet())))
+    }))
 })
 
 describe("fork across a restart of the host", () => {

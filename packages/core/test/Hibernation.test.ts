@@ -8,13 +8,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, host, shared } from "./support.js"
+import { eventually, failureOf, fleetTests, host, shared, withAgents } from "./support.js"
 
 /** Answers with what its conversation holds; `slow` takes a minute. */
 const memory: Testing.Model = ({ history, prompt }) =>
   prompt === "slow" ? Testing.delay("1 minute", "slow done") : `${prompt} | knows: ${history.join(", ")}`
 
 const fleet = (options: Testing.Options = {}) => Testing.layer({ model: memory, ...options })
+const test = fleetTests(fleet())
 
 const statusOf = (f: Flotta) =>
   Effect.map(f.list, (agents) => Object.fromEntries(agents.map((a) => [a.name, a.status])))
@@ -74,9 +75,8 @@ describe("hibernation", () => {
       assert.strictEqual(Object.values(after).filter((s) => s !== "hibernated").length, 2)
     }).pipe(Effect.provide(fleet({ maxLive: 2 }))))
 
-  it.effect("hibernate and wake by hand; what cannot hibernate says why", () =>
+  test("hibernate and wake by hand; what cannot hibernate says why", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("s")
       yield* f.ask("s", "remember me")
       assert.isTrue(yield* f.hibernate("s"))
@@ -98,13 +98,11 @@ describe("hibernation", () => {
       yield* eventually(f.list, (agents) => agents.some((a) => a.name === "job"))
       assert.strictEqual(failureOf(yield* Effect.exit(f.hibernate("job")))._tag, "CannotHibernate")
       assert.strictEqual(failureOf(yield* Effect.exit(f.hibernate("nobody")))._tag, "AgentNotFound")
-    }).pipe(Effect.provide(fleet())))
+    }))
 
   it.effect("hibernateAfter: a session idle that long sleeps; a prompt and a broadcast wake sleepers", () =>
     Effect.gen(function*() {
-      const f = yield* Flotta
-      yield* f.spawn("one")
-      yield* f.spawn("two")
+      const f = yield* withAgents(["one", "two"])
       yield* f.ask("one", "hello")
       yield* TestClock.adjust("9 minutes")
       yield* f.ask("two", "still here")
@@ -149,9 +147,8 @@ describe("hibernation", () => {
       assert.deepStrictEqual(woken, ["b1", "b2", "b3", "b4"], "woken in the order the broadcast admitted them")
     }).pipe(Effect.provide(fleet({ maxLive: 2 }))))
 
-  it.effect("a sleeping session forks, and the fork has its memory", () =>
+  test("a sleeping session forks, and the fork has its memory", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.spawn("deep")
       yield* f.ask("deep", "PELICAN")
       yield* f.hibernate("deep")
@@ -159,7 +156,7 @@ describe("hibernation", () => {
       assert.strictEqual(twin.forkedFrom?.agent, "deep")
       assert.strictEqual(yield* f.ask("twin", "what"), "what | knows: PELICAN")
       assert.strictEqual((yield* f.info("deep")).status, "hibernated", "the source sleeps on")
-    }).pipe(Effect.provide(fleet())))
+    }))
 })
 
 describe("hibernation across a restart of the host", () => {

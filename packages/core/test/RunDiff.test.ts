@@ -9,7 +9,7 @@ import { Effect, Fiber, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
 import { boundPatch, MAX_PATCH_BYTES, parseNumstat } from "../src/RunDiff.js"
 import * as Testing from "../src/Testing.js"
-import { eventually, failureOf, host, memoryFleet, shared } from "./support.js"
+import { eventually, failureOf, fleetTests, host, memoryFleet, shared } from "./support.js"
 
 const REPO = "/repo"
 
@@ -23,11 +23,11 @@ const changes: Testing.MemoryGitOptions["changes"] = ({ name }) => {
   ]
 }
 const fleet = memoryFleet({ git: Testing.git({ changes }) })
+const test = fleetTests(fleet)
 
 describe("run diffs", () => {
-  it.effect("a worktree run records its files, counts and patch, and the diff outlives gc of the worktree", () =>
+  test("a worktree run records its files, counts and patch, and the diff outlives gc of the worktree", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const result = yield* f.run({ prompt: "hello", name: "two", cwd: REPO, worktree: true })
       assert.strictEqual(result.worktree?.removed, false)
       const diff = yield* f.diff("two")
@@ -55,7 +55,7 @@ describe("run diffs", () => {
       assert.deepStrictEqual(gc.committed.map((c) => c.files), [["README.md", "src/add.ts"]])
       assert.deepStrictEqual(yield* f.worktrees(REPO), [])
       assert.deepStrictEqual(yield* f.diff("two"), diff)
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("a best-of-N run's diff is its winner's; each attempt's is read under its own name", () =>
     Effect.gen(function*() {
@@ -80,9 +80,8 @@ describe("run diffs", () => {
       })
     }))))
 
-  it.effect("cleanup and failed runs record theirs too; async runs are read by name", () =>
+  test("cleanup and failed runs record theirs too; async runs are read by name", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const cleaned = yield* f.run({ prompt: "hello", name: "cleaned", cwd: REPO, worktree: true, cleanup: true })
       assert.isTrue(cleaned.worktree?.removed)
       assert.strictEqual((yield* f.diff("cleaned")).files.length, 2)
@@ -96,22 +95,20 @@ describe("run diffs", () => {
       const name = yield* f.runAsync({ prompt: "hello", name: "none", cwd: REPO, worktree: true })
       yield* f.awaitRun(name)
       assert.deepInclude(yield* f.diff("none"), { files: [], added: 0, removed: 0, patch: "", patchBytes: 0 })
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("while a run goes on, its diff is its changes so far", () =>
+  test("while a run goes on, its diff is its changes so far", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const running = yield* Effect.fork(f.run({ prompt: "slow 5000 work", name: "busy", cwd: REPO, worktree: true }))
       const live = yield* eventually(Effect.either(f.diff("busy")), (e) => e._tag === "Right")
       assert.isTrue(live._tag === "Right" && live.right.running)
       yield* TestClock.adjust("5 seconds")
       yield* Fiber.join(running)
       assert.isFalse((yield* f.diff("busy")).running)
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("an unknown run is RunNotFound; a run without a worktree, sync or async, is NoDiff", () =>
+  test("an unknown run is RunNotFound; a run without a worktree, sync or async, is NoDiff", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       const unknown = failureOf(yield* Effect.exit(f.diff("ghost")))
       assert.strictEqual(unknown._tag, "RunNotFound")
       assert.strictEqual(unknown.message, `no run named "ghost"`)
@@ -121,11 +118,10 @@ describe("run diffs", () => {
       assert.match(sync.message, /run "plain" had no worktree/)
       yield* f.awaitRun(yield* f.runAsync({ prompt: "hello", name: "later" }))
       assert.strictEqual(failureOf(yield* Effect.exit(f.diff("later")))._tag, "NoDiff")
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("a patch past the bound is cut at a line, its full size kept", () =>
+  test("a patch past the bound is cut at a line, its full size kept", (f) =>
     Effect.gen(function*() {
-      const f = yield* Flotta
       yield* f.run({ prompt: "hello", name: "big", cwd: REPO, worktree: true })
       const diff = yield* f.diff("big")
       assert.isTrue(diff.truncated)
@@ -133,7 +129,7 @@ describe("run diffs", () => {
       assert.isAbove(diff.patchBytes, MAX_PATCH_BYTES)
       assert.isAtMost(diff.patch.length, MAX_PATCH_BYTES)
       assert.isTrue(diff.patch.endsWith("+0123456789abcdef\n"))
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("the recorded diff is read back from the store after a restart of the host", () =>
     Effect.gen(function*() {

@@ -128,24 +128,22 @@ describe("Spec", () => {
         { name: "broken", lifecycle: "run", model: "" }
       ]
     })
-    assert.isUndefined(Spec.referenceProblem(fleet, "issue-runner", "run"))
-    assert.isUndefined(Spec.referenceProblem(fleet, "scout", "session"))
-    assert.strictEqual(
-      Spec.referenceProblem(fleet, "scout", "run"),
-      "\"scout\" is a session; this needs a run template (an agent entry with lifecycle: \"run\")"
-    )
-    assert.strictEqual(
-      Spec.referenceProblem(fleet, "issue-runner", "session"),
-      "\"issue-runner\" is a run template; this needs a session (an agent entry with lifecycle: \"session\")"
-    )
-    assert.strictEqual(
-      Spec.referenceProblem(fleet, "broken", "run"),
-      "the run template \"broken\" is skipped itself (agents[2] is invalid)"
-    )
-    assert.strictEqual(
-      Spec.referenceProblem(fleet, "issue-runer", "run"),
-      "no run template named \"issue-runer\" in agents; did you mean \"issue-runner\"?"
-    )
+    // [the name given, what it must be, the problem (none where it is what it must be)]
+    const cases: ReadonlyArray<readonly [string, "run" | "session", string | undefined]> = [
+      ["issue-runner", "run", undefined],
+      ["scout", "session", undefined],
+      ["scout", "run", "\"scout\" is a session; this needs a run template (an agent entry with lifecycle: \"run\")"],
+      [
+        "issue-runner",
+        "session",
+        "\"issue-runner\" is a run template; this needs a session (an agent entry with lifecycle: \"session\")"
+      ],
+      ["broken", "run", "the run template \"broken\" is skipped itself (agents[2] is invalid)"],
+      ["issue-runer", "run", "no run template named \"issue-runer\" in agents; did you mean \"issue-runner\"?"]
+    ]
+    for (const [name, kind, problem] of cases) {
+      assert.strictEqual(Spec.referenceProblem(fleet, name, kind), problem, `${name} as a ${kind}`)
+    }
   })
 
   it("turns a spec into the options of an agent and of a run", () => {

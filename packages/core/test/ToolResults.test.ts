@@ -16,7 +16,7 @@ import { bounded } from "../src/internal/toolOutcome.js"
 import * as SqliteStore from "../src/SqliteStore.js"
 import * as StoreConfig from "../src/StoreConfig.js"
 import * as Testing from "../src/Testing.js"
-import { eventually } from "./support.js"
+import { eventually, fleetTests } from "./support.js"
 
 /**
  * Prompts: `bash <output>` (a Bash call that prints it, taking 3 s, after a word from the model), `fail` (a Bash call that errors), `big`
@@ -43,6 +43,7 @@ const model: Testing.Model = ({ prompt }) => {
 }
 
 const layer = (options: Testing.Options = {}) => Testing.layer({ model, ...options })
+const test = fleetTests(layer())
 
 /** The outcome of the one tool call of `agent`'s last turn. */
 const lastCall = (fleet: Flotta, agent: string) =>
@@ -53,9 +54,8 @@ const lastCall = (fleet: Flotta, agent: string) =>
   })
 
 describe("tool results in the transcript", () => {
-  it.effect("a call that ran: ok, what it printed, and how long it took", () =>
+  test("a call that ran: ok, what it printed, and how long it took", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("a", { permission: "full" })
       const turn = yield* Effect.fork(fleet.ask("a", "bash hello world"))
       yield* TestClock.adjust("3 seconds")
@@ -69,22 +69,20 @@ describe("tool results in the transcript", () => {
         truncated: false,
         durationMs: 3000
       })
-    }).pipe(Effect.provide(layer())))
+    }))
 
-  it.effect("a call that failed is an error, with the tool's words", () =>
+  test("a call that failed is an error, with the tool's words", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("a", { permission: "full" })
       yield* fleet.ask("a", "fail")
       const call = yield* lastCall(fleet, "a")
       assert.strictEqual(call.outcome?.status, "error")
       assert.strictEqual(call.outcome?.text, "Exit code 1")
       assert.isUndefined(call.outcome?.refusal)
-    }).pipe(Effect.provide(layer())))
+    }))
 
-  it.effect("a long result is cut to the bound on a character's edge, and says its full size", () =>
+  test("a long result is cut to the bound on a character's edge, and says its full size", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("a", { permission: "full" })
       yield* fleet.ask("a", "big")
       const outcome = (yield* lastCall(fleet, "a")).outcome!
@@ -94,11 +92,10 @@ describe("tool results in the transcript", () => {
       assert.strictEqual(outcome.text, "é".repeat(TOOL_RESULT_MAX_BYTES / 2))
       // An odd bound falls inside a two-byte character: the cut stops before it, never in it.
       assert.deepStrictEqual(bounded("éé", 3), { text: "é", bytes: 4, truncated: true })
-    }).pipe(Effect.provide(layer())))
+    }))
 
-  it.effect("a read-only agent's Write was never offered: refused, not_offered, with no permission asked", () =>
+  test("a read-only agent's Write was never offered: refused, not_offered, with no permission asked", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("reader")
       assert.strictEqual(yield* fleet.ask("reader", "write"), "write: deny")
       const [turn] = yield* fleet.transcript("reader")
@@ -107,18 +104,17 @@ describe("tool results in the transcript", () => {
       assert.strictEqual(outcome.status, "refused")
       assert.strictEqual(outcome.refusal?.reason, "not_offered")
       assert.match(outcome.refusal!.message, /No such tool available: Write/)
-    }).pipe(Effect.provide(layer())))
+    }))
 
-  it.effect("the policy's refusal says policy, with its message, joined to the call by its id", () =>
+  test("the policy's refusal says policy, with its message, joined to the call by its id", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("w", { permission: (tool) => ({ behavior: "deny", message: `no ${tool} today` }) })
       yield* fleet.ask("w", "write")
       const [turn] = yield* fleet.transcript("w")
       const call = turn!.toolCalls[0]!
       assert.strictEqual(turn!.permissions[0]!.toolUseId, call.id)
       assert.deepStrictEqual(call.outcome?.refusal, { reason: "policy", message: "no Write today" })
-    }).pipe(Effect.provide(layer())))
+    }))
 
   it.effect("a human's denial names who and what they said; an approval that ran out is expired", () =>
     Effect.gen(function*() {

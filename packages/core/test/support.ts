@@ -4,6 +4,7 @@
  * helpers below serve the ring against the fake CLI script (test/core-fake-cli.test.ts and friends).
  */
 import { NodeContext } from "@effect/platform-node"
+import { it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -55,6 +56,15 @@ export const withAgents = (names: string | ReadonlyArray<string>, options: Agent
     for (const name of typeof names === "string" ? [names] : names) yield* fleet.spawn(name, options)
     return fleet
   })
+
+/**
+ * Tests each on a fleet of its own, built from `layer` for that test alone; a test's body is given the fleet. What
+ * most tests here open and close with (`it.effect`, `yield* Flotta`, `Effect.provide`), said once.
+ */
+export const fleetTests =
+  <LE>(layer: Layer.Layer<Flotta.Flotta, LE>) =>
+  <A, E>(title: string, body: (fleet: Flotta.Flotta) => Effect.Effect<A, E, Flotta.Flotta>) =>
+    it.effect(title, () => Effect.flatMap(Flotta.Flotta, body).pipe(Effect.provide(layer)))
 
 /** What outlives one host, for a test of restarts: the session files (a disk) and the store's file. */
 export interface Shared {

@@ -8,12 +8,12 @@ import * as Costs from "@flotta/core/Costs"
 import type { CostReport } from "@flotta/core/Costs"
 import { Flotta } from "@flotta/core/Flotta"
 import * as Testing from "@flotta/core/Testing"
-import { Context, Effect, Layer, Option, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import * as http from "node:http"
 import * as CostsPage from "../src/CostsPage.js"
-import * as Dashboard from "../src/Dashboard.js"
 import { dollars } from "../src/PageParts.js"
 import { render } from "../src/Pages.js"
+import { serveOver } from "./support.js"
 
 const fleet = Testing.layer({ model: ({ prompt }) => `echo: ${prompt}` })
 
@@ -224,12 +224,7 @@ const get = (url: string) =>
     req.end()
   })
 
-const serve = Layer.build(Dashboard.layer({ port: 0 }).pipe(Layer.provideMerge(fleet))).pipe(
-  Effect.map((context) => ({
-    base: new URL(Option.getOrThrow(Context.get(context, Dashboard.Dashboard).url)).origin,
-    fleet: Context.get(context, Flotta)
-  }))
-)
+const serve = serveOver(fleet)
 
 describe("the Costs page's routes", () => {
   it.scoped("/costs.csv is Costs.toCsv of the window, as a text/csv attachment; /api/costs the chart", () =>

@@ -9,7 +9,7 @@ import * as Testing from "@flotta/core/Testing"
 import { Scheduler } from "@flotta/scheduler/Scheduler"
 import * as SchedulerConfig from "@flotta/scheduler/SchedulerConfig"
 import { Effect, Either, Layer, Option, TestClock } from "effect"
-import { eventually, withAgents } from "../../core/test/support.js"
+import { eventually, fleetTests, withAgents } from "../../core/test/support.js"
 import { asset } from "../src/Assets.js"
 import { html } from "../src/Html.js"
 import type { PageRequest } from "../src/Pages.js"
@@ -26,6 +26,7 @@ const model: Testing.Model = ({ prompt }) => {
 }
 
 const fleet = Testing.layer({ model })
+const test = fleetTests(fleet)
 
 const page = (p: PageRequest["page"], options: Partial<PageRequest> = {}) =>
   render({ page: p, fragment: false, query: new URLSearchParams(), ...options })
@@ -33,7 +34,7 @@ const page = (p: PageRequest["page"], options: Partial<PageRequest> = {}) =>
 const NAV = ["Agents", "Runs", "Approvals", "Schedule", "Reports", "Costs"]
 
 describe("pages", () => {
-  it.effect("agents: the shell, the Agents table with a row per agent, charts, and a fragment without the shell", () =>
+  test("agents: the shell, the Agents table with a row per agent, charts, and a fragment without the shell", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents(["alpha", "beta"])
       yield* fleet.ask("alpha", "hello")
@@ -61,7 +62,7 @@ describe("pages", () => {
       assert.notInclude(fragment.html, "<main")
       assert.notInclude(fragment.html, "Cost per hour") // the charts live outside the region
       assert.include(fragment.html, `<table aria-label="Agents">`)
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("agents: a working agent shows its turn's start ticking, and queued turns", () =>
     Effect.gen(function*() {
@@ -74,7 +75,7 @@ describe("pages", () => {
       assert.include(html, `pill-working">working</span>`)
     }).pipe(Effect.provide(Testing.layer({ model: ({ prompt }) => (prompt === "hang" ? Testing.hang() : "ok") }))))
 
-  it.effect("agent: status, the transcript (escaped), and the Prompt, Send, Interrupt and Close controls", () =>
+  test("agent: status, the transcript (escaped), and the Prompt, Send, Interrupt and Close controls", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "hostile")
@@ -112,9 +113,9 @@ describe("pages", () => {
       const fragment = yield* page("agent", { name: "alpha", fragment: true })
       assert.include(fragment.html, `aria-label="Transcript"`)
       assert.notInclude(fragment.html, "textarea")
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("agent: a fork shows where it came from, in its facts and at the top of its transcript", () =>
+  test("agent: a fork shows where it came from, in its facts and at the top of its transcript", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents("alpha")
       yield* fleet.ask("alpha", "one")
@@ -126,7 +127,7 @@ describe("pages", () => {
         html,
         `<p class="mark" aria-label="Forked">Forked from <a href="/agents/alpha">alpha</a> at t1</p>`
       )
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("agent: a compaction is marked in the transcript, and a session file not written is shown", () =>
     Effect.gen(function*() {
@@ -162,9 +163,8 @@ describe("pages", () => {
       git: Testing.git({ check: ({ env }) => (env["FLOTTA_ATTEMPT"] === "2" ? 0 : 1) })
     }))))
 
-  it.effect("agent: tool calls with their inputs and the permission decisions", () =>
+  test("agent: tool calls with their inputs and the permission decisions", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       yield* fleet.spawn("w", { permission: { allow: ["Read"], ask: ["Write"] } })
       const turnId = yield* fleet.prompt("w", "write notes.md")
       const [pending] = yield* eventually(fleet.approvals({ agent: "w" }), (list) => list.length > 0)
@@ -181,7 +181,7 @@ describe("pages", () => {
         html,
         /<details class="result" data-call="[^"]+"><summary>Result, \d+ B<\/summary><pre>[^<]*not now<\/pre><\/details>/
       )
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("agent: a call's result is escaped, and a long one says how much of it was kept", () =>
     Effect.gen(function*() {
@@ -197,9 +197,8 @@ describe("pages", () => {
       model: () => Testing.toolUse("Bash", { command: "cat page.html" }, "read", { output: "<b>".repeat(1707) })
     }))))
 
-  it.effect("agent: an unknown name is a 404 page; a closed agent is read from the store, marked, without controls", () =>
+  test("agent: an unknown name is a 404 page; a closed agent is read from the store, marked, without controls", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       const unknown = yield* page("agent", { name: "nobody" })
       assert.strictEqual(unknown.status, 404)
       assert.include(unknown.html, "No agent or run is named nobody.")
@@ -232,11 +231,10 @@ describe("pages", () => {
       assert.include(run.html, `<section class="outcome" aria-label="Outcome">`)
       assert.include(run.html, `<a href="/runs/errand">Its run</a>`)
       assert.notInclude(run.html, "<script>alert")
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("approvals: one article per pending approval with Message, Approve and Deny; none says so", () =>
+  test("approvals: one article per pending approval with Message, Approve and Deny; none says so", (fleet) =>
     Effect.gen(function*() {
-      const fleet = yield* Flotta
       const none = yield* page("approvals")
       assert.include(none.html, "No approvals are waiting.")
       yield* fleet.spawn("w", { permission: { allow: ["Read"], ask: ["Write"] } })
@@ -252,9 +250,9 @@ describe("pages", () => {
       assert.include(html, `action="/approvals/${id}/approve" data-action="decide"`)
       assert.include(html, ">Approve</button>")
       assert.include(html, `formaction="/approvals/${id}/deny" class="danger">Deny</button>`)
-    }).pipe(Effect.provide(fleet)))
+    }))
 
-  it.effect("reports: newest first with data-seq, filtered by agent and kind (repeated or listed)", () =>
+  test("reports: newest first with data-seq, filtered by agent and kind (repeated or listed)", () =>
     Effect.gen(function*() {
       const fleet = yield* withAgents(["a", "b"])
       yield* fleet.ask("a", "hostile")
@@ -275,7 +273,7 @@ describe("pages", () => {
       assert.include(filtered.html, `name="agent" value="a"`)
       assert.include(filtered.html, `name="kind" value="result, spawned, closed"`)
       assert.include(filtered.html, ">Filter</button>")
-    }).pipe(Effect.provide(fleet)))
+    }))
 
   it.effect("schedule: \"The scheduler is off\" without one", () =>
     Effect.gen(function*() {

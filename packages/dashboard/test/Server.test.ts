@@ -4,12 +4,11 @@
  * TestClock; a socket is the only real thing here.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Flotta } from "@flotta/core/Flotta"
 import * as Testing from "@flotta/core/Testing"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import * as http from "node:http"
-import * as Dashboard from "../src/Dashboard.js"
 import * as DashboardConfig from "../src/DashboardConfig.js"
+import { serveOver } from "./support.js"
 
 const TOKEN = "dashboard-token-0123456789"
 
@@ -85,15 +84,7 @@ const events = (
     req.end()
   })
 
-const serve = (config: DashboardConfig.DashboardConfigInput = {}) =>
-  Layer.build(
-    Dashboard.layer({ port: 0, ...config }).pipe(Layer.provideMerge(Testing.layer({ model })))
-  ).pipe(
-    Effect.map((context) => ({
-      base: new URL(Option.getOrThrow(Context.get(context, Dashboard.Dashboard).url)).origin,
-      fleet: Context.get(context, Flotta)
-    }))
-  )
+const serve = (config: DashboardConfig.DashboardConfigInput = {}) => serveOver(Testing.layer({ model }), config)
 
 describe("the dashboard's server", () => {
   it.scoped("serves its pages to its own host, and refuses other Hosts and foreign Origins", () =>

@@ -2,7 +2,7 @@
  * What a fire does, by action: a scan and its findings, a dispatch of new tasks to a run template, and a turn to a
  * standing session. Under TestClock, over a real report log and a test double of the fleet's operations.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { TASKS_JSON_SCHEMA } from "../src/Scheduler.js"
 import { readFindings } from "../src/Steering.js"
@@ -11,19 +11,19 @@ import {
   failureOf,
   fireResults,
   HOUR,
-  LogLive,
   scanningFleet,
   setTime,
   start,
-  startAt,
+  startUtc,
   template,
+  test,
   UTC
 } from "./support.js"
 
 describe("scans and findings", () => {
   const task = (title: string, detail = `about ${title}`) => ({ title, detail })
 
-  it.scoped("a scan is a bounded read-only run with the tasks schema; its findings are recorded and read back", () =>
+  test("a scan is a bounded read-only run with the tasks schema; its findings are recorded and read back", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       let found = [task("Fix the README."), { ...task("Add tests"), priority: "high" }]
@@ -49,17 +49,14 @@ describe("scans and findings", () => {
       ])
       assert.strictEqual(findings[2]!.priority, "high")
       assert.strictEqual(findings[0]!.firstFoundAt, "2025-03-03T10:00:00.000Z")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("a scan whose output is not a task list fails, and the failure is recorded", () =>
+  test("a scan whose output is not a task list fails, and the failure is recorded", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T09:00:00Z", {
-        schedule: UTC,
-        routines: [
-          { name: "garbled", action: "scan", every: { intervalMs: HOUR }, prompt: "TASKS [{\"title\": 5}]" },
-          { name: "failing", action: "scan", every: { intervalMs: HOUR }, prompt: "FAIL" }
-        ]
-      })
+      const { steering } = yield* startUtc("2025-03-03T09:00:00Z", [
+        { name: "garbled", action: "scan", every: { intervalMs: HOUR }, prompt: "TASKS [{\"title\": 5}]" },
+        { name: "failing", action: "scan", every: { intervalMs: HOUR }, prompt: "FAIL" }
+      ])
       const garbled = yield* steering.runRoutine("garbled")
       assert.isFalse(garbled.ok)
       assert.strictEqual(garbled.error!._tag, "InvalidScanOutput")
@@ -71,11 +68,11 @@ describe("scans and findings", () => {
         message: "invalid spec at prompt: the fake was told to fail"
       })
       assert.deepStrictEqual((yield* fireResults).map((r) => r.ok), [false, false])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("scanNow fires an ad-hoc scan even when paused and outside hours; bad options are InvalidSpec", () =>
+  test("scanNow fires an ad-hoc scan even when paused and outside hours; bad options are InvalidSpec", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-08T22:00:00Z", { schedule: UTC })
+      const { steering } = yield* startUtc("2025-03-08T22:00:00Z")
       yield* steering.pause
       const outcome = yield* steering.scanNow({ prompt: "TASKS [{\"title\": \"One\", \"detail\": \"d\"}]", focus: "x" })
       assert.deepInclude(outcome, { ok: true, routine: null, action: "scan", trigger: "manual" })
@@ -85,7 +82,7 @@ describe("scans and findings", () => {
       assert.match(error.message, /scanNow\.maxBudgetUsd/)
       const unknown = yield* failureOf(steering.runRoutine("nope"))
       assert.strictEqual(unknown.message, "no routine named \"nope\" (no routines are configured)")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("dispatch_scan", () => {
@@ -113,7 +110,7 @@ describe("dispatch_scan", () => {
     return { fleet, config, setFound: (tasks: Array<{ title: string; detail: string }>) => (found = tasks) }
   }
 
-  it.scoped("runs at most maxDispatch new tasks and never one already found or dispatched", () =>
+  test("runs at most maxDispatch new tasks and never one already found or dispatched", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       const { config, fleet, setFound } = dispatching(2)
@@ -136,9 +133,9 @@ describe("dispatch_scan", () => {
       const third = yield* steering.runRoutine("loop")
       assert.deepStrictEqual(third.dispatched, [])
       assert.strictEqual((yield* entries("dispatch")).length, 4)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("the fire's budget bounds each dispatched run and stops the rest", () =>
+  test("the fire's budget bounds each dispatched run and stops the rest", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       const { config, fleet, setFound } = dispatching(3, { maxBudgetUsd: 0.25 })
@@ -151,9 +148,9 @@ describe("dispatch_scan", () => {
       // C was left over, so a later fire may still take it.
       const later = yield* steering.runRoutine("loop")
       assert.deepStrictEqual(later.dispatched!.map((d) => d.title), ["C"])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("a template that can write without a worktree is refused before anything is spent", () =>
+  test("a template that can write without a worktree is refused before anything is spent", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       const { config, fleet } = dispatching(1)
@@ -171,20 +168,23 @@ describe("dispatch_scan", () => {
       ])
       assert.match(outcomes[0]!.error!.message, /run template "danger" can write but has no worktree/)
       assert.deepStrictEqual(fleet.runs, [])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("prompt routines", () => {
-  it.scoped("a prompt routine sends a turn to a standing session and waits for it", () =>
+  test("a prompt routine sends a turn to a standing session and waits for it", () =>
     Effect.gen(function*() {
-      const { fleet, steering } = yield* startAt("2025-03-03T09:00:00Z", {
-        schedule: UTC,
-        routines: [{ name: "nudge", action: "prompt", every: { intervalMs: HOUR }, agent: "scout", prompt: "status?" }]
-      })
+      const { fleet, steering } = yield* startUtc("2025-03-03T09:00:00Z", [{
+        name: "nudge",
+        action: "prompt",
+        every: { intervalMs: HOUR },
+        agent: "scout",
+        prompt: "status?"
+      }])
       yield* TestClock.adjust("1 hour")
       assert.deepStrictEqual(fleet.prompts, [{ agent: "scout", text: "status?" }])
       const [result] = yield* fireResults
       assert.deepInclude(result, { ok: true, turnId: "turn-1", text: "reply to turn-1", costUsd: 0.1 })
       assert.strictEqual((yield* steering.status).routines[0]!.lastFire!.ok, true)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })

@@ -16,6 +16,8 @@ import {
   setTime,
   start,
   startAt,
+  startUtc,
+  test,
   timeline,
   UTC,
   UTC_WEEK,
@@ -31,7 +33,7 @@ describe("working hours", () => {
       return timeline(yield* entries("wake", "stop"))
     })
 
-  it.scoped("open and close on time across a week in UTC", () =>
+  test("open and close on time across a week in UTC", () =>
     Effect.gen(function*() {
       const seen = yield* week("utc", "2025-03-03T00:00:00Z", 7, UTC_WEEK)
       assert.strictEqual(seen.length, 10)
@@ -42,9 +44,9 @@ describe("working hours", () => {
         "stop@2025-03-04T17:00:00+00:00"
       ])
       assert.strictEqual(seen[9], "stop@2025-03-07T17:00:00+00:00")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("open and close on local time at a fixed offset", () =>
+  test("open and close on local time at a fixed offset", () =>
     Effect.gen(function*() {
       const seen = yield* week({ offsetSeconds: -25200 }, "2025-03-03T07:00:00Z", 7, WEEKDAYS_0847)
       assert.strictEqual(seen.length, 10)
@@ -52,7 +54,7 @@ describe("working hours", () => {
       assert.strictEqual(seen[9], "stop@2025-03-07T17:00:00-07:00")
       const first = (yield* entries("wake"))[0]!
       assert.strictEqual(first.at, "2025-03-03T15:47:00.000Z")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
   it.scoped.each([
     {
@@ -87,7 +89,7 @@ describe("working hours", () => {
       assert.deepStrictEqual(seen, expected)
     }).pipe(Effect.provide(LogLive)))
 
-  it.scoped("status shows mode, local time, today's windows and what comes next", () =>
+  test("status shows mode, local time, today's windows and what comes next", () =>
     Effect.gen(function*() {
       const { steering } = yield* startAt("2025-03-10T16:15:00Z", {
         schedule: { timezone: LA, hours: WEEKDAYS_0847 },
@@ -129,9 +131,9 @@ describe("working hours", () => {
       const started = (yield* entries("started"))[0]!.data as { routines: Array<string>; rejected: Array<unknown> }
       assert.deepStrictEqual(started.routines, ["morning", "loop"])
       assert.strictEqual(started.rejected.length, 1)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("start: paused follows no schedule until resumed", () =>
+  test("start: paused follows no schedule until resumed", () =>
     Effect.gen(function*() {
       const { steering } = yield* startAt("2025-03-03T00:00:00Z", {
         schedule: { ...UTC, start: "paused" },
@@ -146,16 +148,13 @@ describe("working hours", () => {
         "wake@2025-03-03T12:00:00+00:00",
         "fire:loop@2025-03-03T13:00:00+00:00"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("cadence", () => {
-  it.scoped("intervalMs counts working time only: it pauses outside working hours", () =>
+  test("intervalMs counts working time only: it pauses outside working hours", () =>
     Effect.gen(function*() {
-      yield* startAt("2025-03-03T00:00:00Z", {
-        schedule: UTC,
-        routines: [quietScan("loop", { intervalMs: 3 * HOUR })]
-      })
+      yield* startUtc("2025-03-03T00:00:00Z", [quietScan("loop", { intervalMs: 3 * HOUR })])
       yield* TestClock.adjust("2 days")
       assert.deepStrictEqual(yield* localTimes("fire"), [
         "2025-03-03T12:00:00+00:00",
@@ -166,9 +165,9 @@ describe("cadence", () => {
       ])
       const results = yield* fireResults
       assert.isTrue(results.every((r) => r.ok && r.trigger === "schedule" && r.routine === "loop"))
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("dailyAt fires once per working day and not on days off", () =>
+  test("dailyAt fires once per working day and not on days off", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-01T08:00:00Z") // Saturday 00:00 PST
       yield* start({
@@ -184,9 +183,9 @@ describe("cadence", () => {
         "2025-03-07T09:00:00-08:00",
         "2025-03-10T09:00:00-07:00"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("dailyAt on the days the clocks change fires exactly once", () =>
+  test("dailyAt on the days the clocks change fires exactly once", () =>
     Effect.gen(function*() {
       const routines = [
         quietScan("in-gap", { dailyAt: "02:30" }),
@@ -210,9 +209,9 @@ describe("cadence", () => {
         "fire:in-overlap@2025-11-02T01:30:00-07:00", // once, not again at 01:30 PST
         "fire:in-gap@2025-11-02T02:30:00-08:00"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("dailyAt asked from the second pass of a repeated hour is tomorrow's, not the hour already gone", () =>
+  test("dailyAt asked from the second pass of a repeated hour is tomorrow's, not the hour already gone", () =>
     Effect.gen(function*() {
       yield* setTime("2025-11-02T09:15:00Z") // 01:15 PST, the second 01:15 of the fall-back night
       const { steering } = yield* start({
@@ -223,17 +222,14 @@ describe("cadence", () => {
       assert.strictEqual((yield* steering.status).routines[0]!.nextFireAt, "2025-11-03T09:30:00.000Z")
       yield* TestClock.adjust("25 hours")
       assert.deepStrictEqual(timeline(yield* entries("fire")), ["fire:in-overlap@2025-11-03T01:30:00-08:00"])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("the boot cursor: nothing fires the instant the node starts", () =>
+  test("the boot cursor: nothing fires the instant the node starts", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T09:00:00Z", {
-        schedule: UTC,
-        routines: [
-          quietScan("morning", { dailyAt: "09:00" }),
-          quietScan("hourly", { intervalMs: HOUR })
-        ]
-      })
+      const { steering } = yield* startUtc("2025-03-03T09:00:00Z", [
+        quietScan("morning", { dailyAt: "09:00" }),
+        quietScan("hourly", { intervalMs: HOUR })
+      ])
       yield* TestClock.adjust("1 minute")
       assert.deepStrictEqual(yield* entries("fire"), [])
       assert.deepStrictEqual((yield* steering.status).routines.map((r) => r.nextFireAt), [
@@ -242,5 +238,5 @@ describe("cadence", () => {
       ])
       yield* TestClock.adjust("59 minutes")
       assert.deepStrictEqual(timeline(yield* entries("fire")), ["fire:hourly@2025-03-03T10:00:00+00:00"])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })

@@ -3,7 +3,7 @@
  * routine still busy when its next fire comes. Under TestClock, over a real report log and a test double of the
  * fleet's operations.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Deferred, Effect, TestClock } from "effect"
 import {
   entries,
@@ -11,19 +11,19 @@ import {
   fireResults,
   gatedFleet,
   HOUR,
-  LogLive,
   quietScan,
   setTime,
   settle,
   start,
-  startAt,
+  startUtc,
+  test,
   timeline,
   UTC,
   UTC_WEEK
 } from "./support.js"
 
 describe("overrides", () => {
-  it.scoped("keepGoing extends today's window, stacks, and expires by itself", () =>
+  test("keepGoing extends today's window, stacks, and expires by itself", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T16:30:00Z")
       // The default one-minute heartbeat here; the other tests use a long one.
@@ -52,19 +52,19 @@ describe("overrides", () => {
         "keep_going:start@17:30",
         "keep_going:expired@18:30"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("keepGoing wants whole minutes, up to a day", () =>
+  test("keepGoing wants whole minutes, up to a day", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T16:30:00Z", { schedule: UTC })
+      const { steering } = yield* startUtc("2025-03-03T16:30:00Z")
       for (const minutes of [0, 1.5, 1441]) {
         const error = yield* failureOf(steering.keepGoing(minutes))
         assert.strictEqual(error._tag, "InvalidSchedule")
         assert.strictEqual(error.message, "invalid minutes: a whole number of minutes from 1 to 1440")
       }
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("workToday adds a shift on a day off (a working day for dailyAt too) and it expires", () =>
+  test("workToday adds a shift on a day off (a working day for dailyAt too) and it expires", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-08T10:00:00Z") // Saturday
       const { steering } = yield* start({
@@ -87,11 +87,11 @@ describe("overrides", () => {
         "stop@2025-03-08T17:00:00+00:00"
       ])
       assert.deepStrictEqual((yield* steering.status).overrides, [])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("workOn adds a shift on a date, and refuses bad dates and windows", () =>
+  test("workOn adds a shift on a date, and refuses bad dates and windows", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-08T10:00:00Z", { schedule: UTC })
+      const { steering } = yield* startUtc("2025-03-08T10:00:00Z")
       yield* steering.workOn("2025-03-09", ["10:00", "12:00"])
       yield* TestClock.adjust("26 hours") // Sunday 12:00
       assert.deepStrictEqual(timeline(yield* entries("wake", "stop")), [
@@ -112,14 +112,11 @@ describe("overrides", () => {
         "InvalidSchedule: invalid date: 2027-03-12 is more than a year ahead",
         "InvalidSchedule: invalid window: the 08:00-09:00 window on 2025-03-09 is already over: keepGoing(minutes) works from now"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("stopForToday ends the shift now, skips today's fires, and the next day works as usual", () =>
+  test("stopForToday ends the shift now, skips today's fires, and the next day works as usual", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T11:00:00Z", {
-        schedule: UTC,
-        routines: [quietScan("afternoon", { dailyAt: "15:00" })]
-      })
+      const { steering } = yield* startUtc("2025-03-03T11:00:00Z", [quietScan("afternoon", { dailyAt: "15:00" })])
       const stop = yield* steering.stopForToday
       assert.deepInclude(stop, { kind: "stop_for_today", until: "2025-03-04T00:00:00.000Z" })
       assert.strictEqual((yield* steering.status).reason, "stopped for today")
@@ -131,20 +128,20 @@ describe("overrides", () => {
         "wake@2025-03-04T09:00:00+00:00"
       ])
       assert.strictEqual(((yield* entries("skip"))[0]!.data as { reason: string }).reason, "stopped for today")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("resume undoes stopForToday", () =>
+  test("resume undoes stopForToday", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T11:00:00Z", { schedule: UTC })
+      const { steering } = yield* startUtc("2025-03-03T11:00:00Z")
       yield* steering.stopForToday
       const status = yield* steering.resume
       assert.isTrue(status.working)
       assert.deepStrictEqual(status.overrides, [])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("pause and busy routines", () => {
-  it.scoped("pause lets an in-flight fire finish, starts nothing new, and resume picks up", () =>
+  test("pause lets an in-flight fire finish, starts nothing new, and resume picks up", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       const gate = yield* Deferred.make<void>()
@@ -175,9 +172,9 @@ describe("pause and busy routines", () => {
         "wake@2025-03-03T13:00:00+00:00",
         "fire:job@2025-03-03T14:00:00+00:00"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("a routine whose previous fire is still running is skipped, and the skip is recorded", () =>
+  test("a routine whose previous fire is still running is skipped, and the skip is recorded", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       const gate = yield* Deferred.make<void>()
@@ -206,5 +203,5 @@ describe("pause and busy routines", () => {
         ["previous fire still running", "schedule"],
         ["previous fire still running", "manual"]
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })

@@ -3,7 +3,7 @@
  * waits for the next day (or a resume); and every step of the schedule is a span as well as an entry. Under
  * TestClock, over a real report log and a test double of the fleet's operations.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { NoAttemptPassed } from "@flotta/core/Errors"
 import { Deferred, Effect, TestClock, Tracer } from "effect"
 import {
@@ -13,12 +13,13 @@ import {
   fireResults,
   gatedFleet,
   HOUR,
-  LogLive,
   runResult,
   setTime,
   settle,
   start,
   startAt,
+  startUtc,
+  test,
   timeline,
   UTC
 } from "./support.js"
@@ -36,7 +37,7 @@ describe("cost rails", () => {
     }]
   }
 
-  it.scoped("each fire is bounded by what is left; crossing the daily rail pauses the routine until the next day", () =>
+  test("each fire is bounded by what is left; crossing the daily rail pauses the routine until the next day", () =>
     Effect.gen(function*() {
       const { fleet, steering } = yield* startAt("2025-03-03T09:00:00Z", railed)
       yield* TestClock.adjust("4 hours")
@@ -68,9 +69,9 @@ describe("cost rails", () => {
         "paused",
         "lifted"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("resume lifts a rail", () =>
+  test("resume lifts a rail", () =>
     Effect.gen(function*() {
       const { steering } = yield* startAt("2025-03-03T09:00:00Z", railed)
       yield* TestClock.adjust("3 hours")
@@ -83,9 +84,9 @@ describe("cost rails", () => {
         (yield* entries("rail"))[0]!.data,
         { routine: "job", action: "lifted", reason: "resume" }
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("a restart does not reset a spent rail within the same day", () =>
+  test("a restart does not reset a spent rail within the same day", () =>
     Effect.gen(function*() {
       yield* setTime("2025-03-03T09:00:00Z")
       yield* Effect.scoped(Effect.gen(function*() {
@@ -104,11 +105,11 @@ describe("cost rails", () => {
       const tuesday = (yield* steering.status).routines[0]!
       assert.strictEqual(tuesday.state, "idle")
       assert.closeTo(tuesday.spentTodayUsd, 0.2, 1e-9)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("cost rails and best-of-N runs", () => {
-  it.scoped("a fire counts what every attempt spent, when one wins and when none passes", () =>
+  test("a fire counts what every attempt spent, when one wins and when none passes", () =>
     Effect.gen(function*() {
       // The first fire's three attempts spent 0.06 (the winner 0.01 of it); the second's, none passing, 0.07.
       let fires = 0
@@ -118,16 +119,19 @@ describe("cost rails and best-of-N runs", () => {
             ? Effect.succeed({ ...runResult(options.name!, "won", { costUsd: 0.01 }), totalCostUsd: 0.06 })
             : Effect.fail(new NoAttemptPassed({ name: options.name!, attempts: [], costUsd: 0.07 }))
       })
-      const { steering } = yield* startAt("2025-03-03T09:00:00Z", {
-        schedule: UTC,
-        routines: [{ name: "best", action: "run", every: { intervalMs: HOUR }, prompt: "work", dailyBudgetUsd: 1 }]
-      }, fleet)
+      const { steering } = yield* startUtc("2025-03-03T09:00:00Z", [{
+        name: "best",
+        action: "run",
+        every: { intervalMs: HOUR },
+        prompt: "work",
+        dailyBudgetUsd: 1
+      }], fleet)
       yield* TestClock.adjust("2 hours")
       yield* settle(steering)
       const outcomes = yield* fireResults
       assert.deepStrictEqual(outcomes.map((o) => [o.ok, Number(o.costUsd.toFixed(4))]), [[true, 0.06], [false, 0.07]])
       assert.closeTo((yield* steering.status).routines[0]!.spentTodayUsd, 0.13, 1e-9)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("observability", () => {
@@ -157,7 +161,7 @@ describe("observability", () => {
       context: (f) => f()
     })
 
-  it.scoped("every wake, stop, fire, skip, override and rail is a span as well as a report entry", () =>
+  test("every wake, stop, fire, skip, override and rail is a span as well as a report entry", () =>
     Effect.gen(function*() {
       const names: Array<string> = []
       yield* setTime("2025-03-03T08:00:00Z")
@@ -184,5 +188,5 @@ describe("observability", () => {
         [...logged].sort(),
         ["fire", "fire_result", "override", "rail", "skip", "started", "stop", "wake"]
       )
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })

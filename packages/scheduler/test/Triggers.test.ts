@@ -16,13 +16,13 @@ import {
   fireResults,
   gatedFleet,
   HOUR,
-  LogLive,
   scanningFleet,
   setTime,
   settle,
   start,
-  startAt,
+  startUtc,
   template,
+  test,
   timeline,
   UTC
 } from "./support.js"
@@ -67,15 +67,12 @@ describe("routines without a cadence", () => {
     assert.notInclude(JSON.stringify(rejected), "hunter2")
   })
 
-  it.scoped("never fires on schedule, across days; fires on trigger and by hand", () =>
+  test("never fires on schedule, across days; fires on trigger and by hand", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T09:00:00Z", {
-        schedule: UTC,
-        routines: [
-          { name: "hook", action: "run", prompt: "on demand" },
-          { name: "said", action: "run", every: { triggered: true }, prompt: "on demand too" }
-        ]
-      })
+      const { steering } = yield* startUtc("2025-03-03T09:00:00Z", [
+        { name: "hook", action: "run", prompt: "on demand" },
+        { name: "said", action: "run", every: { triggered: true }, prompt: "on demand too" }
+      ])
       yield* TestClock.adjust("3 days")
       assert.deepStrictEqual(yield* entries("fire", "skip"), [])
       const status = yield* steering.status
@@ -92,17 +89,18 @@ describe("routines without a cadence", () => {
       ])
       yield* TestClock.adjust("2 days")
       assert.strictEqual((yield* entries("fire")).length, 2, "still nothing on a schedule")
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("trigger", () => {
-  it.scoped("returns the fire's id as soon as it has started; the entries say what fired it, with its detail", () =>
+  test("returns the fire's id as soon as it has started; the entries say what fired it, with its detail", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
-      const { steering } = yield* startAt("2025-03-03T10:00:00Z", {
-        schedule: UTC,
-        routines: [{ name: "ci", action: "run", prompt: "GATED" }]
-      }, gatedFleet(gate))
+      const { steering } = yield* startUtc(
+        "2025-03-03T10:00:00Z",
+        [{ name: "ci", action: "run", prompt: "GATED" }],
+        gatedFleet(gate)
+      )
       const detail = { event: "check_run.completed", delivery: "d-1" }
       const { fireId } = yield* steering.trigger("ci", { source: "github", detail })
       assert.match(fireId, /^fire-[0-9a-f]{8}$/)
@@ -141,23 +139,20 @@ describe("trigger", () => {
         "RoutineNotFound",
         "no routine named \"nope\" (routines: ci)"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("the event's text goes into the prompt: after a blank line, or in place of {{event}}; cut at 16 KiB", () =>
+  test("the event's text goes into the prompt: after a blank line, or in place of {{event}}; cut at 16 KiB", () =>
     Effect.gen(function*() {
       const fleet = scanningFleet(() => [], 0.1)
       fleet.templates.set("fixer", template({ name: "fixer", prompt: "Fix what the event says." }))
-      const { steering } = yield* startAt("2025-03-03T10:00:00Z", {
-        schedule: UTC,
-        routines: [
-          { name: "append", action: "run", prompt: "Look into this." },
-          { name: "placed", action: "run", prompt: "The event:\n{{event}}\nNow act on it." },
-          { name: "templated", action: "run", template: "fixer" },
-          { name: "turn", action: "prompt", agent: "scout", prompt: "status?" },
-          { name: "scan", action: "scan", focus: "docs" },
-          { name: "hourly", action: "run", every: { intervalMs: HOUR }, prompt: "Tick {{event}}" }
-        ]
-      }, fleet)
+      const { steering } = yield* startUtc("2025-03-03T10:00:00Z", [
+        { name: "append", action: "run", prompt: "Look into this." },
+        { name: "placed", action: "run", prompt: "The event:\n{{event}}\nNow act on it." },
+        { name: "templated", action: "run", template: "fixer" },
+        { name: "turn", action: "prompt", agent: "scout", prompt: "status?" },
+        { name: "scan", action: "scan", focus: "docs" },
+        { name: "hourly", action: "run", every: { intervalMs: HOUR }, prompt: "Tick {{event}}" }
+      ], fleet)
       const text = "check_run failed on main"
       for (const name of ["append", "placed", "templated", "turn", "scan"]) {
         yield* steering.trigger(name, { source: "webhook", text })
@@ -197,17 +192,14 @@ describe("trigger", () => {
           "\n[the event's text was cut: the first 16382 of its 30002 bytes are above]"
       )
       assert.strictEqual(capText("é".repeat(MAX_EVENT_BYTES / 2)), "é".repeat(MAX_EVENT_BYTES / 2))
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("outside working hours it is refused and the skip recorded, unless the routine has triggerAnyTime", () =>
+  test("outside working hours it is refused and the skip recorded, unless the routine has triggerAnyTime", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T07:30:00Z", {
-        schedule: UTC,
-        routines: [
-          { name: "strict", action: "run", prompt: "work" },
-          { name: "anytime", action: "run", prompt: "work", triggerAnyTime: true }
-        ]
-      })
+      const { steering } = yield* startUtc("2025-03-03T07:30:00Z", [
+        { name: "strict", action: "run", prompt: "work" },
+        { name: "anytime", action: "run", prompt: "work", triggerAnyTime: true }
+      ])
       const detail = { delivery: "d-9" }
       const error = yield* failureOf(steering.trigger("strict", { source: "github", detail }))
       assert.deepStrictEqual<unknown>(
@@ -240,17 +232,14 @@ describe("trigger", () => {
         "fire:anytime@2025-03-03T07:30:00+00:00",
         "fire:strict@2025-03-03T09:00:00+00:00"
       ])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("while paused it is refused and the skip recorded, unless the routine has triggerAnyTime", () =>
+  test("while paused it is refused and the skip recorded, unless the routine has triggerAnyTime", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T10:00:00Z", {
-        schedule: UTC,
-        routines: [
-          { name: "strict", action: "run", prompt: "work" },
-          { name: "anytime", action: "run", prompt: "work", triggerAnyTime: true }
-        ]
-      })
+      const { steering } = yield* startUtc("2025-03-03T10:00:00Z", [
+        { name: "strict", action: "run", prompt: "work" },
+        { name: "anytime", action: "run", prompt: "work", triggerAnyTime: true }
+      ])
       yield* steering.pause
       const error = yield* failureOf(steering.trigger("strict", { source: "webhook" }))
       assert.deepStrictEqual<unknown>({ ...error }, {
@@ -269,14 +258,16 @@ describe("trigger", () => {
       yield* steering.trigger("strict", { source: "webhook" })
       yield* settle(steering)
       assert.deepStrictEqual((yield* fireResults).map((o) => o.routine), ["anytime", "strict"])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 
-  it.scoped("the daily rail refuses it as it refuses runRoutine, and the skip says so", () =>
+  test("the daily rail refuses it as it refuses runRoutine, and the skip says so", () =>
     Effect.gen(function*() {
-      const { steering } = yield* startAt("2025-03-03T10:00:00Z", {
-        schedule: UTC,
-        routines: [{ name: "pricey", action: "run", prompt: "work", dailyBudgetUsd: 0.05 }]
-      }, fakeFleet({ costUsd: 0.1 }))
+      const { steering } = yield* startUtc("2025-03-03T10:00:00Z", [{
+        name: "pricey",
+        action: "run",
+        prompt: "work",
+        dailyBudgetUsd: 0.05
+      }], fakeFleet({ costUsd: 0.1 }))
       yield* steering.trigger("pricey", { source: "webhook" })
       yield* settle(steering)
       assert.strictEqual((yield* steering.status).routines[0]!.state, "railed")
@@ -293,11 +284,11 @@ describe("trigger", () => {
         localTime: "2025-03-03T10:00:00+00:00",
         detail: { delivery: "d-3" }
       }])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("a routine's own secret", () => {
-  it.scoped("routineSecret gives it; status, the report log and the saved state never show it", () =>
+  test("routineSecret gives it; status, the report log and the saved state never show it", () =>
     Effect.gen(function*() {
       const { saved, store } = memoryState()
       yield* setTime("2025-03-03T10:00:00Z")
@@ -330,11 +321,11 @@ describe("a routine's own secret", () => {
       ]
       assert.isTrue(shown.every((s) => s.length > 0))
       for (const s of shown) assert.notInclude(s, SECRET)
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })
 
 describe("a restart of the host", () => {
-  it.scoped("a routine fired only on trigger comes back from the saved state with its last fire", () =>
+  test("a routine fired only on trigger comes back from the saved state with its last fire", () =>
     Effect.gen(function*() {
       const { saved, store } = memoryState()
       const config = { schedule: UTC, routines: [{ name: "hook", action: "run", prompt: "work" }] }
@@ -375,5 +366,5 @@ describe("a restart of the host", () => {
         routine: "hook",
         reason: "its cadence changed (on trigger, now every 3600000 ms of working time)"
       }])
-    }).pipe(Effect.provide(LogLive)))
+    }))
 })

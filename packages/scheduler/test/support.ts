@@ -2,6 +2,7 @@
  * Test support: a scheduler over a real report log and a test double of the fleet's operations, built
  * under whatever clock the test runs with (TestClock in `it.scoped`).
  */
+import { it } from "@effect/vitest"
 import type { TurnResult } from "@flotta/core/Agent"
 import { InvalidSpec } from "@flotta/core/Errors"
 import { ReportLog } from "@flotta/core/ReportLog"
@@ -10,12 +11,20 @@ import type { RunOptions, RunResult } from "@flotta/core/Run"
 import * as Spec from "@flotta/core/Spec"
 import { Store } from "@flotta/core/Store"
 import { Deferred, Effect, Either, Layer, Option, TestClock } from "effect"
+import type { Scope } from "effect"
 import * as Scheduler from "../src/Scheduler.js"
 import * as SchedulerConfig from "../src/SchedulerConfig.js"
 import { SCHEDULER_AGENT, schedulerEntries } from "../src/Steering.js"
 import type { FireOutcome, Steering } from "../src/Steering.js"
 
 export const LogLive = ReportLog.Default.pipe(Layer.provide(Store.memory))
+
+/**
+ * A test under TestClock (`it.scoped`) over a report log of its own: what most tests here open and close with,
+ * said once.
+ */
+export const test = <A, E>(title: string, body: () => Effect.Effect<A, E, ReportLog | Scope.Scope>) =>
+  it.scoped(title, () => body().pipe(Effect.provide(LogLive)))
 
 type Failure = { readonly _tag: string; readonly message: string }
 
@@ -138,6 +147,10 @@ export const start = (
 /** Sets the clock to `iso`, then builds a scheduler there (see `start`). */
 export const startAt = (iso: string, config: Record<string, unknown>, fleet?: FakeFleet) =>
   Effect.zipRight(setTime(iso), start(config, fleet))
+
+/** `startAt` over weekdays 09:00-17:00 UTC (`UTC`) with these routines: how most tests here start. */
+export const startUtc = (iso: string, routines: ReadonlyArray<object> = [], fleet?: FakeFleet) =>
+  startAt(iso, { schedule: UTC, routines }, fleet)
 
 /** The scheduler's entries, oldest first; optionally only some kinds. */
 export const entries = (...kinds: Array<string>) =>
