@@ -21,7 +21,7 @@ export type Lifecycle = typeof Lifecycle.Type
 export const BudgetPer = Schema.Literal("day", "life")
 export type BudgetPer = typeof BudgetPer.Type
 
-/** Free-form `key: value` tags: the fleet groups spend and filters lists by them (a scheduler sets `routine`). */
+/** Free-form `key: value` tags: the fleet groups spend and filters lists by them (a scheduler can name what started an agent). */
 export const Labels = Schema.Record({ key: Schema.String, value: Schema.String })
 export type Labels = typeof Labels.Type
 

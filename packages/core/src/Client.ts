@@ -175,7 +175,7 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     parking: () => run((f) => f.parking),
     broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
-    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, routine, model, day or hour. */
+    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, model, day, hour or any label (`label:team`). */
     costs: (query?: CostQuery) => run((f) => f.costs(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
     run: (runOptions: RunOptions) => run((f) => f.run(runOptions)),

@@ -15,7 +15,8 @@ export const CostsArgs = Schema.Struct({
     description: "From when: a span back from now (7d, 24h, 30m, 2w) or a date/instant (2025-01-31); default: all"
   })),
   until: exact(Bound.annotations({ description: "Until when (exclusive), as `since`; default: now" })),
-  by: exact(CostBy.annotations({ description: "Group by agent (default), run, routine, model, day or hour (UTC)" }))
+  by: exact(CostBy.annotations({ description: "Group by agent (default), run, model, day or hour (UTC), or by a label: \"label:KEY\" (label:team; the " +
+      "scheduler's runs carry label:routine)" }))
 })
 
 export const tools: ReadonlyArray<Tool.Tool> = [

@@ -6,6 +6,7 @@
  * 16 KiB: in place of the prompt's `{{event}}`, or after the prompt and a blank line. Fires with no text (the
  * schedule's, the manual ones) leave the prompt as it is.
  */
+import type { Labels } from "@flotta/core/AgentOptions"
 import type { TurnResult } from "@flotta/core/Agent"
 import { decodeAt, exact } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
@@ -130,6 +131,12 @@ export const withEvent = (prompt: string, text: string | undefined): string =>
 
 /** Spend is summed in floating point (0.1 + 0.2 is 0.30000000000000004): a budget counts as reached this close. */
 export const EPSILON = 1e-9
+
+/** The labels of what a routine starts: its own, and `routine: NAME`, which its spend is grouped by. */
+const labelsOf = (routine: { readonly name: string; readonly labels?: Labels | undefined }): Labels => ({
+  ...routine.labels,
+  routine: routine.name
+})
 
 /** A routine's budget for one fire: its `maxBudgetUsd`, cut to what its daily budget has left. */
 export const budgetOf = (r: RoutineState): number | undefined => {
@@ -317,7 +324,7 @@ export const make = (deps: {
               name,
               template: routine.template,
               prompt: dispatchPrompt(template.prompt, task),
-              routine: routine.name,
+              labels: labelsOf(routine),
               ...bounded()
             })))
             claimed.delete(task.key)
@@ -358,7 +365,7 @@ export const make = (deps: {
               name,
               ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
               ...(text === undefined ? {} : { prompt: base === undefined ? text : withEvent(base, text) }),
-              routine: routine.name,
+              labels: labelsOf(routine),
               ...placement(routine),
               ...bounded()
             }))

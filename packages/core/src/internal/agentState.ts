@@ -34,6 +34,7 @@ import type * as Permission from "../Permission.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Confinement } from "../Sandbox.js"
 import type { StoreShape } from "../Store.js"
+import type { Labels } from "../AgentOptions.js"
 import type { AgentOptions } from "./agentOptions.js"
 import type { Alarms } from "./alarms.js"
 import type { LiveSlots } from "./liveSlots.js"
@@ -205,6 +206,8 @@ export interface AgentState {
   contextWindow: number | null
   /** The CLI could not write its session file. */
   writesLost: WritesLost | undefined
+  /** Its labels now: given at spawn, changed by `relabel`; each turn's cost is saved with them. */
+  labels: Labels
 }
 
 /** What the turn runner, the supervisor, the process start and the handle share. */
