@@ -33,7 +33,8 @@ export const renderCosts = (report: CostReport): string => {
   const window = `${report.since ?? "the start"} to ${report.until ?? "now"}`
   if (report.groups.length === 0) return `No spend from ${window}.`
   const rows = report.groups.map((g) => [
-    g.key ?? (report.by === "run" ? "(no run)" : Costs.isLabelBy(report.by) ? `(no ${Costs.labelKey(report.by)})` : "(none)"),
+    g.key ??
+      (report.by === "run" ? "(no run)" : Costs.isLabelBy(report.by) ? `(no ${Costs.labelKey(report.by)})` : "(none)"),
     usd(g.costUsd),
     report.totalUsd > 0 ? `${((g.costUsd / report.totalUsd) * 100).toFixed(1)}%` : "-",
     String(g.turns)

@@ -6,11 +6,11 @@
  * Every payload, answer and failure has its Schema: the engine's views (core's AgentView, and WireViews for the
  * few core keeps as types only) and its typed errors, decoded back into their classes on the caller's host.
  */
-import { AgentOptions } from "@flotta/core/AgentOptions"
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import type { EntityId } from "@effect/cluster/EntityId"
 import * as Rpc from "@effect/rpc/Rpc"
+import { AgentOptions } from "@flotta/core/AgentOptions"
 import * as AgentView from "@flotta/core/AgentView"
 import { ApprovalDecisionSchema, ApprovalSchema } from "@flotta/core/Approvals"
 import { CostBy, CostReport } from "@flotta/core/Costs"

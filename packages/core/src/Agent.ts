@@ -6,6 +6,7 @@
  * and its views (from `AgentView`); the `Registry` starts agents.
  */
 import type { Duration, Effect } from "effect"
+import type { AgentOptions, Labels } from "./AgentOptions.js"
 import type { AgentInfo, AgentStatusView, ForkOrigin, TurnRecord, TurnResult } from "./AgentView.js"
 import type {
   AgentClosed,
@@ -18,8 +19,8 @@ import type {
   TurnError,
   TurnPending
 } from "./Errors.js"
-import type { AgentOptions, Labels } from "./AgentOptions.js"
 
+export type { AgentOptions, Labels } from "./AgentOptions.js"
 export type {
   Activity,
   AgentInfo,
@@ -36,7 +37,6 @@ export type {
   TurnResult
 } from "./AgentView.js"
 export { buildArgs } from "./internal/agentOptions.js"
-export type { AgentOptions, Labels } from "./AgentOptions.js"
 
 /**
  * Options of a fork: `at`, the source's turn to cut at (its conversation up to and including that turn; the

@@ -5,10 +5,10 @@
  * these Schemas instead of restating them. It imports only leaf modules (Schemas of their own data).
  */
 import { Schema } from "effect"
+import { Labels, Lifecycle, Role, StoredOptions } from "./AgentOptions.js"
 import * as Protocol from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
 import { Described } from "./Permission.js"
-import { Labels, Lifecycle, Role, StoredOptions } from "./AgentOptions.js"
 import { SandboxData } from "./Sandbox.js"
 import { PermissionRecord, ToolCall } from "./ToolView.js"
 

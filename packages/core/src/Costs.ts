@@ -4,8 +4,8 @@
  * (`7d`, `24h`, an ISO date). A leaf module: the store, the facade, MCP, the CLI and the dashboard share it.
  */
 import { Clock, Effect, Either, Schema } from "effect"
-import type { TurnRow } from "./AgentView.js"
 import type { Labels } from "./AgentOptions.js"
+import type { TurnRow } from "./AgentView.js"
 import { exact } from "./Decode.js"
 import { InvalidSpec } from "./Errors.js"
 

@@ -1,6 +1,6 @@
 /**
  * The cost console and session budgets over the in-memory Claude under TestClock: each turn keeps its own cost per
- * model, `costs` answers by agent, model, day, run and routine with the store's sums, and a session with
+ * model, `costs` answers by agent, model, day, run and any label with the store's sums, and a session with
  * `maxBudgetUsd` takes no new turn once its turns have spent it (for its life, or per UTC day), across a restart.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -25,7 +25,7 @@ describe("the cost console", () => {
       yield* f.ask("bob", "one")
       yield* TestClock.adjust(DAY)
       yield* f.ask("bob", "two")
-      yield* f.run({ name: "job", prompt: "do it", model: "opus", routine: "nightly" })
+      yield* f.run({ name: "job", prompt: "do it", model: "opus", labels: { routine: "nightly" } })
       const turns = [...yield* f.transcript("ann"), ...yield* f.transcript("bob")]
       for (const turn of turns) {
         // The CLI's modelUsage is a running total per process: each turn keeps only its own share.
@@ -50,8 +50,14 @@ describe("the cost console", () => {
       assert.deepStrictEqual(byDay.groups.map((g) => [g.key, g.turns]), [["2025-06-01", 4], ["2025-06-02", 2]])
       const byRun = yield* f.costs({ by: "run" })
       assert.deepStrictEqual(byRun.groups.map((g) => g.key).sort(), ["job", null].sort())
-      const byRoutine = yield* f.costs({ by: "routine" })
+      const byRoutine = yield* f.costs({ by: "label:routine" })
       assert.approximately(byRoutine.groups.find((g) => g.key === "nightly")!.costUsd, job, 1e-12)
+      assert.approximately(byRoutine.groups.find((g) => g.key === null)!.costUsd, ann + bob, 1e-12)
+      // The old spelling is gone: it names no label.
+      const oldBy = failure(yield* Effect.exit(f.costs({ by: "routine" as never })))
+      assert.deepStrictEqual([oldBy?._tag, oldBy?.path], ["InvalidSpec", "by"])
+      const noKey = failure(yield* Effect.exit(f.costs({ by: "label:" as never })))
+      assert.deepStrictEqual([noKey?._tag, noKey?.path], ["InvalidSpec", "by"])
       // A window back from now: only today's turns.
       const today = yield* f.costs({ since: "12h", by: "agent" })
       assert.strictEqual(today.turns, 2)

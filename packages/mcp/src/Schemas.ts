@@ -2,9 +2,9 @@
  * The tools' arguments and results, as Effect Schemas. Arguments are strict (a misspelt field is an error that
  * names it); results describe what the engine returns and tolerate fields added later.
  */
+import * as Options from "@flotta/core/AgentOptions"
 import * as View from "@flotta/core/AgentView"
 import { exact } from "@flotta/core/Decode"
-import * as Options from "@flotta/core/AgentOptions"
 import { PermissionData } from "@flotta/core/Permission"
 import * as Outcome from "@flotta/core/RunOutcome"
 import { SandboxData } from "@flotta/core/Sandbox"

@@ -6,8 +6,8 @@
  * 16 KiB: in place of the prompt's `{{event}}`, or after the prompt and a blank line. Fires with no text (the
  * schedule's, the manual ones) leave the prompt as it is.
  */
-import type { Labels } from "@flotta/core/AgentOptions"
 import type { TurnResult } from "@flotta/core/Agent"
+import type { Labels } from "@flotta/core/AgentOptions"
 import { decodeAt, exact } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import * as Permission from "@flotta/core/Permission"
@@ -133,7 +133,12 @@ export const withEvent = (prompt: string, text: string | undefined): string =>
 export const EPSILON = 1e-9
 
 /** The labels of what a routine starts: its own, and `routine: NAME`, which its spend is grouped by. */
-const labelsOf = (routine: { readonly name: string; readonly labels?: Labels | undefined }): Labels => ({
+interface Owner {
+  readonly name: string
+  readonly labels?: Labels | undefined
+}
+
+const labelsOf = (routine: Owner): Labels => ({
   ...routine.labels,
   routine: routine.name
 })
@@ -226,14 +231,14 @@ export const make = (deps: {
       /** What the event says (a trigger's fire only). */
       const text = target._tag === "Routine" ? target.text : undefined
 
-      const scan = (label: string | null, params: ScanParams) =>
+      const scan = (owner: Owner | null, params: ScanParams) =>
         Effect.gen(function*() {
-          const name = runName(label ?? "scan")
+          const name = runName(owner?.name ?? "scan")
           tally.runs.push(name)
           const result = yield* spend(fleet.run({
             name,
             prompt: withEvent(params.prompt ?? defaultScanPrompt(params.focus), text),
-            ...(label === null ? {} : { routine: label }),
+            ...(owner === null ? {} : { labels: labelsOf(owner) }),
             appendSystemPrompt: scanInstructions(params.focus),
             permission: "read_only",
             jsonSchema: TASKS_JSON_SCHEMA,
@@ -248,7 +253,7 @@ export const make = (deps: {
             })
           }
           const entry = yield* record(ReportKinds.findings, {
-            routine: label,
+            routine: owner?.name ?? null,
             fireId,
             run: name,
             tasks: decoded.right.tasks
@@ -261,7 +266,7 @@ export const make = (deps: {
       const dispatch = (routine: DispatchRoutine) =>
         Effect.gen(function*() {
           const template = yield* checkTemplate(routine.name, routine.template)
-          const { seq, tasks } = yield* scan(routine.name, routine)
+          const { seq, tasks } = yield* scan(routine, routine)
           const deferred: Array<{ title: string; key: string; reason: string }> = []
           const chosen = yield* dispatchLock(Effect.gen(function*() {
             const log = yield* schedulerEntries(reports, [
@@ -349,7 +354,7 @@ export const make = (deps: {
       const routine = target.routine
       switch (routine.action) {
         case "scan":
-          return Effect.asVoid(scan(routine.name, routine))
+          return Effect.asVoid(scan(routine, routine))
         case "dispatch_scan":
           return dispatch(routine)
         case "run":

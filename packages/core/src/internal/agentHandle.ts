@@ -16,10 +16,10 @@ import {
   TurnTimeout
 } from "../Errors.js"
 import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
+import { withLabels } from "./agentOptions.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
 import * as AgentStatus from "./agentStatus.js"
 import type { Dormant } from "./dormant.js"
-import { withLabels } from "./agentOptions.js"
 import { forkOptions, forkPointOf } from "./forkPoint.js"
 import * as Supervisor from "./supervisor.js"
 import * as Turns from "./turn.js"

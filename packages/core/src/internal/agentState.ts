@@ -5,6 +5,7 @@
  */
 import type { Deferred, Effect, Option, Scope, Tracer } from "effect"
 import type { Agent } from "../Agent.js"
+import type { Labels } from "../AgentOptions.js"
 import type {
   AgentRow,
   AgentStatus,
@@ -34,7 +35,6 @@ import type * as Permission from "../Permission.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Confinement } from "../Sandbox.js"
 import type { StoreShape } from "../Store.js"
-import type { Labels } from "../AgentOptions.js"
 import type { AgentOptions } from "./agentOptions.js"
 import type { Alarms } from "./alarms.js"
 import type { LiveSlots } from "./liveSlots.js"

@@ -46,7 +46,6 @@ export const costColumns = (row: CostRow) => ({
 export const labelColumns = (row: CostRow) =>
   Object.entries(row.labels).map(([key, value]) => ({ agent: row.agent, turn_id: row.turnId, key, value }))
 
-
 /** Cost rows per multi-row insert: 7 parameters each, well within SQLite's 32,766. */
 export const COST_CHUNK = 1_000
 

@@ -88,7 +88,12 @@ export const startAgent = (
     /** The agent's row, as the store keeps it now. */
     const rowOf = (): AgentRow => {
       const running = state.process?.process
-      const { notRestorable, stored } = storedOptions(withLabels(options, state.labels), state.policy, cwd, defaultTimeoutMs)
+      const { notRestorable, stored } = storedOptions(
+        withLabels(options, state.labels),
+        state.policy,
+        cwd,
+        defaultTimeoutMs
+      )
       return {
         name,
         lifecycle: options.lifecycle ?? "session",
