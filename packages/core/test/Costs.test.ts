@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
+import { Registry } from "../src/Registry.js"
 import * as Testing from "../src/Testing.js"
 import { host, shared } from "./support.js"
 
@@ -66,6 +67,45 @@ describe("the cost console", () => {
       assert.deepStrictEqual([bad?._tag, bad?.path], ["InvalidSpec", "since"])
       const badBy = failure(yield* Effect.exit(f.costs({ by: "weekday" as never })))
       assert.deepStrictEqual([badBy?._tag, badBy?.path], ["InvalidSpec", "by"])
+    }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
+})
+
+describe("labels", () => {
+  it.effect("spend groups by any label; relabel changes a live agent's labels, its info and its later turns' cost", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.spawn("ann", { labels: { team: "a", tier: "gold" } })
+      yield* f.spawn("bob", { labels: { team: "b" } })
+      yield* f.spawn("cid")
+      yield* f.ask("ann", "one")
+      yield* f.ask("bob", "one")
+      yield* f.ask("cid", "one")
+      assert.deepStrictEqual((yield* f.info("ann")).labels, { team: "a", tier: "gold" })
+      assert.notProperty(yield* f.info("cid"), "labels")
+      const byTeam = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(byTeam, [["a", 1], ["b", 1], [null, 1]])
+      const byTier = (yield* f.costs({ by: "label:tier" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(byTier, [["gold", 1], [null, 2]])
+
+      // Relabeled: its info says so at once, and only the turns that finish from now on are booked on the new labels.
+      const cid = yield* Effect.flatMap(Registry, (registry) => registry.get("cid"))
+      yield* cid.relabel({ team: "a" })
+      assert.deepStrictEqual((yield* f.info("cid")).labels, { team: "a" })
+      yield* f.ask("cid", "two")
+      const after = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(after, [["a", 2], ["b", 1], [null, 1]])
+      yield* cid.relabel({})
+      assert.notProperty(yield* f.info("cid"), "labels")
+    }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
+
+  it.effect("a run's labels add to its template's, and its turn is booked on them", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.boot({ agents: [{ name: "nightly", lifecycle: "run", prompt: "go", labels: { team: "a", kind: "x" } }] })
+      yield* f.run({ name: "r1", template: "nightly", labels: { kind: "y" } })
+      const byTeam = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      const byKind = (yield* f.costs({ by: "label:kind" })).groups.map((g) => [g.key, g.turns])
+      assert.deepStrictEqual([byTeam, byKind], [[["a", 1]], [["y", 1]]])
     }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
 })
 
