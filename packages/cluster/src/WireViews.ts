@@ -4,6 +4,7 @@
  * of core's own type, so the compiler holds the two together; the rest of the protocol uses core's AgentView, and
  * the agent options (what a placement keeps and a spawn sends) are core's one Schema of them, `AgentOptions`.
  */
+import { Labels } from "@flotta/core/AgentOptions"
 import { ErrorView } from "@flotta/core/AgentView"
 import type { ApprovalQuery as CoreApprovalQuery } from "@flotta/core/Approvals"
 import { exact } from "@flotta/core/Decode"
@@ -33,7 +34,8 @@ const RunState = Schema.Literal("running", "succeeded", "failed")
 export const RunQuery: Schema.Schema<RunList.RunQuery> = Schema.Struct({
   state: exact(RunState),
   kind: exact(Schema.Literal("run", "verify")),
-  limit: exact(Schema.Number)
+  limit: exact(Schema.Number),
+  labels: exact(Labels)
 })
 
 export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
@@ -47,7 +49,8 @@ export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
   branch: Schema.NullOr(Schema.String),
   passed: Schema.NullOr(Schema.Boolean),
   error: Schema.NullOr(Schema.String),
-  host: exact(Schema.String)
+  host: exact(Schema.String),
+  labels: exact(Labels)
 })
 
 /** An async run's outcome: a run's result, or a verify's report (core's Schemas). */
