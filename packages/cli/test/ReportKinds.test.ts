@@ -17,6 +17,13 @@ const packages = {
   cluster: ClusterEvents.kinds
 }
 
+/**
+ * A kind's data as a poster gives it: a key `__proto__` (which fast-check generates for a Record) is not one a
+ * plain object keeps when it is copied, and no poster writes one.
+ */
+const jsonData = <A>(schema: Schema.Schema<A>) =>
+  Arbitrary.make(schema).filter((data) => !(JSON.stringify(data) ?? "").includes("\"__proto__\""))
+
 describe("the fleet's report kinds", () => {
   for (const [name, kinds] of Object.entries(packages)) {
     it(`the ${name}'s kinds round-trip through their Schemas`, () => {
@@ -24,7 +31,7 @@ describe("the fleet's report kinds", () => {
         const encode = Schema.encodeSync(k.data)
         const decode = Schema.decodeUnknownSync(k.data)
         FastCheck.assert(
-          FastCheck.property(Arbitrary.make(k.data), (data) => {
+          FastCheck.property(jsonData(k.data), (data) => {
             assert.deepStrictEqual(decode(encode(data)), data, k.kind)
           }),
           { numRuns: 25 }

@@ -114,7 +114,7 @@ describe("the store, read-only", () => {
       assert.strictEqual(lines[1], "ok store: memory (serve and repl keep no state across restarts)")
       assert.match(
         lines[2]!,
-        new RegExp(`^ok store: sqlite ${file} \\(schema v2, [\\d.]+ kB, ${DRIVER}\\), ok$`)
+        new RegExp(`^ok store: sqlite ${file} \\(schema v3, [\\d.]+ kB, ${DRIVER}\\), ok$`)
       )
     }))
 

@@ -54,7 +54,7 @@ const hostEntity = Protocol.HostEntity.toLayer(
   Effect.map(Hosting, ({ local, membership }) => {
     const me = membership.settings.host
     return Protocol.HostEntity.of({
-      list: () => Effect.map(local.list, (infos) => infos.map(withHost(me))),
+      list: () => Effect.map(local.list(), (infos) => infos.map(withHost(me))),
       broadcast: ({ payload: p }) => local.broadcast(p.text, timeoutOf(p.timeoutMs)),
       approvals: ({ payload: p }) => local.approvals(p.query),
       decide: ({ payload: p }) => local.decide(p.id, p.decision),

@@ -10,13 +10,14 @@ import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import type { EntityId } from "@effect/cluster/EntityId"
 import * as Rpc from "@effect/rpc/Rpc"
+import { AgentOptions } from "@flotta/core/AgentOptions"
 import * as AgentView from "@flotta/core/AgentView"
 import { ApprovalDecisionSchema, ApprovalSchema } from "@flotta/core/Approvals"
 import { CostBy, CostReport } from "@flotta/core/Costs"
 import * as Errors from "@flotta/core/Errors"
 import { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import { Schema } from "effect"
-import { ApprovalQuery, BroadcastOutcome, RunOutcome, RunQuery, RunView, Unparked, WireOptions } from "./WireViews.js"
+import { ApprovalQuery, BroadcastOutcome, RunOutcome, RunQuery, RunView, Unparked } from "./WireViews.js"
 
 /** A turn in flight on a host that died (its lease lapsed): the agent comes back elsewhere, the turn does not. */
 export class HostLost extends Schema.TaggedError<HostLost>()("HostLost", {
@@ -69,7 +70,7 @@ const Turn = {
 }
 
 export const Spawn = Rpc.make("spawn", {
-  payload: { name: Schema.String, options: WireOptions, epoch: Schema.Number, callId: Schema.String },
+  payload: { name: Schema.String, options: AgentOptions, epoch: Schema.Number, callId: Schema.String },
   success: AgentView.AgentInfo,
   error: FleetError
 })
@@ -79,7 +80,7 @@ export const Fork = Rpc.make("fork", {
     source: Schema.String,
     name: Schema.String,
     at: Schema.optional(Schema.String),
-    options: WireOptions,
+    options: AgentOptions,
     callId: Schema.String
   },
   success: AgentView.AgentInfo,

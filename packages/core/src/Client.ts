@@ -6,6 +6,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
+import type { ListQuery } from "./AgentOptions.js"
 import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
 import type { CostQuery } from "./Costs.js"
 import * as Flotta from "./Flotta.js"
@@ -156,7 +157,8 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     result: (name: string, turnId: string = "latest") => run((f) => f.result(name, turnId)),
     transcript: (name: string) => run((f) => f.transcript(name)),
     info: (name: string) => run((f) => f.info(name)),
-    list: () => run((f) => f.list),
+    /** The live agents; `{ labels: { team: "a" } }` keeps those with every one of these labels. */
+    list: (query?: ListQuery) => run((f) => f.list(query)),
     interrupt: (name: string) => run((f) => f.interrupt(name)),
     close: (name: string) => run((f) => f.close(name)),
     /** Queues a compaction as a session's next turn (`instructions`: what to keep); its turn id, to `wait` for. */
@@ -175,7 +177,7 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     parking: () => run((f) => f.parking),
     broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
-    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, routine, model, day or hour. */
+    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, model, day, hour or any label (`label:team`). */
     costs: (query?: CostQuery) => run((f) => f.costs(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
     run: (runOptions: RunOptions) => run((f) => f.run(runOptions)),

@@ -8,6 +8,7 @@ import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Duration } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
+import * as AgentOptions from "./AgentOptions.js"
 import { errorView } from "./AgentView.js"
 import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
@@ -187,7 +188,14 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     })
     /** The credential groups parked now: until when, why, and which agents. */
     const parking = parkingLot.parked
-    const list = registry.list.pipe(Effect.withSpan("Flotta.list"))
+    /** The live agents (runs in progress included); `{ labels }` keeps those with every one of them. */
+    const list = (query: AgentOptions.ListQuery = {}) =>
+      registry.list.pipe(
+        Effect.map((infos) =>
+          query.labels === undefined ? infos : infos.filter((i) => AgentOptions.hasLabels(i.labels, query.labels))
+        ),
+        Effect.withSpan("Flotta.list")
+      )
 
     /**
      * Every live session at once; one slow or failing agent never holds up the others. Runs are left alone: a
@@ -258,7 +266,7 @@ export class Flotta extends Effect.Service<Flotta>()("@flotta/core/Flotta", {
     })
 
     /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
-    /** Spend in a window, by agent, run, routine, model, day or hour (see `Costs`). */
+    /** Spend in a window, by agent, run, model, day, hour or any label (`label:team`; see `Costs`). */
     const costs = Effect.fn("Flotta.costs")(function*(query: Costs.CostQuery = {}) {
       return yield* store.costs(yield* Costs.windowOf(query))
     })

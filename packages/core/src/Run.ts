@@ -8,6 +8,7 @@ import { DateTime, Deferred, Effect, Either, Exit, FiberMap, Option } from "effe
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
+import type { Labels } from "./AgentOptions.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPending } from "./Errors.js"
 import { definedFields } from "./Fields.js"
@@ -67,7 +68,10 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         if (input.template !== undefined) {
           const template = templates.get(input.template)
           if (template === undefined) return yield* invalid("template", `no run template named "${input.template}"`)
-          options = { ...Spec.runOptions(template), ...input }
+          const base = Spec.runOptions(template)
+          // Labels add up: the run's own win over its template's for the same key.
+          const labels = { ...base.labels, ...input.labels }
+          options = { ...base, ...input, ...(Object.keys(labels).length === 0 ? {} : { labels }) }
         }
         yield* checkOptions(options)
         // Its sandbox checked, and its writable paths made absolute from the cwd it was given (not its worktree).
@@ -110,12 +114,13 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const startAsync = (
       name: string,
       kind: RunRow["kind"],
-      effect: (onWorktree: (path: string) => void) => Effect.Effect<Outcome, RunError | VerifyError>
+      effect: (onWorktree: (path: string) => void) => Effect.Effect<Outcome, RunError | VerifyError>,
+      labels?: Labels
     ) =>
       Effect.gen(function*() {
         const outcome: Pending = yield* Deferred.make<Outcome, RunError | VerifyError>()
         outcomes.set(name, outcome)
-        const tracked = yield* track(name, kind)
+        const tracked = yield* track(name, kind, labels)
         yield* FiberMap.run(
           background,
           name,
@@ -165,7 +170,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
             "env",
             "onActivity",
             "sandbox",
-            "routine"
+            "labels"
           ])
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(
@@ -259,7 +264,12 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** Starts a run under supervision and returns its name at once. */
     const runAsync = Effect.fn("Runs.runAsync")(function*(options: RunOptions) {
       const prepared = yield* prepare(options)
-      return yield* startAsync(prepared.name, "run", (onWorktree) => perform(prepared, onWorktree))
+      return yield* startAsync(
+        prepared.name,
+        "run",
+        (onWorktree) => perform(prepared, onWorktree),
+        prepared.options.labels
+      )
     })
 
     const verifying: RunVerify.VerifyDeps = { reports, live, newName, git }

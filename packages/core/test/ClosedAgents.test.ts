@@ -51,7 +51,7 @@ describe("a closed agent", () => {
         ]]
       )
       // Not among the live ones.
-      assert.deepStrictEqual((yield* fleet.list).map((a) => a.name), ["beta"])
+      assert.deepStrictEqual((yield* fleet.list()).map((a) => a.name), ["beta"])
 
       for (const call of [fleet.prompt("alpha", "three"), fleet.status("alpha"), fleet.close("alpha")]) {
         const error = yield* notFound(call)
@@ -134,7 +134,7 @@ describe("a closed agent", () => {
         })
       )
       const after = yield* host(where)((fleet) =>
-        Effect.all({ info: fleet.info("kept"), transcript: fleet.transcript("kept"), live: fleet.list })
+        Effect.all({ info: fleet.info("kept"), transcript: fleet.transcript("kept"), live: fleet.list() })
       )
       assert.deepInclude(after.info, { status: "closed", closedReason: "closed by request" })
       assert.deepStrictEqual(after.transcript.map((t) => t.reply), ["echo: before the restart"])

@@ -26,7 +26,7 @@ const roundTrips = (kinds: ReadonlyArray<ReportEvent.AnyKind>) => {
     const encode = Schema.encodeSync(k.data)
     const decode = Schema.decodeUnknownSync(k.data)
     FastCheck.assert(
-      FastCheck.property(Arbitrary.make(k.data), (data) => {
+      FastCheck.property(jsonData(k.data), (data) => {
         assert.deepStrictEqual(decode(encode(data)), data, k.kind)
       }),
       { numRuns: 25 }
@@ -34,7 +34,7 @@ const roundTrips = (kinds: ReadonlyArray<ReportEvent.AnyKind>) => {
     // As the store keeps it: the entry's JSON, decoded by the union of the kinds.
     const union = Schema.decodeUnknownSync(ReportEvent.union(kinds))
     FastCheck.assert(
-      FastCheck.property(Arbitrary.make(k.data), (data) => {
+      FastCheck.property(jsonData(k.data), (data) => {
         assert.strictEqual(union({ kind: k.kind, data }).kind, k.kind)
       }),
       { numRuns: 5 }
@@ -44,6 +44,13 @@ const roundTrips = (kinds: ReadonlyArray<ReportEvent.AnyKind>) => {
 }
 
 const turnDone = { text: "done", costUsd: 0.25, durationMs: 1200, modelCalls: 2 }
+
+/**
+ * A kind's data as a poster gives it: a key `__proto__` (which fast-check generates for a Record) is not one a
+ * plain object keeps when it is copied, and no poster writes one.
+ */
+const jsonData = <A>(schema: Schema.Schema<A>) =>
+  Arbitrary.make(schema).filter((data) => !(JSON.stringify(data) ?? "").includes("\"__proto__\""))
 
 describe("ReportEvent", () => {
   it("each engine kind round-trips through its Schema, and their names are unique", () => {
