@@ -5,6 +5,7 @@
  * hands it over. The busiest agents get a series each, the rest share one ("others"), in the same order in both
  * charts so an agent keeps its colour.
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { MAX_LIMIT } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
@@ -82,7 +83,7 @@ export const build = (points: ReadonlyArray<TurnPoint>, now: number): ChartData 
 }
 
 /** The charts now, from the report log's tail. */
-export const chartData: Effect.Effect<ChartData, never, Flotta> = Effect.gen(function*() {
+export const chartData: Effect.Effect<ChartData, StoreUnavailable, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const now = yield* Clock.currentTimeMillis
   const page = yield* fleet.reports({ kinds: ["result"], last: MAX_LIMIT })

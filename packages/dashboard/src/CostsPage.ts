@@ -16,6 +16,7 @@ import type { Html } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { agentLink, dollars, empty, runLink } from "./PageParts.js"
+import type { Unanswered } from "./Views.js"
 
 export const DAY = 86_400_000
 /** The window when the address names none. */
@@ -77,7 +78,7 @@ export interface CostsView {
 }
 
 /** What the page shows: the totals and, in the chosen window, spend by day and each table's groups. */
-export const view = (params: CostWindowParams): Effect.Effect<CostsView, InvalidSpec, Flotta> =>
+export const view = (params: CostWindowParams): Effect.Effect<CostsView, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
@@ -93,7 +94,7 @@ export const view = (params: CostWindowParams): Effect.Effect<CostsView, Invalid
 /** A CSV download: the body, and the file name it is saved as. */
 export const csv = (
   query: URLSearchParams
-): Effect.Effect<{ readonly body: string; readonly filename: string }, InvalidSpec, Flotta> =>
+): Effect.Effect<{ readonly body: string; readonly filename: string }, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const by = (query.get("by")?.trim() || "agent") as CostBy
     const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), by)))
@@ -124,7 +125,9 @@ export const perDay = (report: CostReport, now: number): Chart => {
 }
 
 /** The chart's data (`GET /api/costs`), for the window in the address. */
-export const chartData = (query: URLSearchParams): Effect.Effect<{ readonly costPerDay: Chart }, InvalidSpec, Flotta> =>
+export const chartData = (
+  query: URLSearchParams
+): Effect.Effect<{ readonly costPerDay: Chart }, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), "day")))
     return { costPerDay: perDay(report, yield* Clock.currentTimeMillis) }
@@ -196,7 +199,7 @@ const chooser = (params: CostWindowParams) =>
 </form>`
 
 /** The page for the window in the address; a bound `Costs` cannot read is a 400 that says why. */
-export const costsPage = (query: URLSearchParams): Effect.Effect<Page, never, Flotta> => {
+export const costsPage = (query: URLSearchParams): Effect.Effect<Page, Unanswered, Flotta> => {
   const params = paramsOf(query)
   const before = chooser(params)
   return view(params).pipe(

@@ -223,7 +223,14 @@ export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, ne
       Http.route("/runs/:name", GET(page(({ name }) => ({ page: "run", name })))),
       Http.route("/login", Http.methods({ GET: page(() => ({ page: "login" }), "open"), POST: signIn }, refuse)),
       Http.route("/events", GET(events)),
-      Http.route("/api/charts", GET(signedIn(() => Effect.map(Charts.chartData, (data) => json(200, data)), "data"))),
+      Http.route(
+        "/api/charts",
+        GET(signedIn(() =>
+          Charts.chartData.pipe(
+            Effect.map((data) => json(200, data)),
+            Effect.catchAll((error) => Effect.succeed(json(503, { error: error._tag, message: error.message })))
+          ), "data"))
+      ),
       Http.route("/api/costs", GET(costsChart)),
       Http.route("/assets/:file", GET(asset))
     )

@@ -5,6 +5,7 @@
  */
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
+import type { HostLost, HostUnavailable, StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
@@ -15,6 +16,9 @@ import { Scheduler } from "@flotta/scheduler/Scheduler"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
 import { Array as Arr, Effect, Either, Option, Predicate } from "effect"
 import * as path from "node:path"
+
+/** What a fleet may fail to answer with, on any page: a host lost or unavailable, a store that cannot be read. */
+export type Unanswered = HostLost | HostUnavailable | StoreUnavailable
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
 export const cursor = Effect.flatMap(Flotta, (fleet) => fleet.reports({ last: 1 })).pipe(
@@ -39,7 +43,7 @@ export const worktreeOf = (cwd: string): string | null => {
 }
 
 /** Every live agent and run in progress, by name. */
-export const agents: Effect.Effect<ReadonlyArray<AgentRow>, never, Flotta> = Effect.gen(function*() {
+export const agents: Effect.Effect<ReadonlyArray<AgentRow>, Unanswered, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const infos = yield* fleet.list
   const rows = yield* Effect.forEach(infos, (info) =>
@@ -103,7 +107,7 @@ const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktre
  * One agent or async run, however it stands now: live, closed (from the store), finished, or gone. `again`: read
  * once more after a live agent went between two reads.
  */
-export const agent = (name: string, again = true): Effect.Effect<AgentView, never, Flotta> =>
+export const agent = (name: string, again = true): Effect.Effect<AgentView, Unanswered, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const found = yield* Effect.option(fleet.info(name))
@@ -217,7 +221,7 @@ export const runsFilter = (query: URLSearchParams): Either.Either<RunsFilter, Ba
 export const RUNS_SHOWN = 200
 
 /** The async runs and verifies under a filter, newest first, at most `RUNS_SHOWN`. */
-export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, never, Flotta> =>
+export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, Unanswered, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.runs({
       limit: RUNS_SHOWN,
@@ -225,7 +229,7 @@ export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, 
       ...(filter.kind === undefined ? {} : { kind: filter.kind })
     }))
 
-export const approvals: Effect.Effect<ReadonlyArray<Approval>, never, Flotta> = Effect.flatMap(
+export const approvals: Effect.Effect<ReadonlyArray<Approval>, Unanswered, Flotta> = Effect.flatMap(
   Flotta,
   (fleet) => fleet.approvals()
 )
@@ -261,7 +265,7 @@ export const reportFilter = (query: URLSearchParams): ReportFilter => {
 export const REPORTS_SHOWN = 200
 
 /** The report log's tail under a filter, newest first. */
-export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, never, Flotta> =>
+export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, Unanswered, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.reports({
       last: REPORTS_SHOWN,

@@ -4,6 +4,7 @@
  * fired nothing; and, when a notifier runs, each target's delivery state as it keeps it (a URL by its origin
  * only: a Slack webhook's path is its key).
  */
+import type { StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import type { TargetStatus } from "@flotta/webhooks/Notifier"
@@ -137,7 +138,7 @@ export const triggerRow = (entry: ReportEntry): TriggerRow => {
 }
 
 /** The last triggers (and requests refused), newest first: the report log's `trigger` and `trigger_refused`. */
-export const triggers: Effect.Effect<ReadonlyArray<TriggerRow>, never, Flotta> = Effect.flatMap(
+export const triggers: Effect.Effect<ReadonlyArray<TriggerRow>, StoreUnavailable, Flotta> = Effect.flatMap(
   Flotta,
   (fleet) => fleet.reports({ agent: HOOKS_AGENT, kinds: ["trigger", "trigger_refused"], last: TRIGGERS_SHOWN })
 ).pipe(Effect.map((page) => page.entries.map(triggerRow).reverse()))
