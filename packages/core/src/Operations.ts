@@ -518,7 +518,9 @@ export const operations = {
 export type Operations = typeof operations
 export type Name = keyof Operations
 
-export type ArgsOf<Op> = Op extends { readonly decode: (input: never) => infer Args } ? Args : never
+export type ArgsOf<Op> = Op extends { readonly decode: (input: never) => infer Args extends ReadonlyArray<unknown> } ?
+  Args
+  : never
 export type InputOf<Op> = Op extends { readonly input: { readonly Type: infer I } } ? I : never
 export type OutputOf<Op> = Op extends { readonly output: { readonly Type: infer O } } ? O : never
 export type ErrorOf<Op> = Op extends { readonly error: { readonly Type: infer E } } ? E : never
