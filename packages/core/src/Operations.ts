@@ -130,7 +130,7 @@ export interface Operation<
 export type Any = Operation<any, any, any, any, any, any, any, boolean, Route>
 
 /** An operation's MCP tool name: `runResult` is `flotta_run_result`. */
-export const toolName = (name: string): string => `flotta_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`
+const snake = (name: string): string => `flotta_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`
 
 /** An operation's errors: its own, and what any implementation may fail with (`Everywhere`). */
 const fails = <const Es extends ReadonlyArray<Schema.Schema.All>>(...errors: Es) =>
@@ -181,7 +181,7 @@ const op = <Args extends ReadonlyArray<unknown>>() =>
   encode: spec.encode,
   decode: spec.decode,
   value: (spec.value ?? false) as V,
-  tool: spec.tool === null ? null : toolName(spec.name)
+  tool: spec.tool === null ? null : snake(spec.name)
 })
 
 const millis = (timeout: Duration.DurationInput | undefined) =>
@@ -189,7 +189,12 @@ const millis = (timeout: Duration.DurationInput | undefined) =>
 const askOptions = (timeoutMs: number | undefined): AskOptions =>
   timeoutMs === undefined ? {} : { timeout: Duration.millis(timeoutMs) }
 
-const Name = Schema.Struct({ name: Schema.String })
+/** An agent's (or run's) name, as an input names it (a name that breaks the rule is simply not found). */
+const NameField = Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({
+  description: "The agent's (or run's) name: 1 to 63 characters of a-z, 0-9, '.', '_' or '-', starting with a " +
+    "letter or digit"
+})
+const Name = Schema.Struct({ name: NameField })
 const byName = { agent: (input: { readonly name: string }) => input.name }
 /** An operation on one agent by its name alone. */
 const onName = {
@@ -345,8 +350,8 @@ export const operations = {
   info: op<[name: string]>()({
     ...onName,
     name: "info",
-    description: "One agent's details: status, pid, session id, cwd, model, permission, totals, restarts; a " +
-      "closed agent's too, read from the store.",
+    description: "One agent's details: status, pid, session id, cwd, model, permission, totals, restarts. A " +
+      "closed agent's too, read from the store (status closed, closedReason, closedAt) until retention removes it.",
     output: AgentInfo,
     error: fails(Errors.AgentNotFound),
     readOnly: true
@@ -497,7 +502,10 @@ export const operations = {
   diff: op<[name: string]>()({
     ...RunName,
     name: "diff",
-    description: "What a run in a worktree changed against the commit it started from (kept after gc).",
+    description: "What a run in a worktree changed against the commit it started from: each file with lines " +
+      "added and removed, the totals, and the patch (cut at 256 KiB: `truncated`, `patchBytes` its full size). " +
+      "Recorded when the run ends and kept after its worktree is removed; while it goes on, its changes so far " +
+      "(`running`). A run without a worktree is NoDiff, an unknown one RunNotFound.",
     output: RunDiff,
     error: fails(Errors.RunNotFound, NoDiff, Errors.WorktreeFailed),
     readOnly: true
@@ -586,3 +594,6 @@ export const promises = (
     names.map((name) => [name, (...args: ReadonlyArray<unknown>) => run((fleet) => apply(fleet, name, args))])
     // Built by name from the table: each resolves with its operation's output.
   ) as unknown as Promises
+
+/** The MCP tool that serves an operation: its own (`runResult` is `flotta_run_result`). */
+export const toolName = (name: Exclude<Name, "askResult" | "watch" | "awaitRun">): string => snake(name)
