@@ -7,9 +7,11 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
-import type { AgentInfo } from "@flotta/core/Agent"
+import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
+import * as Options from "@flotta/core/AgentOptions"
 import type { Flotta } from "@flotta/core/Flotta"
 import { Flotta as FlottaTag } from "@flotta/core/Flotta"
+import { Store } from "@flotta/core/Store"
 import * as Testing from "@flotta/core/Testing"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import * as fs from "node:fs"
@@ -28,6 +30,8 @@ const model: Testing.Model = ({ prompt }) =>
 interface Node {
   readonly fleet: Flotta
   readonly cluster: Cluster.Cluster["Type"]
+  /** The node's own engine store: the rows of the agents it runs. */
+  readonly store: Store["Type"]
   readonly scope: Scope.CloseableScope
 }
 
@@ -48,7 +52,12 @@ const startNode = (dir: string, host: string, extra: Partial<ClusterConfigInput>
       Layer.provide(NodeContext.layer)
     )
     const context = yield* Layer.buildWithScope(layer, scope)
-    return { fleet: Context.get(context, FlottaTag), cluster: Context.get(context, Cluster.Cluster), scope } as Node
+    return {
+      fleet: Context.get(context, FlottaTag),
+      cluster: Context.get(context, Cluster.Cluster),
+      store: Context.get(context, Store),
+      scope
+    } as Node
   })
 
 /** Polls on the real clock until `check` holds (at most 30 s). */
@@ -212,6 +221,62 @@ describe("a cluster of two nodes", () => {
           "node-b",
           { host: "node-a", agents: ["mover"], by: "node-b" }
         ]])
+        yield* Scope.close(b.scope, Exit.void)
+      }),
+    90_000
+  )
+
+  it.scopedLive(
+    "an agent spawned on another host keeps every option through its host's loss: the moved agent has them all",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const { a, b } = yield* twoNodes(dir)
+        // Every data option set (resume aside: a move resumes the agent's own session), each unlike its default.
+        const given = {
+          cwd: dir,
+          model: "opus",
+          permission: { allow: ["Read"], ask: ["Write"] },
+          systemPrompt: "be brief",
+          appendSystemPrompt: "and exact",
+          timeout: 42_000,
+          env: { TEAM: "a" },
+          role: "manager",
+          extraArgs: ["--verbose"],
+          lifecycle: "session",
+          expectStructuredOutput: true,
+          sandbox: { network: { allow: ["github.com"] } },
+          autoCompactAt: 80,
+          stream: true,
+          maxBudgetUsd: 2.5,
+          budgetPer: "day",
+          labels: { team: "a", routine: "nightly" }
+        } satisfies AgentOptions
+        assert.deepStrictEqual(
+          [...Object.keys(given), "resume"].sort(),
+          Object.keys(Options.AgentOptions.fields).sort(),
+          "the test sets every option of the Schema"
+        )
+        yield* b.fleet.spawn("keeper", { ...given, host: "node-a" })
+        assert.strictEqual((yield* b.fleet.info("keeper")).host, "node-a")
+
+        yield* Scope.close(a.scope, Exit.void)
+        const moved = yield* until(b.fleet.info("keeper"), (info) => info.host === "node-b", "keeper is on node-b")
+        assert.deepInclude(moved, {
+          model: "opus",
+          role: "manager",
+          permission: given.permission,
+          labels: given.labels
+        })
+        const row = Option.getOrThrow(yield* b.store.agent("keeper"))
+        const { cwd: _cwd, lifecycle, permission, timeout, ...kept } = given
+        assert.strictEqual(row.lifecycle, lifecycle)
+        assert.deepStrictEqual(row.options, {
+          ...kept,
+          cwd: path.resolve(dir),
+          permission,
+          timeoutMs: timeout
+        })
         yield* Scope.close(b.scope, Exit.void)
       }),
     90_000

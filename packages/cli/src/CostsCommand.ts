@@ -1,6 +1,6 @@
 /**
  * `flotta costs`: what a running `flotta serve`'s fleet spent, over its MCP endpoint (`flotta_costs`): the total and
- * the groups by agent (default), model, day, hour, run or routine, in a window (`--since 7d`, `--until 2025-02-01`).
+ * the groups by agent (default), model, day, hour, run or any label (`--by label:team`), in a window (`--since 7d`, `--until 2025-02-01`).
  * `--csv` prints the groups as CSV (for a spreadsheet), `--json` the structured answer.
  */
 import { Command, Options } from "@effect/cli"
@@ -33,7 +33,8 @@ export const renderCosts = (report: CostReport): string => {
   const window = `${report.since ?? "the start"} to ${report.until ?? "now"}`
   if (report.groups.length === 0) return `No spend from ${window}.`
   const rows = report.groups.map((g) => [
-    g.key ?? (report.by === "run" || report.by === "routine" ? `(no ${report.by})` : "(none)"),
+    g.key ??
+      (report.by === "run" ? "(no run)" : Costs.isLabelBy(report.by) ? `(no ${Costs.labelKey(report.by)})` : "(none)"),
     usd(g.costUsd),
     report.totalUsd > 0 ? `${((g.costUsd / report.totalUsd) * 100).toFixed(1)}%` : "-",
     String(g.turns)
@@ -53,8 +54,12 @@ const costs = Command.make(
   "costs",
   {
     ...connection,
-    by: Flags.choice("by", Costs.COST_BY).pipe(
-      Flags.optional("Group by agent (default), model, day, hour, run or routine.")
+    by: Options.text("by").pipe(
+      Options.withSchema(Costs.CostBy),
+      Flags.optional(
+        "Group by agent (default), model, day, hour, run, or a label: label:KEY (label:team; the scheduler's " +
+          "runs carry label:routine)."
+      )
     ),
     since: Options.text("since").pipe(
       Flags.optional("From when: a span back from now (7d, 24h, 30m, 2w) or a date (2025-01-31). Default: all.")
@@ -77,7 +82,7 @@ const costs = Command.make(
 ).pipe(
   Command.withDescription(
     "Print what the fleet of a running `flotta serve` spent: the total and the groups by agent, model, day, hour, " +
-      "run or routine, biggest spender first (days and hours in order), from each finished turn's cost per model."
+      "run or a label (label:team), biggest spender first (days and hours in order), from each finished turn's cost per model."
   )
 )
 

@@ -7,6 +7,7 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { AgentOptions, type DataOptions } from "@flotta/core/AgentOptions"
 import * as AgentView from "@flotta/core/AgentView"
 import { StoreUnavailable } from "@flotta/core/Errors"
 import type { ReportEntry, ReportPage, ReportQuery } from "@flotta/core/ReportLog"
@@ -17,7 +18,6 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import type { ClusterStoreConfig } from "./ClusterConfig.js"
 import { describeStore } from "./ClusterConfig.js"
-import { WireOptions } from "./WireViews.js"
 
 export interface HostRow {
   readonly host: string
@@ -44,13 +44,13 @@ const PlacementRow = Schema.Struct({
   sessionId: NullOrString.pipe(Schema.propertySignature, Schema.fromKey("session_id")),
   cwd: Schema.String,
   /** The agent's options as plain data (what another host needs to start it again). */
-  options: Schema.parseJson(WireOptions),
+  options: Schema.parseJson(AgentOptions),
   /** The host it was last moved from, when it was. */
   movedFrom: NullOrString.pipe(Schema.propertySignature, Schema.fromKey("moved_from"))
 })
 export type Placement = typeof PlacementRow.Type
 const decodePlacements = Schema.decodeUnknown(Schema.Array(PlacementRow))
-const encodeOptions = Schema.encode(Schema.parseJson(WireOptions))
+const encodeOptions = Schema.encode(Schema.parseJson(AgentOptions))
 
 /** An entry of the fleet-wide report log, decoded from its row. */
 const ReportRow = Schema.Struct({
@@ -213,7 +213,7 @@ const make = (config: ClusterStoreConfig) =>
       )
 
     /** Reserves a name on a host; false when the name is taken anywhere in the cluster. */
-    const place = (name: string, host: string, cwd: string, options: WireOptions) =>
+    const place = (name: string, host: string, cwd: string, options: DataOptions) =>
       fail(Effect.gen(function*() {
         const data = yield* encodeOptions(options)
         return yield* sql<{ name: string }>`insert into flotta_cluster_agents (name, host, incarnation, epoch, cwd,

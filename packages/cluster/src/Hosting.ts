@@ -5,7 +5,8 @@
  * The entities (Entities), the lease's housekeeping (Housekeeping) and the copying into the cluster store
  * (Replication) all work on it.
  */
-import type { AgentInfo, AgentOptions } from "@flotta/core/Agent"
+import type { AgentInfo } from "@flotta/core/Agent"
+import { AgentOptions, dataOf } from "@flotta/core/AgentOptions"
 import { AgentAlreadyExists, AgentClosed, InvalidSpec } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { Registry } from "@flotta/core/Registry"
@@ -13,7 +14,6 @@ import { ReportLog } from "@flotta/core/ReportLog"
 import { Context, Deferred, Effect, FiberId, Layer, Ref, Schema } from "effect"
 import { ClusterStore } from "./ClusterStore.js"
 import { Membership } from "./Membership.js"
-import { WireOptions, wireOptions } from "./WireViews.js"
 
 /** How much of an agent's session file is in the cluster store. */
 export interface Mirrored {
@@ -75,7 +75,7 @@ const make = (childEnv: Readonly<Record<string, string>>) =>
       function*(source: string, name: string, given: AgentOptions, at: string | undefined) {
         const point = yield* (yield* registry.get(source)).forkPoint(at)
         const merged: AgentOptions = { ...point.options, ...given }
-        const wire = yield* Schema.validate(WireOptions)(wireOptions(merged)).pipe(
+        const wire = yield* Schema.validate(AgentOptions)(dataOf(merged)).pipe(
           Effect.mapError((error) => new InvalidSpec({ path: "options", reason: error.message }))
         )
         if (typeof merged.permission === "function") {

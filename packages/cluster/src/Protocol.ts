@@ -11,12 +11,12 @@ import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import type { EntityId } from "@effect/cluster/EntityId"
 import * as Rpc from "@effect/rpc/Rpc"
+import { AgentOptions } from "@flotta/core/AgentOptions"
 import * as AgentView from "@flotta/core/AgentView"
 import { CostBy, CostReport } from "@flotta/core/Costs"
 import * as Operations from "@flotta/core/Operations"
 import type { Effect } from "effect"
 import { Predicate, Schema } from "effect"
-import { WireOptions } from "./WireViews.js"
 
 /** Moved to core's Errors (every implementation of Flotta may fail with them); kept here for compatibility. */
 export { HostLost, HostUnavailable } from "@flotta/core/Errors"
@@ -55,7 +55,7 @@ const rpcOf = <K extends Operations.Name>(name: K): RpcOf<K> => {
 }
 
 export const Spawn = Rpc.make("spawn", {
-  payload: { name: Schema.String, options: WireOptions, epoch: Schema.Number, callId: Schema.String },
+  payload: { name: Schema.String, options: AgentOptions, epoch: Schema.Number, callId: Schema.String },
   success: AgentView.AgentInfo,
   error: operations.spawn.error
 })
@@ -65,7 +65,7 @@ export const Fork = Rpc.make("fork", {
     source: Schema.String,
     name: Schema.String,
     at: Schema.optional(Schema.String),
-    options: WireOptions,
+    options: AgentOptions,
     callId: Schema.String
   },
   success: AgentView.AgentInfo,

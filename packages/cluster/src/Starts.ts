@@ -4,7 +4,8 @@
  * first (its name is unique across the cluster), then started and claimed there; a start that fails frees the
  * name again.
  */
-import type { AgentOptions, ForkOptions } from "@flotta/core/Agent"
+import type { ForkOptions } from "@flotta/core/Agent"
+import { AgentOptions, dataOf } from "@flotta/core/AgentOptions"
 import { AgentAlreadyExists, AgentNotFound, InvalidSpec } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import { validateName } from "@flotta/core/Registry"
@@ -14,7 +15,6 @@ import type { HostingShape } from "./Hosting.js"
 import * as Protocol from "./Protocol.js"
 import { HostUnavailable } from "./Protocol.js"
 import type { HostLost } from "./Protocol.js"
-import { WireOptions, wireOptions } from "./WireViews.js"
 
 export interface StartDeps {
   readonly h: HostingShape
@@ -42,7 +42,7 @@ export const make = ({ agentClient, h, liveNow, remote }: StartDeps) => {
           reason: `a permission given as a function cannot be sent to host ${host}: give it as data, or start on ${me}`
         })
       )
-      : Schema.validate(WireOptions)(wireOptions(options)).pipe(
+      : Schema.validate(AgentOptions)(dataOf(options)).pipe(
         Effect.mapError((error) => new InvalidSpec({ path: "options", reason: error.message }))
       )
 

@@ -6,6 +6,7 @@
  * and its views (from `AgentView`); the `Registry` starts agents.
  */
 import type { Duration, Effect } from "effect"
+import type { AgentOptions, Labels } from "./AgentOptions.js"
 import type { AgentInfo, AgentStatusView, ForkOrigin, TurnRecord, TurnResult } from "./AgentView.js"
 import type {
   AgentClosed,
@@ -18,8 +19,8 @@ import type {
   TurnError,
   TurnPending
 } from "./Errors.js"
-import type { AgentOptions } from "./internal/agentOptions.js"
 
+export type { AgentOptions, Labels } from "./AgentOptions.js"
 export type {
   Activity,
   AgentInfo,
@@ -36,7 +37,6 @@ export type {
   TurnResult
 } from "./AgentView.js"
 export { buildArgs } from "./internal/agentOptions.js"
-export type { AgentOptions } from "./internal/agentOptions.js"
 
 /**
  * Options of a fork: `at`, the source's turn to cut at (its conversation up to and including that turn; the
@@ -83,6 +83,11 @@ export interface Agent {
    * TurnPending, an unknown one NoResult, a failed one (or a run, or a conversation not begun) CannotFork.
    */
   readonly forkPoint: (at?: string) => Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork>
+  /**
+   * Replaces its labels (none: `{}`): kept in the store, shown by `info`, and saved with the cost of every turn
+   * that finishes from now on (a turn in flight included), so spend is grouped by them (`costs({ by: "label:KEY" })`).
+   */
+  readonly relabel: (labels: Labels) => Effect.Effect<void, AgentClosed>
   /**
    * Ends its process cleanly and keeps everything else (its session, its turns, its place in the registry): its
    * status is `hibernated` until a prompt or `wake` starts it again with `--resume`. False when it was asleep

@@ -5,6 +5,7 @@
  * these Schemas instead of restating them. It imports only leaf modules (Schemas of their own data).
  */
 import { Schema } from "effect"
+import { Labels, Lifecycle, Role, StoredOptions } from "./AgentOptions.js"
 import * as Protocol from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
 import { Described } from "./Permission.js"
@@ -47,38 +48,7 @@ export const AgentStatus = Schema.Literal(
 )
 export type AgentStatus = typeof AgentStatus.Type
 
-export const Role = Schema.Literal("member", "manager")
-export type Role = typeof Role.Type
-
-/** A session converses across turns; a run takes one turn. */
-export const Lifecycle = Schema.Literal("session", "run")
-export type Lifecycle = typeof Lifecycle.Type
-
-/** The options of an agent, as data (a permission given as a function is only named: see `notRestorable`). */
-export const StoredOptions = Schema.Struct({
-  cwd: Schema.String,
-  model: exact(Schema.String),
-  permission: Described,
-  systemPrompt: exact(Schema.String),
-  appendSystemPrompt: exact(Schema.String),
-  timeoutMs: Schema.Number,
-  env: exact(Schema.Record({ key: Schema.String, value: Schema.String })),
-  role: exact(Role),
-  extraArgs: exact(Schema.Array(Schema.String)),
-  expectStructuredOutput: exact(Schema.Boolean),
-  /** Its sandbox (paths absolute), when it has one. */
-  sandbox: exact(SandboxData),
-  /** A compaction is queued once a turn leaves its context fuller than this percentage. */
-  autoCompactAt: exact(Schema.Number),
-  /** A session's budget in dollars, `budgetPer` day (UTC) or for its life: over it, it takes no new turn. */
-  maxBudgetUsd: exact(Schema.Number),
-  budgetPer: exact(Schema.Literal("day", "life")),
-  /** The routine that started it (a scheduler's run): its turns' cost is booked on the routine. */
-  routine: exact(Schema.String),
-  /** Its text is streamed as the model writes it (`--include-partial-messages`). */
-  stream: exact(Schema.Boolean)
-})
-export type StoredOptions = typeof StoredOptions.Type
+export { Lifecycle, Role, StoredOptions } from "./AgentOptions.js"
 
 /**
  * Where a fork came from: the source agent, the turn it was cut at (its conversation up to and including that
@@ -175,7 +145,9 @@ export const AgentInfo = Schema.Struct({
   /** Its budget (`maxBudgetUsd`), and what counts against it now (today's spend, or its life's). */
   budget: exact(
     Schema.Struct({ budgetUsd: Schema.Number, per: Schema.Literal("day", "life"), spentUsd: Schema.Number })
-  )
+  ),
+  /** Its labels, when it has any (see `relabel`). */
+  labels: exact(Labels)
 })
 export type AgentInfo = typeof AgentInfo.Type
 
@@ -368,8 +340,8 @@ export const TurnRow = Schema.Struct({
   result: exact(Schema.Unknown),
   /** A failed turn's typed error, encoded (see `TurnErrorSchema`). */
   error: exact(Schema.Unknown),
-  /** What its cost is booked on besides its agent (see `Costs`): the run it is, the routine that started it. */
+  /** What its cost is booked on besides its agent (see `Costs`): the run it is, the agent's labels at the time. */
   run: exact(Schema.String),
-  routine: exact(Schema.String)
+  labels: exact(Labels)
 })
 export type TurnRow = typeof TurnRow.Type

@@ -4,15 +4,33 @@
  * (`7d`, `24h`, an ISO date). A leaf module: the store, the facade, MCP, the CLI and the dashboard share it.
  */
 import { Clock, Effect, Either, Schema } from "effect"
+import type { Labels } from "./AgentOptions.js"
 import type { TurnRow } from "./AgentView.js"
 import { exact } from "./Decode.js"
 import { InvalidSpec } from "./Errors.js"
 
-/** What spend is grouped by: the agent, the run, the routine, the model, the day or the hour (UTC). */
-export const CostBy = Schema.Literal("agent", "run", "routine", "model", "day", "hour")
+/** The groupings that are a column of their own: the agent, the run, the model, the day or the hour (UTC). */
+export const CostColumn = Schema.Literal("agent", "run", "model", "day", "hour")
+export type CostColumn = typeof CostColumn.Type
+
+export const COST_BY: ReadonlyArray<CostColumn> = CostColumn.literals
+
+/** A label's grouping: `label:KEY` groups by that label's value (`label:team`). */
+export const LabelBy = Schema.TemplateLiteral(Schema.Literal("label:"), Schema.String).pipe(
+  Schema.filter((by) => by.length > "label:".length || "a label's key after \"label:\" (label:team)")
+)
+
+/** What spend is grouped by: one of the columns, or any label (`label:team`). */
+export const CostBy = Schema.Union(CostColumn, LabelBy)
 export type CostBy = typeof CostBy.Type
 
-export const COST_BY: ReadonlyArray<CostBy> = CostBy.literals
+/** Whether a grouping is by a label; its key is `labelKey(by)`. */
+export const isLabelBy = (by: CostBy): by is typeof LabelBy.Type => by.startsWith("label:")
+
+/** The label key of a label's grouping (`label:team` is `team`). */
+export const labelKey = (by: typeof LabelBy.Type): string => by.slice("label:".length)
+
+const isCostBy = Schema.is(CostBy)
 
 /** What `costs` is asked: turns finished in `[since, until)` (ISO instants, or `7d`, `24h`, `30m` back from now). */
 export const CostQuery = Schema.Struct({
@@ -22,7 +40,7 @@ export const CostQuery = Schema.Struct({
 })
 export type CostQuery = typeof CostQuery.Type
 
-/** One group: its key (null: turns outside any run, or any routine), what it spent, and in how many turns. */
+/** One group: its key (null: turns outside any run, or without the label), what it spent, and in how many turns. */
 export const CostGroup = Schema.Struct({
   key: Schema.NullOr(Schema.String),
   costUsd: Schema.Number,
@@ -59,7 +77,8 @@ export interface CostRow {
   readonly at: string
   readonly costUsd: number
   readonly run: string | null
-  readonly routine: string | null
+  /** The agent's labels when the turn was saved. */
+  readonly labels: Labels
 }
 
 /** The model a turn's cost is booked on when the CLI did not say per model. */
@@ -91,8 +110,11 @@ export const windowOf = (query: CostQuery = {}): Effect.Effect<CostWindow, Inval
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const by = query.by ?? "agent"
-    if (!COST_BY.includes(by)) {
-      return yield* new InvalidSpec({ path: "by", reason: `"${by}" is not one of ${COST_BY.join(", ")}` })
+    if (!isCostBy(by)) {
+      return yield* new InvalidSpec({
+        path: "by",
+        reason: `"${String(by)}" is not one of ${COST_BY.join(", ")} or label:KEY`
+      })
     }
     const bound = (field: "since" | "until") => {
       const text = query[field]
@@ -114,13 +136,12 @@ export const queryOf = (window: CostWindow): CostQuery => ({
 
 /** The key a cost row is grouped under. */
 export const keyOf = (row: CostRow, by: CostBy): string | null => {
+  if (isLabelBy(by)) return row.labels[labelKey(by)] ?? null
   switch (by) {
     case "agent":
       return row.agent
     case "run":
       return row.run
-    case "routine":
-      return row.routine
     case "model":
       return row.model
     case "day":
@@ -200,7 +221,7 @@ export const toCsv = (report: CostReport): string => {
 export const costRowsOf = (row: TurnRow): Array<CostRow> => {
   const { costUsd, finishedAt, modelCosts, turnId } = row.record
   if (finishedAt === null) return []
-  const base = { agent: row.agent, turnId, at: finishedAt, run: row.run ?? null, routine: row.routine ?? null }
+  const base = { agent: row.agent, turnId, at: finishedAt, run: row.run ?? null, labels: row.labels ?? {} }
   const byModel = modelCosts !== undefined && Object.keys(modelCosts).length > 0
     ? Object.entries(modelCosts)
     : costUsd > 0

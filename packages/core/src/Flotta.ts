@@ -299,7 +299,7 @@ const make = Effect.gen(function*() {
   })
 
   /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
-  /** Spend in a window, by agent, run, routine, model, day or hour (see `Costs`). */
+  /** Spend in a window, by agent, run, model, day, hour or any label (`label:team`; see `Costs`). */
   const costs = Effect.fn("Flotta.costs")(function*(query: Costs.CostQuery = {}) {
     return yield* store.costs(yield* Costs.windowOf(query))
   })

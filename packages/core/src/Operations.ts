@@ -11,6 +11,7 @@
 import { Duration, Schema } from "effect"
 import type { Effect } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
+import { AgentOptions as AgentOptionsData, dataOf } from "./AgentOptions.js"
 import { AgentInfo, AgentStatusView, ErrorView, TurnRecord, TurnResult } from "./AgentView.js"
 import { ApprovalDecisionSchema, ApprovalSchema } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery as ApprovalQueryType } from "./Approvals.js"
@@ -69,12 +70,6 @@ export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
 
 /** The agents that resume after an unpark. */
 export const Unparked = Schema.Struct({ unparked: Schema.Array(Schema.String) })
-
-/**
- * Agent options as data, until the one AgentOptions Schema replaces it: what a wire carries of them (a permission
- * function, progress callbacks and durations stay with the caller; see the cluster's WireOptions).
- */
-const OptionsData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /**
  * What any implementation may fail with besides the operation's own errors: a fleet over several hosts loses a
@@ -231,8 +226,13 @@ const RunName = {
   decode: (input: { readonly name: string }): [name: string] => [input.name]
 }
 const TurnErrors = Errors.TurnErrorSchema.members
-const SpawnInput = Schema.Struct({ name: Schema.String, options: exact(OptionsData) })
-const ForkInput = Schema.Struct({ source: Schema.String, name: Schema.String, options: exact(OptionsData) })
+const SpawnInput = Schema.Struct({ name: Schema.String, options: AgentOptionsData })
+const ForkInput = Schema.Struct({
+  source: Schema.String,
+  name: Schema.String,
+  at: exact(Schema.String),
+  options: AgentOptionsData
+})
 
 /** The table. Its keys are the methods' names. */
 export const operations = {
@@ -252,8 +252,8 @@ export const operations = {
     readOnly: false,
     route: "start",
     agent: (input) => input.name,
-    encode: (name, options = {}) => ({ name, options: { ...options } }),
-    decode: (input) => [input.name, input.options as AgentOptions]
+    encode: (name, options = {}) => ({ name, options: dataOf(options) }),
+    decode: (input) => [input.name, input.options]
   }),
   fork: op<[source: string, name: string, options?: ForkOptions]>()({
     name: "fork",
@@ -276,8 +276,15 @@ export const operations = {
     readOnly: false,
     route: "start",
     agent: (input) => input.source,
-    encode: (source, name, options = {}) => ({ source, name, options: { ...options } }),
-    decode: (input) => [input.source, input.name, input.options as ForkOptions]
+    encode: (source, name, { at, ...options } = {}) => ({
+      source,
+      name,
+      ...(at === undefined ? {} : { at }),
+      options: dataOf(options)
+    }),
+    decode: (
+      input
+    ) => [input.source, input.name, { ...input.options, ...(input.at === undefined ? {} : { at: input.at }) }]
   }),
   ask: op<[name: string, text: string, options?: AskOptions]>()({
     ...turn,

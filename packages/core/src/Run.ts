@@ -67,7 +67,10 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
         if (input.template !== undefined) {
           const template = templates.get(input.template)
           if (template === undefined) return yield* invalid("template", `no run template named "${input.template}"`)
-          options = { ...Spec.runOptions(template), ...input }
+          const base = Spec.runOptions(template)
+          // Labels add up: the run's own win over its template's for the same key.
+          const labels = { ...base.labels, ...input.labels }
+          options = { ...base, ...input, ...(Object.keys(labels).length === 0 ? {} : { labels }) }
         }
         yield* checkOptions(options)
         // Its sandbox checked, and its writable paths made absolute from the cwd it was given (not its worktree).
@@ -165,7 +168,7 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
             "env",
             "onActivity",
             "sandbox",
-            "routine"
+            "labels"
           ])
         }
         const turn = yield* registry.spawn(name, agentOptions).pipe(

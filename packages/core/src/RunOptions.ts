@@ -5,6 +5,7 @@
 import { Effect } from "effect"
 import type { Duration } from "effect"
 import type * as Agent from "./Agent.js"
+import type { Labels } from "./AgentOptions.js"
 import { InvalidSpec } from "./Errors.js"
 import type * as Permission from "./Permission.js"
 import type * as Sandbox from "./Sandbox.js"
@@ -51,8 +52,8 @@ export interface RunOptions {
   readonly verify?: { readonly checks: ReadonlyArray<string>; readonly timeout?: Duration.DurationInput }
   /** Keep every attempt's worktree: by default the losers' are removed (what they did committed to their branch). */
   readonly keepAll?: boolean
-  /** The routine that started the run (the scheduler sets it): its cost is booked on the routine (see `Costs`). */
-  readonly routine?: string
+  /** Its labels (`{ team: "a" }`): kept with it and its turns' cost, for `costs({ by: "label:team" })` and filters. */
+  readonly labels?: Labels
 }
 
 /** The most attempts one run may make. */

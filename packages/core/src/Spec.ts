@@ -4,6 +4,7 @@
  * never stops the rest of the fleet from booting.
  */
 import { Either, Predicate, Schema } from "effect"
+import * as AgentOptions from "./AgentOptions.js"
 import { NAME_PATTERN } from "./AgentView.js"
 import * as Decode from "./Decode.js"
 import { definedFields } from "./Fields.js"
@@ -56,9 +57,13 @@ export const Spec = Schema.Struct({
       "same paths and hosts. `false` turns a `fleetDefaults` sandbox off. A sandboxed agent never starts " +
       "unsandboxed (`SandboxUnavailable`); it only narrows what `permission` allows."
   }),
-  autoCompactAt: Schema.optional(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100))).annotations({
+  autoCompactAt: Schema.optional(AgentOptions.Percent).annotations({
     description: "A percentage of the context window: when a turn ends with the session's context fuller than " +
       "that, a compaction (`/compact`) is queued before its next prompt (the top-level `autoCompactAt` otherwise)."
+  }),
+  labels: Schema.optional(AgentOptions.Labels).annotations({
+    description: "Labels (`{ \"team\": \"a\" }`), kept with the agent (or each run of a template) and the cost of " +
+      "its turns: `costs --by label:team` groups spend by one, `list --label team=a` and `runs --label` filter by them."
   }),
   stream: Schema.optional(Schema.Boolean).annotations({
     description: "Streams the agent's text as the model writes it (the CLI's `--include-partial-messages`): " +
@@ -87,7 +92,7 @@ export const Spec = Schema.Struct({
       "`budgetPer`; once they have spent it, a new turn fails with `BudgetExceeded` before it is sent (a turn in " +
       "flight finishes)."
   }),
-  budgetPer: Schema.optional(Schema.Literal("day", "life")).annotations({
+  budgetPer: Schema.optional(AgentOptions.BudgetPer).annotations({
     description: "A session's `maxBudgetUsd` is per UTC `day`, or for its `life` (default)."
   }),
   attempts: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 16))).annotations({
@@ -273,13 +278,16 @@ export const readFleet = (config: unknown): Fleet => {
   return { sessions, templates, rejected }
 }
 
-/** The fields of a spec that every agent takes, as `spawn` and `run` take them (absent fields left out). */
-export const agentOptions = (spec: Spec) => ({
+/**
+ * The fields of a spec that every agent takes, as `spawn` and `run` take them (absent fields left out); typed as
+ * the agent options' Schema, so an entry's field that takes other values than the option fails the build.
+ */
+export const agentOptions = (spec: Spec): AgentOptions.DataOptions & Pick<Spec, "cwd" | "model" | "permission"> => ({
   cwd: spec.cwd,
   model: spec.model,
   permission: spec.permission,
   timeout: spec.timeout,
-  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox", "autoCompactAt", "stream"])
+  ...definedFields(spec, ["systemPrompt", "appendSystemPrompt", "env", "sandbox", "autoCompactAt", "stream", "labels"])
 })
 
 /** A `run` template's fields, as `run` takes them (`Run.RunOptions`; the run's own options win over them). */
@@ -300,8 +308,8 @@ export const runOptions = (spec: Spec) => ({
 })
 
 /**
- * What is wrong with `name` as a `lifecycle` entry of the declared fleet (a routine's template or session, a
- * trigger's run template), or `undefined` when the fleet has it.
+ * What is wrong with `name` as a `lifecycle` entry of the declared fleet (a template or session another
+ * package starts by name), or `undefined` when the fleet has it.
  */
 export const referenceProblem = (fleet: Fleet, name: string, lifecycle: Spec["lifecycle"]): string | undefined => {
   const [wanted, other] = lifecycle === "run" ? [fleet.templates, fleet.sessions] : [fleet.sessions, fleet.templates]

@@ -1,11 +1,12 @@
 /**
  * The cost console and session budgets over the in-memory Claude under TestClock: each turn keeps its own cost per
- * model, `costs` answers by agent, model, day, run and routine with the store's sums, and a session with
+ * model, `costs` answers by agent, model, day, run and any label with the store's sums, and a session with
  * `maxBudgetUsd` takes no new turn once its turns have spent it (for its life, or per UTC day), across a restart.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, TestClock } from "effect"
 import { Flotta } from "../src/Flotta.js"
+import { Registry } from "../src/Registry.js"
 import * as Testing from "../src/Testing.js"
 import { host, shared } from "./support.js"
 
@@ -25,7 +26,7 @@ describe("the cost console", () => {
       yield* f.ask("bob", "one")
       yield* TestClock.adjust(DAY)
       yield* f.ask("bob", "two")
-      yield* f.run({ name: "job", prompt: "do it", model: "opus", routine: "nightly" })
+      yield* f.run({ name: "job", prompt: "do it", model: "opus", labels: { routine: "nightly" } })
       const turns = [...yield* f.transcript("ann"), ...yield* f.transcript("bob")]
       for (const turn of turns) {
         // The CLI's modelUsage is a running total per process: each turn keeps only its own share.
@@ -50,8 +51,14 @@ describe("the cost console", () => {
       assert.deepStrictEqual(byDay.groups.map((g) => [g.key, g.turns]), [["2025-06-01", 4], ["2025-06-02", 2]])
       const byRun = yield* f.costs({ by: "run" })
       assert.deepStrictEqual(byRun.groups.map((g) => g.key).sort(), ["job", null].sort())
-      const byRoutine = yield* f.costs({ by: "routine" })
+      const byRoutine = yield* f.costs({ by: "label:routine" })
       assert.approximately(byRoutine.groups.find((g) => g.key === "nightly")!.costUsd, job, 1e-12)
+      assert.approximately(byRoutine.groups.find((g) => g.key === null)!.costUsd, ann + bob, 1e-12)
+      // The old spelling is gone: it names no label.
+      const oldBy = failure(yield* Effect.exit(f.costs({ by: "routine" as never })))
+      assert.deepStrictEqual([oldBy?._tag, oldBy?.path], ["InvalidSpec", "by"])
+      const noKey = failure(yield* Effect.exit(f.costs({ by: "label:" as never })))
+      assert.deepStrictEqual([noKey?._tag, noKey?.path], ["InvalidSpec", "by"])
       // A window back from now: only today's turns.
       const today = yield* f.costs({ since: "12h", by: "agent" })
       assert.strictEqual(today.turns, 2)
@@ -60,6 +67,45 @@ describe("the cost console", () => {
       assert.deepStrictEqual([bad?._tag, bad?.path], ["InvalidSpec", "since"])
       const badBy = failure(yield* Effect.exit(f.costs({ by: "weekday" as never })))
       assert.deepStrictEqual([badBy?._tag, badBy?.path], ["InvalidSpec", "by"])
+    }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
+})
+
+describe("labels", () => {
+  it.effect("spend groups by any label; relabel changes a live agent's labels, its info and its later turns' cost", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.spawn("ann", { labels: { team: "a", tier: "gold" } })
+      yield* f.spawn("bob", { labels: { team: "b" } })
+      yield* f.spawn("cid")
+      yield* f.ask("ann", "one")
+      yield* f.ask("bob", "one")
+      yield* f.ask("cid", "one")
+      assert.deepStrictEqual((yield* f.info("ann")).labels, { team: "a", tier: "gold" })
+      assert.notProperty(yield* f.info("cid"), "labels")
+      const byTeam = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(byTeam, [["a", 1], ["b", 1], [null, 1]])
+      const byTier = (yield* f.costs({ by: "label:tier" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(byTier, [["gold", 1], [null, 2]])
+
+      // Relabeled: its info says so at once, and only the turns that finish from now on are booked on the new labels.
+      const cid = yield* Effect.flatMap(Registry, (registry) => registry.get("cid"))
+      yield* cid.relabel({ team: "a" })
+      assert.deepStrictEqual((yield* f.info("cid")).labels, { team: "a" })
+      yield* f.ask("cid", "two")
+      const after = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      assert.sameDeepMembers(after, [["a", 2], ["b", 1], [null, 1]])
+      yield* cid.relabel({})
+      assert.notProperty(yield* f.info("cid"), "labels")
+    }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
+
+  it.effect("a run's labels add to its template's, and its turn is booked on them", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.boot({ agents: [{ name: "nightly", lifecycle: "run", prompt: "go", labels: { team: "a", kind: "x" } }] })
+      yield* f.run({ name: "r1", template: "nightly", labels: { kind: "y" } })
+      const byTeam = (yield* f.costs({ by: "label:team" })).groups.map((g) => [g.key, g.turns])
+      const byKind = (yield* f.costs({ by: "label:kind" })).groups.map((g) => [g.key, g.turns])
+      assert.deepStrictEqual([byTeam, byKind], [[["a", 1]], [["y", 1]]])
     }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
 })
 

@@ -3,7 +3,10 @@
  * two builds of the fleet (as the disk outlives a host): who comes back, with what, and what does not.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Option } from "effect"
+import type { AgentOptions } from "../src/AgentOptions.js"
+import { StoredOptions } from "../src/AgentOptions.js"
+import * as StoreConfig from "../src/StoreConfig.js"
 import * as Testing from "../src/Testing.js"
 import type { Shared } from "./support.js"
 import { host as hostOf, shared as newShared } from "./support.js"
@@ -144,5 +147,44 @@ describe("a restart of the host over a durable store", () => {
           })
         })
       )
+    }))
+
+  it.effect("every kept option comes back after a restart, stream and labels included", () =>
+    Effect.gen(function*() {
+      const where = shared()
+      const given = {
+        cwd: "/w",
+        model: "opus",
+        permission: { allow: ["Read"], ask: ["Write"] },
+        systemPrompt: "be brief",
+        appendSystemPrompt: "and exact",
+        timeout: 42_000,
+        env: { TEAM: "a" },
+        role: "manager",
+        extraArgs: ["--verbose"],
+        expectStructuredOutput: false,
+        sandbox: { network: { allow: ["github.com"] } },
+        autoCompactAt: 80,
+        stream: true,
+        maxBudgetUsd: 2.5,
+        budgetPer: "day",
+        labels: { team: "a" }
+      } satisfies AgentOptions
+      const { cwd: _cwd, permission, timeout, ...kept } = given
+      const expected = { ...kept, cwd: "/w", permission, timeoutMs: timeout }
+      // Every option the store keeps is set above: one added to the Schema and not here fails this test.
+      assert.deepStrictEqual(Object.keys(expected).sort(), Object.keys(StoredOptions.fields).sort())
+      yield* host(where)((fleet) =>
+        Effect.gen(function*() {
+          yield* fleet.spawn("a", given)
+          yield* fleet.ask("a", "before")
+        })
+      )
+      // Restarted twice: the second host's row is written from the options the first restart gave back.
+      yield* host(where)((fleet) => Effect.asVoid(fleet.info("a")))
+      const row = yield* Effect.scoped(
+        Effect.flatMap(StoreConfig.open({ sqlite: where.file }), (store) => store.agent("a"))
+      )
+      assert.deepStrictEqual(Option.getOrThrow(row).options, expected)
     }))
 })

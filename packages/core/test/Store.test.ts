@@ -49,7 +49,7 @@ describe("Store: an SQLite file", () => {
       assert.isTrue(fs.existsSync(`${file}-wal`), "WAL mode keeps a -wal file beside the database")
       const info = yield* store.info
       assert.strictEqual(info.kind, "sqlite")
-      assert.strictEqual(info.schemaVersion, 2)
+      assert.strictEqual(info.schemaVersion, 3)
       assert.isAbove(info.sizeBytes ?? 0, 0)
       const second = failure(yield* Effect.exit(Effect.scoped(StoreConfig.open({ sqlite: file }))))
       assert.strictEqual(second?._tag, "StoreLocked")
@@ -135,10 +135,11 @@ describe("Store: an SQLite file", () => {
           return store.flush()
         }))
       )
-      // What a flotta of schema version 1 left: no cost table, no second migration.
+      // What a flotta of schema version 1 left: no cost table, no label table, no later migration.
       const db = Sqlite.openSync(file)
       db.prepare("drop table flotta_costs").run()
-      db.prepare("delete from flotta_migrations where migration_id = 2").run()
+      db.prepare("drop table flotta_turn_labels").run()
+      db.prepare("delete from flotta_migrations where migration_id >= 2").run()
       db.close()
       const store = yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* StoreConfig.open({ sqlite: file })
@@ -148,11 +149,49 @@ describe("Store: an SQLite file", () => {
           byModel: yield* store.costs({ since: null, until: null, by: "model" })
         }
       }))
-      assert.strictEqual(store.info.schemaVersion, 2)
+      assert.strictEqual(store.info.schemaVersion, 3)
       assert.strictEqual(store.byRun.turns, 2)
       assert.approximately(store.byRun.totalUsd, 0.02, 1e-9)
       assert.deepStrictEqual(store.byRun.groups.map((g) => g.key).sort(), ["nightly-1", null].sort())
       assert.deepStrictEqual(store.byModel.groups.map((g) => g.key), ["unknown"])
+    }))
+
+  it.effect("a store of the second schema keeps its routines as the label routine: its spend and its agents", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const done = "2025-03-01T10:00:00.000Z"
+      yield* Effect.scoped(
+        StoreConfig.open({ sqlite: file }).pipe(Effect.flatMap((store) => {
+          store.saveAgent(agentRow("scout"))
+          store.saveTurn(turnRow("scout", 1, "succeeded", done))
+          store.saveTurn(turnRow("other", 1, "succeeded", done))
+          return store.flush()
+        }))
+      )
+      // What a flotta of schema version 2 left: a routine column on the costs, a routine in an agent's options.
+      const db = Sqlite.openSync(file)
+      db.prepare("drop table flotta_turn_labels").run()
+      db.prepare("delete from flotta_migrations where migration_id = 3").run()
+      db.prepare("update flotta_costs set routine = 'nightly' where agent = 'scout'").run()
+      const [stored] = db.prepare("select row from flotta_agents where name = 'scout'").all([])
+      const old = JSON.parse(String((stored as { readonly row: unknown }).row))
+      db.prepare("update flotta_agents set row = ? where name = 'scout'").run([
+        JSON.stringify({ ...old, options: { ...old.options, routine: "nightly" } })
+      ])
+      db.close()
+      const after = yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* StoreConfig.open({ sqlite: file })
+        return {
+          info: yield* store.info,
+          byRoutine: yield* store.costs({ since: null, until: null, by: "label:routine" }),
+          agent: yield* store.agent("scout")
+        }
+      }))
+      assert.strictEqual(after.info.schemaVersion, 3)
+      const groups = after.byRoutine.groups.map((g) => `${g.key}:${g.turns}`).sort()
+      assert.deepStrictEqual(groups, ["nightly:1", "null:1"])
+      assert.deepStrictEqual(Option.getOrThrow(after.agent).options.labels, { routine: "nightly" })
+      assert.notProperty(Option.getOrThrow(after.agent).options, "routine")
     }))
 
   it.effect("a directory in its place is a clear error", () =>

@@ -186,7 +186,7 @@ export const storeSuite = (fixture: StoreFixture) =>
         yield* third.close
       }))
 
-    it.effect("the cost console's sums equal the sum of the turns' costs, by agent, model, day, hour, run, routine", () =>
+    it.effect("the cost console's sums equal the sum of the turns' costs, by agent, model, day, hour, run, label", () =>
       Effect.gen(function*() {
         const { again, fresh } = yield* fixture.make()
         const first = yield* open(fresh)
@@ -205,7 +205,11 @@ export const storeSuite = (fixture: StoreFixture) =>
             ...base,
             record: { ...base.record, costUsd, ...(modelCosts === undefined ? {} : { modelCosts }) },
             ...(i % 4 === 1 ? { run: `run-${i % 3}` } : {}),
-            ...(i % 8 === 1 ? { routine: "nightly" } : {})
+            ...(i % 8 === 1
+              ? { labels: { routine: "nightly", team: "a" } }
+              : i % 8 === 2
+              ? { labels: { team: "b" } }
+              : {})
           }
           rows.push(row)
           first.store.saveTurn(row)
@@ -266,9 +270,14 @@ export const storeSuite = (fixture: StoreFixture) =>
             )
             sameAs(yield* store.costs({ since: null, until: null, by: "run" }), expected((r) => r.run ?? null), "run")
             sameAs(
-              yield* store.costs({ since: null, until: null, by: "routine" }),
-              expected((r) => r.routine ?? null),
-              "by routine"
+              yield* store.costs({ since: null, until: null, by: "label:routine" }),
+              expected((r) => r.labels?.["routine"] ?? null),
+              "by label:routine"
+            )
+            sameAs(
+              yield* store.costs({ since: null, until: null, by: "label:team" }),
+              expected((r) => r.labels?.["team"] ?? null),
+              "by label:team"
             )
             // A window: [Jan 2, Jan 4).
             const since = "2025-01-02T00:00:00.000Z"

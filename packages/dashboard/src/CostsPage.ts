@@ -1,8 +1,9 @@
 /**
  * `/costs`: the cost console in a browser, over the same `Flotta.costs` as MCP and the cli. The totals (today in
  * UTC, the last 7 days, the chosen window), spend by day as a chart (its data from `GET /api/costs`, in uPlot's
- * columns), the top spenders by agent, model, run and routine, and the window chooser: `?since=` and `?until=` take
- * the bounds `Costs` reads (`7d`, `24h`, a date), `since=all` opens the window, and no `since` is the last 30 days.
+ * columns), the top spenders by agent, model, run and by a label (`?label=team`; default `routine`, which the
+ * scheduler sets), and the window chooser: `?since=` and `?until=` take the bounds `Costs` reads (`7d`, `24h`, a
+ * date), `since=all` opens the window, and no `since` is the last 30 days.
  * Each table links its CSV (`/costs.csv?by=…&since=…`, `Costs.toCsv`, every group, not only the top ones); an agent
  * links to its page and a run to its run page, both there for a closed one (read from the store).
  */
@@ -35,23 +36,33 @@ export const WINDOWS: ReadonlyArray<readonly [since: string, label: string]> = [
   [ALL, "All time"]
 ]
 
-/** The tables of top spenders: their grouping and what a row is. */
-const TABLES: ReadonlyArray<readonly [by: CostBy, title: string, column: string]> = [
+/** The label the last table groups by when the address names none: the one the scheduler sets on its runs. */
+export const DEFAULT_LABEL = "routine"
+
+type Table = readonly [by: CostBy, title: string, column: string]
+
+/** The tables of top spenders: their grouping and what a row is; the last groups by the chosen label. */
+const tablesOf = (params: CostWindowParams): ReadonlyArray<Table> => [
   ["agent", "Top agents", "Agent"],
   ["model", "Top models", "Model"],
   ["run", "Top runs", "Run"],
-  ["routine", "Top routines", "Routine"]
+  [`label:${params.label}`, `Top by label ${params.label}`, params.label]
 ]
 
-/** The window as the address gives it: `since` (absent: the default; `all`: open) and `until`, blanks dropped. */
+/**
+ * The window as the address gives it: `since` (absent: the default; `all`: open) and `until`, blanks dropped; and
+ * the label to group by.
+ */
 export interface CostWindowParams {
   readonly since: string
   readonly until: string
+  readonly label: string
 }
 
 export const paramsOf = (query: URLSearchParams): CostWindowParams => ({
   since: query.get("since")?.trim() || DEFAULT_SINCE,
-  until: query.get("until")?.trim() ?? ""
+  until: query.get("until")?.trim() ?? "",
+  label: query.get("label")?.trim() || DEFAULT_LABEL
 })
 
 /** The window's params as a query for `Flotta.costs`, grouped by `by`. */
@@ -63,8 +74,12 @@ export const costQuery = (params: CostWindowParams, by: CostBy): CostQuery => ({
 
 /** The window's params in an address (`since` always, so a link keeps the window it was made in). */
 const search = (params: CostWindowParams, extra: Record<string, string> = {}) =>
-  new URLSearchParams({ ...extra, since: params.since, ...(params.until === "" ? {} : { until: params.until }) })
-    .toString()
+  new URLSearchParams({
+    ...extra,
+    since: params.since,
+    ...(params.until === "" ? {} : { until: params.until }),
+    ...(params.label === DEFAULT_LABEL ? {} : { label: params.label })
+  }).toString()
 
 export const csvHref = (params: CostWindowParams, by: CostBy) => `/costs.csv?${search(params, { by })}`
 export const chartHref = (params: CostWindowParams) => `/api/costs?${search(params)}`
@@ -86,7 +101,7 @@ export const view = (params: CostWindowParams): Effect.Effect<CostsView, Invalid
       fleet.costs({ since: today, by: "day" }),
       fleet.costs({ since: "7d", by: "day" }),
       fleet.costs(costQuery(params, "day")),
-      ...TABLES.map(([by]) => fleet.costs(costQuery(params, by)))
+      ...tablesOf(params).map(([by]) => fleet.costs(costQuery(params, by)))
     ])
     return { today: todayReport!, week: week!, window: window!, groups }
   })
@@ -150,16 +165,16 @@ const total = (label: string, report: CostReport) =>
   }</strong> <span class="muted">${turnsText(report.turns)}</span></dd></div>`
 
 const keyCell = (by: CostBy, key: string | null): Html | string => {
-  if (key === null) return html`<span class="muted">(no ${by})</span>`
+  if (key === null) return html`<span class="muted">(no ${Costs.isLabelBy(by) ? Costs.labelKey(by) : by})</span>`
   return by === "agent" ? agentLink(key) : by === "run" ? runLink(key) : key
 }
 
 const table = (params: CostWindowParams) => (report: CostReport, i: number) => {
-  const [by, title, column] = TABLES[i]!
+  const [by, title, column] = tablesOf(params)[i]!
   const shown = report.groups.slice(0, TOP)
   const share = (usd: number) => (report.totalUsd > 0 ? `${((usd / report.totalUsd) * 100).toFixed(1)}%` : "—")
-  return html`<section class="spenders" aria-labelledby="top-${by}">
-<h2 id="top-${by}">${title} <a href="${
+  return html`<section class="spenders" aria-labelledby="top-${by.replace(":", "-")}">
+<h2 id="top-${by.replace(":", "-")}">${title} <a href="${
     csvHref(params, by)
   }" download class="csv" aria-label="Download CSV by ${by}">CSV</a></h2>
 <table aria-label="${title}">
@@ -195,6 +210,8 @@ const chooser = (params: CostWindowParams) =>
 <input id="since" name="since" value="${params.since}" placeholder="7d, 24h, 2025-01-31 or all" size="14">
 <label for="until">Until</label>
 <input id="until" name="until" value="${params.until}" placeholder="now" size="14">
+<label for="label">Label</label>
+<input id="label" name="label" value="${params.label}" placeholder="${DEFAULT_LABEL}" size="10">
 <button type="submit">Show</button>
 </form>`
 

@@ -2,6 +2,7 @@
  * The tools' arguments and results, as Effect Schemas. Arguments are strict (a misspelt field is an error that
  * names it); results describe what the engine returns and tolerate fields added later.
  */
+import * as Options from "@flotta/core/AgentOptions"
 import * as View from "@flotta/core/AgentView"
 import { exact } from "@flotta/core/Decode"
 import { PermissionData } from "@flotta/core/Permission"
@@ -57,26 +58,52 @@ const REPO_DESCRIPTION = "A directory inside the git repository (default: the se
 
 export const NameArgs = Schema.Struct({ name: req(Text, NAME_DESCRIPTION) })
 
-const Percent = Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100))
 const STREAM_DESCRIPTION = "Stream its text as the model writes it: subscribers of the report log (and the " +
   "dashboard) get each piece as a text_delta entry, told live and never kept"
 const AUTO_COMPACT_DESCRIPTION = "A percentage of its context window: when a turn ends with its context fuller " +
   "than that, a compaction is queued before its next prompt (default: the fleet's autoCompactAt, if any)"
 
-/** The options an agent starts with (a fork takes the ones it is not given from its source). */
-const AgentOptionFields = {
-  cwd: opt(Text, CWD_DESCRIPTION),
-  model: opt(Text, "Model name or alias, e.g. \"sonnet\""),
-  permission: opt(Permission, PERMISSION_DESCRIPTION),
-  systemPrompt: opt(Schema.String, "Replaces the default system prompt"),
-  appendSystemPrompt: opt(Schema.String, "Appended to the default system prompt"),
-  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION),
-  env: opt(Env, "Added to the agent's environment"),
-  role: opt(Schema.Literal("member", "manager")),
-  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
-  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION),
-  stream: opt(Schema.Boolean, STREAM_DESCRIPTION)
+const LABELS_DESCRIPTION = "Labels ({ \"team\": \"a\" }), kept with it and the cost of its turns: flotta_costs " +
+  "groups spend by one (by: \"label:team\"), flotta_list and flotta_runs filter by them"
+
+/**
+ * The agent options as the tools take them: core's Schema of them (`AgentOptions`), field by field, each with the
+ * words a client reads. The timeout is said as `turnTimeoutSeconds`; `lifecycle` is the tool's own choice (spawn
+ * starts sessions, flotta_run runs) and `extraArgs` stays out of reach (a CLI flag could widen the permission).
+ */
+const O = Options.AgentOptions.fields
+const OptionFields = {
+  cwd: O.cwd.annotations({ description: CWD_DESCRIPTION }),
+  model: O.model.annotations({ description: "Model name or alias, e.g. \"sonnet\" (default: the CLI's)" }),
+  permission: O.permission.annotations({ description: PERMISSION_DESCRIPTION }),
+  systemPrompt: O.systemPrompt.annotations({ description: "Replaces the default system prompt" }),
+  appendSystemPrompt: O.appendSystemPrompt.annotations({ description: "Appended to the default system prompt" }),
+  env: O.env.annotations({ description: "Added to the agent's environment" }),
+  role: O.role,
+  resume: O.resume.annotations({ description: "A session id to continue (from a run's result or an agent's info)" }),
+  expectStructuredOutput: O.expectStructuredOutput.annotations({
+    description: "A turn that succeeds without structured output fails"
+  }),
+  sandbox: O.sandbox.annotations({ description: SANDBOX_DESCRIPTION }),
+  autoCompactAt: O.autoCompactAt.annotations({ description: AUTO_COMPACT_DESCRIPTION }),
+  stream: O.stream.annotations({ description: STREAM_DESCRIPTION }),
+  maxBudgetUsd: O.maxBudgetUsd.annotations({
+    description: "A budget in dollars for its turns (per budgetPer): once spent, a new turn fails with BudgetExceeded"
+  }),
+  budgetPer: O.budgetPer.annotations({ description: "The budget is per UTC day, or for its life (default)" }),
+  labels: O.labels.annotations({ description: LABELS_DESCRIPTION }),
+  turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION)
 }
+
+// Every agent option is a tool argument, or said here why not: a new option fails the build until it is.
+const everyOptionIsAnArgument: Options.SameKeys<
+  Omit<Options.DataOptions, "timeout" | "lifecycle" | "extraArgs">,
+  Omit<typeof OptionFields, "turnTimeoutSeconds">
+> = true
+void everyOptionIsAnArgument
+
+/** The options an agent starts with (a fork takes the ones it is not given from its source, and its session). */
+const { resume: _resume, ...AgentOptionFields } = OptionFields
 
 export const CompactArgs = Schema.Struct({
   name: req(Text, NAME_DESCRIPTION),
@@ -103,24 +130,10 @@ export const ForkArgs = Schema.Struct({
 
 export const SpawnArgs = Schema.Struct({
   name: req(Text, NAME_DESCRIPTION),
-  cwd: opt(Text, CWD_DESCRIPTION),
-  model: opt(Text, "Model name or alias, e.g. \"sonnet\" (default: the CLI's)"),
-  permission: opt(Permission, PERMISSION_DESCRIPTION + " (default \"read_only\")"),
-  systemPrompt: opt(Schema.String, "Replaces the default system prompt"),
-  appendSystemPrompt: opt(Schema.String, "Appended to the default system prompt"),
+  ...OptionFields,
+  permission: O.permission.annotations({ description: PERMISSION_DESCRIPTION + " (default \"read_only\")" }),
   turnTimeoutSeconds: opt(Seconds, TURN_TIMEOUT_DESCRIPTION + " (default 180)"),
-  env: opt(Env, "Added to the agent's environment"),
-  role: opt(Schema.Literal("member", "manager")),
-  resume: opt(Text, "A session id to continue (from a run's result or an agent's info)"),
-  host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)"),
-  sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
-  autoCompactAt: opt(Percent, AUTO_COMPACT_DESCRIPTION),
-  stream: opt(Schema.Boolean, STREAM_DESCRIPTION),
-  maxBudgetUsd: opt(
-    Schema.Number.pipe(Schema.positive()),
-    "A budget in dollars for its turns (per budgetPer): once spent, a new turn fails with BudgetExceeded"
-  ),
-  budgetPer: opt(Schema.Literal("day", "life"), "The budget is per UTC day, or for its life (default)")
+  host: opt(Text, "In a cluster: the host to run it on (default: the live host with the fewest agents)")
 })
 
 export const RunArgs = Schema.Struct({

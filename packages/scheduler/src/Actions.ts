@@ -7,6 +7,7 @@
  * schedule's, the manual ones) leave the prompt as it is.
  */
 import type { TurnResult } from "@flotta/core/Agent"
+import type { Labels } from "@flotta/core/AgentOptions"
 import { decodeAt, exact } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
 import * as Permission from "@flotta/core/Permission"
@@ -131,6 +132,17 @@ export const withEvent = (prompt: string, text: string | undefined): string =>
 /** Spend is summed in floating point (0.1 + 0.2 is 0.30000000000000004): a budget counts as reached this close. */
 export const EPSILON = 1e-9
 
+/** The labels of what a routine starts: its own, and `routine: NAME`, which its spend is grouped by. */
+interface Owner {
+  readonly name: string
+  readonly labels?: Labels | undefined
+}
+
+const labelsOf = (routine: Owner): Labels => ({
+  ...routine.labels,
+  routine: routine.name
+})
+
 /** A routine's budget for one fire: its `maxBudgetUsd`, cut to what its daily budget has left. */
 export const budgetOf = (r: RoutineState): number | undefined => {
   const { dailyBudgetUsd, maxBudgetUsd } = r.routine
@@ -219,14 +231,14 @@ export const make = (deps: {
       /** What the event says (a trigger's fire only). */
       const text = target._tag === "Routine" ? target.text : undefined
 
-      const scan = (label: string | null, params: ScanParams) =>
+      const scan = (owner: Owner | null, params: ScanParams) =>
         Effect.gen(function*() {
-          const name = runName(label ?? "scan")
+          const name = runName(owner?.name ?? "scan")
           tally.runs.push(name)
           const result = yield* spend(fleet.run({
             name,
             prompt: withEvent(params.prompt ?? defaultScanPrompt(params.focus), text),
-            ...(label === null ? {} : { routine: label }),
+            ...(owner === null ? {} : { labels: labelsOf(owner) }),
             appendSystemPrompt: scanInstructions(params.focus),
             permission: "read_only",
             jsonSchema: TASKS_JSON_SCHEMA,
@@ -241,7 +253,7 @@ export const make = (deps: {
             })
           }
           const entry = yield* record(ReportKinds.findings, {
-            routine: label,
+            routine: owner?.name ?? null,
             fireId,
             run: name,
             tasks: decoded.right.tasks
@@ -254,7 +266,7 @@ export const make = (deps: {
       const dispatch = (routine: DispatchRoutine) =>
         Effect.gen(function*() {
           const template = yield* checkTemplate(routine.name, routine.template)
-          const { seq, tasks } = yield* scan(routine.name, routine)
+          const { seq, tasks } = yield* scan(routine, routine)
           const deferred: Array<{ title: string; key: string; reason: string }> = []
           const chosen = yield* dispatchLock(Effect.gen(function*() {
             const log = yield* schedulerEntries(reports, [
@@ -317,7 +329,7 @@ export const make = (deps: {
               name,
               template: routine.template,
               prompt: dispatchPrompt(template.prompt, task),
-              routine: routine.name,
+              labels: labelsOf(routine),
               ...bounded()
             })))
             claimed.delete(task.key)
@@ -342,7 +354,7 @@ export const make = (deps: {
       const routine = target.routine
       switch (routine.action) {
         case "scan":
-          return Effect.asVoid(scan(routine.name, routine))
+          return Effect.asVoid(scan(routine, routine))
         case "dispatch_scan":
           return dispatch(routine)
         case "run":
@@ -358,7 +370,7 @@ export const make = (deps: {
               name,
               ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
               ...(text === undefined ? {} : { prompt: base === undefined ? text : withEvent(base, text) }),
-              routine: routine.name,
+              labels: labelsOf(routine),
               ...placement(routine),
               ...bounded()
             }))

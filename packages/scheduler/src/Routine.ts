@@ -9,6 +9,7 @@
  * A routine without `every` (or with `{ "triggered": true }`) never falls due: it fires when triggered from
  * outside (`POST /hooks/routines/NAME`, `POST /hooks/github`) or by hand. Its `secret` is kept `Redacted`.
  */
+import { Labels } from "@flotta/core/AgentOptions"
 import { NAME_PATTERN } from "@flotta/core/AgentView"
 import { decodeAt } from "@flotta/core/Decode"
 import * as Permission from "@flotta/core/Permission"
@@ -70,6 +71,11 @@ const Common = {
       "then is refused and recorded as a skip)."
   ),
   maxBudgetUsd: optional(Dollars, "Dollars at most per fire."),
+  labels: optional(
+    Labels,
+    "Labels for the runs it starts (`{ \"team\": \"a\" }`), beside `routine: NAME`, which it always sets: " +
+      "`costs --by label:routine` groups spend by routine, `--by label:team` by team."
+  ),
   dailyBudgetUsd: optional(
     Dollars,
     "Dollars per day for this routine: crossing it pauses the routine until the next day."

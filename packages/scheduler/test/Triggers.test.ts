@@ -163,11 +163,11 @@ describe("trigger", () => {
         yield* steering.trigger(name, { source: "webhook", text })
         yield* settle(steering)
       }
-      const promptOf = (routine: string) => fleet.runs.find((r) => r.routine === routine)?.prompt
+      const promptOf = (routine: string) => fleet.runs.find((r) => r.labels?.["routine"] === routine)?.prompt
       assert.strictEqual(promptOf("append"), `Look into this.\n\n${text}`)
       assert.strictEqual(promptOf("placed"), `The event:\n${text}\nNow act on it.`)
       assert.strictEqual(promptOf("templated"), `Fix what the event says.\n\n${text}`)
-      assert.strictEqual(fleet.runs.find((r) => r.routine === "templated")?.template, "fixer")
+      assert.strictEqual(fleet.runs.find((r) => r.labels?.["routine"] === "templated")?.template, "fixer")
       assert.deepStrictEqual(fleet.prompts, [{ agent: "scout", text: `status?\n\n${text}` }])
       assert.strictEqual(
         promptOf("scan"),
@@ -180,17 +180,17 @@ describe("trigger", () => {
       yield* settle(steering)
       yield* steering.trigger("templated", { source: "webhook", text: "  \n" })
       yield* settle(steering)
-      assert.deepStrictEqual(fleet.runs.filter((r) => r.routine === "hourly").map((r) => r.prompt), [
+      assert.deepStrictEqual(fleet.runs.filter((r) => r.labels?.["routine"] === "hourly").map((r) => r.prompt), [
         "Tick {{event}}",
         "Tick {{event}}"
       ])
-      const untouched = fleet.runs.filter((r) => r.routine === "templated").at(-1)!
+      const untouched = fleet.runs.filter((r) => r.labels?.["routine"] === "templated").at(-1)!
       assert.deepStrictEqual([untouched.template, untouched.prompt], ["fixer", undefined])
       // A long text is cut between two characters, and says so.
       const long = "ab" + "€".repeat(10_000)
       yield* steering.trigger("append", { source: "webhook", text: long })
       yield* settle(steering)
-      const cut = fleet.runs.filter((r) => r.routine === "append").at(-1)!.prompt!
+      const cut = fleet.runs.filter((r) => r.labels?.["routine"] === "append").at(-1)!.prompt!
       assert.strictEqual(
         cut,
         "Look into this.\n\nab" + "€".repeat(5460) +

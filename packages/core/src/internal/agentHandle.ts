@@ -16,6 +16,7 @@ import {
   TurnTimeout
 } from "../Errors.js"
 import type { SandboxUnavailable, SpawnFailed, TurnError } from "../Errors.js"
+import { withLabels } from "./agentOptions.js"
 import type { AgentContext, AgentDeps, Turn } from "./agentState.js"
 import * as AgentStatus from "./agentStatus.js"
 import type { Dormant } from "./dormant.js"
@@ -226,7 +227,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
 
   /** The options a fork (or a wake from dormancy) takes: its own, with the permission in force. */
   const keptOptions = () => ({
-    ...options,
+    ...withLabels(options, state.labels),
     permission: state.policy,
     timeout: Duration.millis(defaultTimeoutMs)
   })
@@ -338,6 +339,12 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
     yield* Supervisor.failWaiting(ctx, closed)
   })
 
+  const relabel: Agent["relabel"] = (labels) =>
+    Effect.sync(() => {
+      state.labels = { ...labels }
+      ctx.saveAgent()
+    })
+
   const agent: Agent = {
     name,
     lifecycle: options.lifecycle ?? "session",
@@ -352,6 +359,7 @@ export const make = (ctx: AgentContext, deps: AgentDeps, parts: HandleParts): Ma
     transcript,
     interrupt,
     forkPoint,
+    relabel,
     hibernate,
     wake,
     idleSince,

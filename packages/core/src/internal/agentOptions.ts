@@ -1,84 +1,23 @@
 /**
- * An agent's options: what a caller gives (`AgentOptions`), the part of them the store keeps (`StoredOptions`)
+ * An agent's options at work (declared in `AgentOptions`): the part of them the store keeps (`StoredOptions`)
  * and gives back after a restart of the host, and the `claude` flags they make.
  */
 import { Duration } from "effect"
 import * as path from "node:path"
-import type { Activity, AgentRow, ForkOrigin, Role, StoredOptions } from "../AgentView.js"
+import { keptOf } from "../AgentOptions.js"
+import type { AgentOptions, Labels, StoredOptions } from "../AgentOptions.js"
+import type { AgentRow, ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import * as Permission from "../Permission.js"
 import * as Sandbox from "../Sandbox.js"
 
-export interface AgentOptions {
-  readonly cwd?: string
-  readonly model?: string
-  readonly permission?: Permission.Policy
-  readonly systemPrompt?: string
-  readonly appendSystemPrompt?: string
-  /** Per-turn default (180 s unless the fleet says otherwise). */
-  readonly timeout?: Duration.DurationInput
-  /** Added to the inherited environment. */
-  readonly env?: Readonly<Record<string, string>>
-  readonly role?: Role
-  /** Continue an earlier conversation (a session id from a run or another agent). */
-  readonly resume?: string
-  /** Further CLI flags, placed after the ones the options produce. */
-  readonly extraArgs?: ReadonlyArray<string>
-  /** The host to run it on, in a fleet spread over several hosts (`@flotta/cluster`); a single fleet refuses it. */
-  readonly host?: string
-  /** A run takes one turn and does not report `turn_started` (default: session). */
-  readonly lifecycle?: "session" | "run"
-  /** A turn that succeeds without `structured_output` fails (the CLI can report success without it). */
-  readonly expectStructuredOutput?: boolean
-  /** Told what the agent is doing as its turns stream (a tool it calls, text it writes): for progress displays. */
-  readonly onActivity?: (activity: Activity) => void
-  /**
-   * Run its Bash tool in the CLI's OS sandbox: `true` writes only in its cwd (a run's worktree) and reaches no
-   * network; `{ network: { allow: [hosts] }, writable: [paths] }` adds hosts and paths (see `Sandbox`). It never
-   * starts unsandboxed (`SandboxUnavailable`).
-   */
-  readonly sandbox?: Sandbox.SandboxData
-  /**
-   * A percentage of its context window: when a turn ends with its context fuller than that, a compaction is
-   * queued before its next prompt (the fleet's `autoCompactAt` otherwise; none when neither says).
-   */
-  readonly autoCompactAt?: number
-  /**
-   * Stream its text as the model writes it (`--include-partial-messages`): each piece reaches `onActivity` and
-   * the report log's subscribers (`text_delta`, live only) before the message is whole.
-   */
-  readonly stream?: boolean
-  /**
-   * A session's budget, in dollars: once its turns have spent this much (`budgetPer` UTC day, or for its `life`,
-   * the default), a new turn fails with `BudgetExceeded` before it is sent. A turn in flight when the budget is
-   * crossed finishes; the next one is refused. Spend is counted from the store, so it survives a restart.
-   */
-  readonly maxBudgetUsd?: number
-  readonly budgetPer?: "day" | "life"
-  /** The routine that started it (set by the scheduler): its turns' cost is booked on the routine too. */
-  readonly routine?: string
+export type { AgentOptions } from "../AgentOptions.js"
+
+/** The options with these labels instead of theirs (none kept when there are none). */
+export const withLabels = (options: AgentOptions, labels: Labels): AgentOptions => {
+  const { labels: _labels, ...rest } = options
+  return Object.keys(labels).length === 0 ? rest : { ...rest, labels }
 }
-
-/** The options that are plain data, stored and restored as they are. */
-const PLAIN_OPTIONS = [
-  "model",
-  "systemPrompt",
-  "appendSystemPrompt",
-  "env",
-  "role",
-  "extraArgs",
-  "expectStructuredOutput",
-  "sandbox",
-  "autoCompactAt",
-  "maxBudgetUsd",
-  "budgetPer",
-  "routine"
-] as const
-type PlainOptions = Pick<AgentOptions, typeof PLAIN_OPTIONS[number]>
-
-/** The plain options that are set (an absent one stays absent, as `exactOptionalPropertyTypes` wants). */
-const plainOptions = (from: PlainOptions): PlainOptions =>
-  Object.fromEntries(PLAIN_OPTIONS.flatMap((key) => (from[key] === undefined ? [] : [[key, from[key]]])))
 
 /** The options an agent can be restarted with, and why it cannot be when it cannot. */
 export const storedOptions = (
@@ -87,7 +26,7 @@ export const storedOptions = (
   cwd: string,
   timeoutMs: number
 ): { readonly stored: StoredOptions; readonly notRestorable: string | null } => ({
-  stored: { ...plainOptions(options), cwd, permission: Permission.describe(policy), timeoutMs },
+  stored: { ...keptOf(options), cwd, permission: Permission.describe(policy), timeoutMs },
   notRestorable: typeof policy === "function"
     ? "its permission was given as a function, which cannot be stored: spawn it again"
     : null
@@ -97,7 +36,7 @@ export const storedOptions = (
 export const optionsOf = (row: AgentRow): AgentOptions => {
   const permission = row.options.permission
   return {
-    ...plainOptions(row.options),
+    ...keptOf(row.options),
     cwd: row.options.cwd,
     ...(permission === "function" ? {} : { permission }),
     timeout: Duration.millis(row.options.timeoutMs),

@@ -5,6 +5,7 @@
  */
 import type { Deferred, Effect, Option, Scope, Tracer } from "effect"
 import type { Agent } from "../Agent.js"
+import type { Labels } from "../AgentOptions.js"
 import type {
   AgentRow,
   AgentStatus,
@@ -205,6 +206,8 @@ export interface AgentState {
   contextWindow: number | null
   /** The CLI could not write its session file. */
   writesLost: WritesLost | undefined
+  /** Its labels now: given at spawn, changed by `relabel`; each turn's cost is saved with them. */
+  labels: Labels
 }
 
 /** What the turn runner, the supervisor, the process start and the handle share. */

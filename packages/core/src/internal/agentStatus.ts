@@ -62,6 +62,7 @@ export const infoOf = (ctx: AgentContext, startedAt: string, view: AgentStatusVi
     ...(state.forkedFrom === undefined ? {} : { forkedFrom: state.forkedFrom }),
     ...(view.context === undefined ? {} : { context: view.context }),
     ...(state.writesLost === undefined ? {} : { sessionWritesLost: state.writesLost }),
-    ...(budget === undefined ? {} : { budget })
+    ...(budget === undefined ? {} : { budget }),
+    ...(Object.keys(state.labels).length === 0 ? {} : { labels: state.labels })
   }
 }

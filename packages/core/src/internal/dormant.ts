@@ -56,7 +56,8 @@ export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo 
     ...(o.sandbox === undefined ? {} : { sandbox: o.sandbox }),
     ...(row.forkedFrom === undefined ? {} : { forkedFrom: row.forkedFrom }),
     ...(context === undefined ? {} : { context }),
-    ...(row.sessionWritesLost === undefined ? {} : { sessionWritesLost: row.sessionWritesLost })
+    ...(row.sessionWritesLost === undefined ? {} : { sessionWritesLost: row.sessionWritesLost }),
+    ...(o.labels === undefined ? {} : { labels: o.labels })
   }
 }
 
@@ -123,6 +124,8 @@ export const handle = (
       (rows): ReadonlyArray<TurnRecord> => rows.slice(-deps.historyLimit).map((r) => r.record)
     ),
     interrupt: Effect.succeed(false),
+    // Brought back asleep (no process): it keeps its labels like any agent.
+    relabel: (labels) => Effect.flatMap(deps.revive, (agent) => agent.relabel(labels)),
     forkPoint: (at) =>
       Effect.flatMap(turns, (rows) =>
         forkPointOf({

@@ -16,10 +16,9 @@ import { turnKey } from "./sqlWriter.js"
 import type { Batch, Writer } from "./sqlWriter.js"
 
 /** The SQL a cost row is grouped by, for each grouping (times are ISO text: a day and an hour are prefixes). */
-const GROUP_KEYS: Record<Costs.CostBy, string> = {
+const GROUP_KEYS: Record<Costs.CostColumn, string> = {
   agent: "agent",
   run: "run",
-  routine: "routine",
   model: "model",
   day: "substr(at, 1, 10)",
   hour: "substr(at, 1, 13)"
@@ -223,7 +222,7 @@ export const make = (
   const costs = (window: Costs.CostWindow) =>
     Effect.gen(function*() {
       yield* writer.flush(5_000)
-      const key = sql.literal(GROUP_KEYS[window.by])
+      const by = window.by
       const where = sql.and([
         ...(window.since === null ? [] : [sql`at >= ${window.since}`]),
         ...(window.until === null ? [] : [sql`at < ${window.until}`])
@@ -231,8 +230,19 @@ export const make = (
       type Sum = { readonly usd: number | string | null; readonly turns: number | string }
       const [total] = yield* sql<Sum>`select sum(cost_usd) as usd,
         count(distinct agent || ' ' || turn_id) as turns from flotta_costs where ${where}`
-      const groups = yield* sql<Sum & { readonly key: string | null }>`select ${key} as key, sum(cost_usd) as usd,
-        count(distinct agent || ' ' || turn_id) as turns from flotta_costs where ${where} group by ${key}`
+      type Group = Sum & { readonly key: string | null }
+      // A label's value is in flotta_turn_labels, one row per turn and key; a turn without it groups under null.
+      const groups = Costs.isLabelBy(by)
+        ? yield* sql<Group>`select l.value as key, sum(c.cost_usd) as usd,
+          count(distinct c.agent || ' ' || c.turn_id) as turns from flotta_costs c
+          left join flotta_turn_labels l on l.agent = c.agent and l.turn_id = c.turn_id and l.key = ${
+          Costs.labelKey(by)
+        }
+          where ${where} group by l.value`
+        : yield* sql<Group>`select ${sql.literal(GROUP_KEYS[by])} as key, sum(cost_usd) as usd,
+          count(distinct agent || ' ' || turn_id) as turns from flotta_costs where ${where} group by ${
+          sql.literal(GROUP_KEYS[by])
+        }`
       return {
         ...window,
         totalUsd: Number(total?.usd ?? 0),

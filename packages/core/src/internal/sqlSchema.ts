@@ -12,7 +12,7 @@ import { StoreSchemaTooNew, StoreUnavailable } from "../Errors.js"
 
 export const MIGRATIONS_TABLE = "flotta_migrations"
 
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** The SQL of the first version, for both dialects. */
 const createSchema = (sql: SqlClient) =>
@@ -39,9 +39,12 @@ export const costColumns = (row: CostRow) => ({
   model: row.model,
   at: row.at,
   cost_usd: row.costUsd,
-  run: row.run,
-  routine: row.routine
+  run: row.run
 })
+
+/** A cost row's labels, one row each (see `Costs.CostRow`): a turn's labels, whatever its models. */
+export const labelColumns = (row: CostRow) =>
+  Object.entries(row.labels).map(([key, value]) => ({ agent: row.agent, turn_id: row.turnId, key, value }))
 
 /** Cost rows per multi-row insert: 7 parameters each, well within SQLite's 32,766. */
 export const COST_CHUNK = 1_000
@@ -68,6 +71,39 @@ const addCosts = (sql: SqlClient) =>
   })
 
 const decodeTurnRow = Schema.decodeUnknownEither(Schema.parseJson(TurnRow))
+const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
+
+/**
+ * The third version: labels instead of routines. Each turn's labels (`flotta_turn_labels`), for spend to be grouped
+ * by any of them; an older store's routine (the column of version 2, and the option an agent row kept) becomes the
+ * label `routine`, so its spend stays grouped as it was.
+ */
+const addLabels = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`create table if not exists flotta_turn_labels (
+      agent text not null, turn_id text not null, key text not null, value text not null,
+      primary key (agent, turn_id, key))`
+    yield* sql`create index if not exists flotta_turn_labels_key on flotta_turn_labels (key, value)`
+    yield* sql`insert into flotta_turn_labels (agent, turn_id, key, value)
+      select distinct agent, turn_id, 'routine', routine from flotta_costs where routine is not null
+      on conflict do nothing`
+    const agents = yield* sql<{ readonly name: string; readonly row: string }>`select name, row from flotta_agents
+      where row like ${"%\"routine\"%"}`
+    for (const { name, row } of agents) {
+      const relabeled = routineAsLabel(row)
+      if (relabeled !== undefined) yield* sql`update flotta_agents set row = ${relabeled} where name = ${name}`
+    }
+  })
+
+/** An agent row whose options name a routine, with it as the label `routine` instead (undefined: nothing to do). */
+export const routineAsLabel = (text: string): string | undefined => {
+  const row = Either.getOrUndefined(decodeJson(text))
+  if (!Predicate.isRecord(row) || !Predicate.isRecord(row["options"])) return undefined
+  const { routine, ...options } = row["options"]
+  if (typeof routine !== "string") return undefined
+  const labels = Predicate.isRecord(options["labels"]) ? options["labels"] : {}
+  return JSON.stringify({ ...row, options: { ...options, labels: { routine, ...labels } } })
+}
 
 export interface Dialect {
   readonly kind: "sqlite" | "postgres"
@@ -129,7 +165,11 @@ export const migrate = (sql: SqlClient, kind: Dialect["kind"], location: string)
       return yield* new StoreSchemaTooNew({ location, found, supported: SCHEMA_VERSION })
     }
     yield* Migrator.make({})({
-      loader: Migrator.fromRecord({ "1_init": createSchema(sql), "2_costs": addCosts(sql) }),
+      loader: Migrator.fromRecord({
+        "1_init": createSchema(sql),
+        "2_costs": addCosts(sql),
+        "3_labels": addLabels(sql)
+      }),
       table: MIGRATIONS_TABLE
     }).pipe(
       Effect.provideService(SqlClient, sql),

@@ -12,7 +12,7 @@ import type { Scope } from "effect"
 import { costRowsOf } from "../Costs.js"
 import type { AgentRow, RunRow, StoreHealth, StoreOptions, StoreShape, TurnRow } from "../Store.js"
 import type { ReportEntry } from "./reportQuery.js"
-import { causeText, COST_CHUNK, costColumns } from "./sqlSchema.js"
+import { causeText, COST_CHUNK, costColumns, labelColumns } from "./sqlSchema.js"
 import type { Dialect } from "./sqlSchema.js"
 
 export const MAX_PENDING_REPORTS = 200_000
@@ -133,7 +133,13 @@ export const make = Effect.fn("SqlStore.writer")(function*(
       for (const part of chunks(costs, COST_CHUNK)) {
         yield* sql`insert into flotta_costs ${sql.insert(part.map(costColumns))}
           on conflict (agent, turn_id, model) do update set at = excluded.at, cost_usd = excluded.cost_usd,
-          run = excluded.run, routine = excluded.routine`
+          run = excluded.run`
+      }
+      // Its labels, once per turn (a turn's cost rows share them).
+      const labels = [...batch.turns.values()].flatMap((row) => costRowsOf(row).slice(0, 1).flatMap(labelColumns))
+      for (const part of chunks(labels, COST_CHUNK)) {
+        yield* sql`insert into flotta_turn_labels ${sql.insert(part)}
+          on conflict (agent, turn_id, key) do update set value = excluded.value`
       }
       if (batch.runs.size > 0) {
         yield* sql`insert into flotta_runs ${

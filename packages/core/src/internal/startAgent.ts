@@ -17,7 +17,7 @@ import * as Sandbox from "../Sandbox.js"
 import * as Telemetry from "../Telemetry.js"
 import * as Handle from "./agentHandle.js"
 import type { AgentOptions } from "./agentOptions.js"
-import { storedOptions } from "./agentOptions.js"
+import { storedOptions, withLabels } from "./agentOptions.js"
 import type { AgentContext, AgentDeps, AgentState, Restored, Turn } from "./agentState.js"
 import * as Budget from "./budget.js"
 import { controlHandler } from "./permissionRequests.js"
@@ -78,7 +78,8 @@ export const startAgent = (
       dormant: false,
       context: undefined,
       contextWindow: null,
-      writesLost: restored?.row.sessionWritesLost
+      writesLost: restored?.row.sessionWritesLost,
+      labels: options.labels ?? {}
     }
 
     // --- the journal: the agent's row and its turns' rows in the store ------------------------------------------
@@ -87,7 +88,12 @@ export const startAgent = (
     /** The agent's row, as the store keeps it now. */
     const rowOf = (): AgentRow => {
       const running = state.process?.process
-      const { notRestorable, stored } = storedOptions(options, state.policy, cwd, defaultTimeoutMs)
+      const { notRestorable, stored } = storedOptions(
+        withLabels(options, state.labels),
+        state.policy,
+        cwd,
+        defaultTimeoutMs
+      )
       return {
         name,
         lifecycle: options.lifecycle ?? "session",
@@ -109,11 +115,11 @@ export const startAgent = (
     const saveAgent = () => {
       if (deps.journal.on) deps.store.saveAgent(rowOf())
     }
-    // What its turns' cost is booked on besides the agent (see `Costs`): the run it is, the routine behind it.
-    const attribution = {
+    // What its turns' cost is booked on besides the agent (see `Costs`): the run it is, its labels at the time.
+    const attribution = () => ({
       ...(options.lifecycle === "run" ? { run: name } : {}),
-      ...(options.routine === undefined ? {} : { routine: options.routine })
-    }
+      ...(Object.keys(state.labels).length === 0 ? {} : { labels: state.labels })
+    })
     const saveTurn: AgentContext["saveTurn"] = (turn, outcome) => {
       if (!deps.journal.on) return
       deps.store.saveTurn({
@@ -121,7 +127,7 @@ export const startAgent = (
         n: Number(turn.id.slice(1)),
         timeoutMs: turn.timeoutMs,
         record: TurnRecords.snapshot(turn.record),
-        ...attribution,
+        ...attribution(),
         ...(outcome === undefined ? {} : "result" in outcome ? { result: outcome.result } : {
           error: encodeError(outcome.error)
         })
