@@ -8,6 +8,7 @@ import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Scope, Stream } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
+import type { Labels } from "./AgentOptions.js"
 import { errorView } from "./AgentView.js"
 import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
@@ -215,6 +216,12 @@ const make = Effect.gen(function*() {
   const wake = Effect.fn("Flotta.wake")(function*(name: string) {
     return yield* (yield* registry.get(name)).wake("by request")
   })
+  /** Changes a live agent's labels: each later turn's cost is booked under them. Its info. */
+  const label = Effect.fn("Flotta.label")(function*(name: string, labels: Labels) {
+    const agent = yield* registry.get(name)
+    yield* agent.relabel(labels)
+    return yield* agent.info
+  })
   const close = Effect.fn("Flotta.close")(function*(name: string) {
     return yield* registry.close(name)
   })
@@ -334,6 +341,7 @@ const make = Effect.gen(function*() {
     /** Live claude processes now, and the most there may be (`maxLive`). */
     processes: registry.processes,
     close,
+    label,
     unpark,
     parking,
     broadcast,

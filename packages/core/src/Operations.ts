@@ -11,7 +11,7 @@
 import { Duration, Schema } from "effect"
 import type { Effect } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
-import { AgentOptions as AgentOptionsData, dataOf } from "./AgentOptions.js"
+import { AgentOptions as AgentOptionsData, dataOf, Labels } from "./AgentOptions.js"
 import { AgentInfo, AgentStatusView, ErrorView, TurnRecord, TurnResult } from "./AgentView.js"
 import { ApprovalDecisionSchema, ApprovalSchema } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery as ApprovalQueryType } from "./Approvals.js"
@@ -430,6 +430,18 @@ export const operations = {
     route: "agent",
     output: Unparked,
     error: fails(Errors.AgentNotFound),
+    readOnly: false
+  }),
+  label: op<[name: string, labels: Labels]>()({
+    ...byName,
+    route: "agent",
+    name: "label",
+    description: "Change a live agent's labels (each later turn's cost is booked under them); its info.",
+    input: Schema.Struct({ name: NameField, labels: Labels }),
+    encode: (name, labels) => ({ name, labels }),
+    decode: (input) => [input.name, input.labels],
+    output: AgentInfo,
+    error: fails(Errors.AgentNotFound, Errors.AgentClosed),
     readOnly: false
   }),
   list: op<[]>()({

@@ -100,6 +100,10 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: () => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.list), (agents) => ({ agents }))
   }),
   Tool.fromOperation("info", { title: "Agent info", annotations: READ }),
+  Tool.fromOperation("label", {
+    title: "Label an agent",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }
+  }),
   Tool.make({
     name: Operations.toolName("close"),
     title: "Close an agent",
