@@ -27,16 +27,14 @@ const agentEntity = Protocol.AgentEntity.toLayer(
         h.membership.fresh,
         (fresh): Effect.Effect<A, E | HostLost> => (fresh ? effect : Effect.fail(new HostLost({ name, host: me })))
       )
-    const dispatch = (name: Protocol.AgentOp) => ({ payload }: { readonly payload: Payload }) => {
+    const dispatch = (name: Operations.Name) => ({ payload }: { readonly payload: Payload }) => {
       const op: Operations.Any = Operations.operations[name]
       const agent: string = op.agent(payload.input) ?? ""
       const call = whenReady(agent, Operations.invoke(local, name, payload.input))
       return STARTS.has(name) ? once(payload.callId, guard(agent, call)) : call
     }
-    const generic = Object.fromEntries(Protocol.agentOps.map((name) => [name, dispatch(name)]))
     return Protocol.AgentEntity.of({
-      // Each generic handler answers its operation from the engine's method of the same name and input.
-      ...(generic as unknown as ReturnType<typeof Protocol.AgentEntity.of>),
+      ...Protocol.handlersOf<ReturnType<typeof Protocol.AgentEntity.of>>(Protocol.agentOps, dispatch),
       spawn: ({ payload: p }) => once(p.callId, guard(p.name, h.startHere(p.name, p.options, p.epoch))),
       fork: ({ payload: p }) =>
         once(
@@ -53,12 +51,10 @@ const agentEntity = Protocol.AgentEntity.toLayer(
 const hostEntity = Protocol.HostEntity.toLayer(
   Effect.map(Hosting, ({ local, membership }) => {
     const me = membership.settings.host
-    const dispatch = (name: Protocol.HostOp) => ({ payload }: { readonly payload: Payload }) =>
+    const dispatch = (name: Operations.Name) => ({ payload }: { readonly payload: Payload }) =>
       Operations.invoke(local, name, payload.input)
-    const generic = Object.fromEntries(Protocol.hostOps.map((name) => [name, dispatch(name)]))
     return Protocol.HostEntity.of({
-      // Each generic handler answers its operation from the engine's method of the same name and input.
-      ...(generic as unknown as ReturnType<typeof Protocol.HostEntity.of>),
+      ...Protocol.handlersOf<ReturnType<typeof Protocol.HostEntity.of>>(Protocol.hostOps, dispatch),
       list: () => Effect.map(local.list, (infos) => infos.map(withHost(me))),
       runs: ({ payload: { input } }) =>
         Effect.map(local.runs(input.query), (views) => views.map((view) => ({ ...view, host: me }))),

@@ -135,3 +135,14 @@ export const callAgent = <K extends AgentOp>(
     Operations.ErrorOf<Ops[K]> | MailboxFull | AlreadyProcessingMessage | PersistenceError
   >)({ input, callId })
 }
+
+/**
+ * Handlers built by name over the table (an entity's `of` takes them spread): each answers its operation with
+ * `handle`, which runs the engine's method of that name on the request's input.
+ */
+export const handlersOf = <H>(
+  names: ReadonlyArray<Operations.Name>,
+  handle: (name: Operations.Name) => (request: {
+    readonly payload: { readonly input: unknown; readonly callId: string }
+  }) => Effect.Effect<unknown, unknown>
+): H => Object.fromEntries(names.map((name) => [name, handle(name)])) as H

@@ -573,6 +573,12 @@ export const routed = <R extends Route>(...routes: ReadonlyArray<R>): ReadonlyAr
 export type FunctionName = { [K in Name]: Operations[K]["value"] extends true ? never : K }[Name]
 
 /**
+ * An object of methods built by name over the table. Its type is the one the caller names: each entry is built
+ * from its operation (its arguments, its output, its errors), which the compiler cannot follow through a loop.
+ */
+const byNames = <T>(entries: ReadonlyArray<readonly [string, unknown]>): T => Object.fromEntries(entries) as T
+
+/**
  * Methods built by one generic function over the table (a wire's forward, a facade's call): `make` gets the
  * operation and gives its method. What each method takes and gives is the table's, so the result has its types.
  */
@@ -580,8 +586,7 @@ export const implement = <K extends FunctionName>(
   selected: ReadonlyArray<K>,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   make: (name: K, op: Any) => (...args: ReadonlyArray<any>) => Effect.Effect<any, any>
-): Pick<Methods, K> =>
-  Object.fromEntries(selected.map((name) => [name, make(name, operations[name])])) as unknown as Pick<Methods, K>
+): Pick<Methods, K> => byNames<Pick<Methods, K>>(selected.map((name) => [name, make(name, operations[name])]))
 
 /** Runs an operation's method on `fleet` with its positional arguments (none for a method that is an Effect). */
 export const apply = (fleet: Methods, name: Name, args: ReadonlyArray<unknown>): Effect.Effect<unknown, unknown> => {
@@ -609,10 +614,9 @@ export type Promises = {
 export const promises = (
   run: (call: (fleet: Methods) => Effect.Effect<unknown, unknown>) => Promise<unknown>
 ): Promises =>
-  Object.fromEntries(
+  byNames<Promises>(
     names.map((name) => [name, (...args: ReadonlyArray<unknown>) => run((fleet) => apply(fleet, name, args))])
-    // Built by name from the table: each resolves with its operation's output.
-  ) as unknown as Promises
+  )
 
 /** The MCP tool that serves an operation: its own (`runResult` is `flotta_run_result`). */
 export const toolName = (name: Exclude<Name, "askResult" | "watch" | "awaitRun">): string => snake(name)
