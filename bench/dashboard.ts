@@ -90,7 +90,7 @@ const pages = () =>
       for (let i = 0; i < 50; i++) yield* fetchPage()
       const pageMs = (performance.now() - started) / 50
       started = performance.now()
-      for (let i = 0; i < 50; i++) yield* fleet.list
+      for (let i = 0; i < 50; i++) yield* fleet.list()
       const listMs = (performance.now() - started) / 50
       const cursor = (yield* fleet.reports({ last: 1 })).next
       for (let i = 0; i < REPLAYED / 2; i++) yield* fleet.ask(names[i % names.length]!, `${i}`)

@@ -58,7 +58,7 @@ describe("best of N with the real claude CLI", () => {
           // started has none).
           if (report.error?._tag === "TurnInterrupted") assert.isString(report.sessionId, `attempt ${report.attempt}`)
         }
-        assert.deepStrictEqual(yield* fleet.list, [], "no attempt is left running")
+        assert.deepStrictEqual(yield* fleet.list(), [], "no attempt is left running")
       }).pipe(Effect.provide(realFleet())),
     { timeout: 300_000 }
   )

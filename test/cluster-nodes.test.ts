@@ -117,8 +117,8 @@ describe("a cluster of two nodes", () => {
         assert.strictEqual((yield* a.fleet.status("scout")).turns, 1)
         assert.strictEqual((yield* a.fleet.result("scout")).text, "echo: hello from a")
 
-        const fromA = hostsOf(yield* a.fleet.list)
-        const fromB = hostsOf(yield* b.fleet.list)
+        const fromA = hostsOf(yield* a.fleet.list())
+        const fromB = hostsOf(yield* b.fleet.list())
         assert.deepStrictEqual(fromA, fromB)
         assert.strictEqual(fromA["scout"], "node-b")
         assert.strictEqual(fromA["keeper"], "node-a")
@@ -294,7 +294,7 @@ describe("a cluster of two nodes", () => {
 
         yield* Scope.close(a.scope, Exit.void)
         yield* until(
-          b.fleet.list,
+          b.fleet.list(),
           (infos) => ["one", "two", "three"].every((n) => ["node-b", "node-c"].includes(hostsOf(infos)[n] ?? "")),
           "node-a's agents are on node-b and node-c"
         )

@@ -203,7 +203,7 @@ describe("children that do not start", () => {
       const error = failure(yield* Effect.exit(fleet.spawn("ghost")))
       assert.strictEqual(error._tag, "SpawnFailed")
       assert.match(error.message, /not found/)
-      assert.deepStrictEqual(yield* fleet.list, [])
+      assert.deepStrictEqual(yield* fleet.list(), [])
     }).pipe(Effect.provide(
       Flotta.layer({ executable: { command: "/nonexistent/claude", prefixArgs: [] } }).pipe(
         Layer.provide(NodeContext.layer)

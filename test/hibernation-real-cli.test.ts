@@ -53,7 +53,7 @@ describe("hibernation with the real claude CLI", () => {
             yield* fleet.spawn(name, { cwd: offline.workdir(`sleep-${name}`) })
             assert.strictEqual(yield* fleet.ask(name, `REMEMBER the code of ${name}`), "OK, I will remember that.")
           }
-          const asleep = (yield* fleet.list).filter((a) => a.status === "hibernated").map((a) => a.name)
+          const asleep = (yield* fleet.list()).filter((a) => a.status === "hibernated").map((a) => a.name)
           assert.deepStrictEqual(asleep, ["s1", "s2", "s3"])
           for (const name of names) {
             assert.strictEqual(yield* fleet.ask(name, "RECALL"), `The fact is: the code of ${name}`)

@@ -151,6 +151,9 @@ export const spawnOptions = {
     reason: "is not KEY=VALUE (a variable name, then =, then its value)",
     description: "Add this variable to the agent's environment (repeat it for more)."
   }),
+  label: Flags.labels(
+    "Give it this label (repeat it for more): kept with it and its turns' cost (`flotta costs --by label:KEY`)."
+  ),
   role: Flags.choice("role", ["member", "manager"]).pipe(
     Flags.optional("The agent's role in the fleet: member (the default) or manager.")
   ),
@@ -198,6 +201,7 @@ export const spawnArgs = (name: string, flags: SpawnFlags) =>
       ...Shared.ifSome("appendSystemPrompt", flags.appendSystemPrompt),
       ...Shared.ifSome("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000)),
       ...(flags.env.length === 0 ? {} : { env }),
+      ...Flags.labelsOf(flags.label),
       ...Shared.ifSome("role", flags.role),
       ...Shared.ifSome("resume", flags.resume),
       ...Shared.ifSome("host", flags.host),

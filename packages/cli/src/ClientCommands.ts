@@ -49,9 +49,9 @@ const text = Flags.textArgument("text", "The prompt: what the agent should do.")
 
 const list = Command.make(
   "list",
-  connection,
+  { ...connection, label: Flags.labels("List only the agents with this label (repeat it: with every one of them).") },
   (flags) =>
-    callAndPrint(flags, Operations.toolName("list"), {}, Answers.List, ({ agents }) => {
+    callAndPrint(flags, Operations.toolName("list"), Flags.labelsOf(flags.label), Answers.List, ({ agents }) => {
       if (agents.length === 0) return "no agents"
       // The status column is as wide as its longest entry (`waiting_approval`, `parked until …`).
       const statuses = agents.map((a) => Views.describeStatus(a))

@@ -70,6 +70,25 @@ export const repeatedChecked = <A>(
   )
 }
 
+const LabelEntry = Schema.String.pipe(Schema.pattern(/^[^=]+=/))
+
+/** A repeatable `--label KEY=VALUE` (`--label team=a --label tier=gold`), as `labelsOf` reads it. */
+export const labels = (description: string): Options.Options<Array<string>> =>
+  repeatedChecked("label", LabelEntry, {
+    pseudoName: "KEY=VALUE",
+    reason: "is not KEY=VALUE (a label's key, then =, then its value)",
+    description
+  })
+
+/** The `--label` entries as labels: `{}` spelt as absent (no `labels` argument). */
+export const labelsOf = (entries: ReadonlyArray<string>): { readonly labels?: Record<string, string> } =>
+  entries.length === 0 ? {} : {
+    labels: Object.fromEntries(entries.map((entry) => {
+      const at = entry.indexOf("=")
+      return [entry.slice(0, at), entry.slice(at + 1)]
+    }))
+  }
+
 /** One of a fixed set of words, as a command line gives it (text). */
 export const oneOf = <const C extends ReadonlyArray<string>>(choices: C): Schema.Schema<C[number], string> =>
   Schema.String.pipe(Schema.filter((word): word is C[number] => choices.includes(word)))

@@ -78,7 +78,7 @@ export type Kept =
 
 /** The run's agent and its attempts that are live now. */
 const ownAgents = (fleet: Flotta, name: string) =>
-  Effect.map(fleet.list, (agents) => agents.map((agent) => agent.name).filter((n) => isOwnAgent(name, n)))
+  Effect.map(fleet.list(), (agents) => agents.map((agent) => agent.name).filter((n) => isOwnAgent(name, n)))
 
 /**
  * Runs `options` in `fleet` (async, then awaited, so that the fleet keeps its row as a serve's run's), and writes its

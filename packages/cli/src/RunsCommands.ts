@@ -26,6 +26,7 @@ const runs = Command.make(
       Flags.optional("List only the runs in this state.")
     ),
     limit: Flags.positiveInteger("limit").pipe(Flags.optional("List at most this many, newest first.")),
+    label: Flags.labels("List only the runs with this label (repeat it: with every one of them)."),
     name: Flags.nameArgument(
       "name",
       "A run's (or verify's) name: print its whole outcome instead of the list."
@@ -34,7 +35,13 @@ const runs = Command.make(
   (flags) =>
     Effect.gen(function*() {
       if (Option.isSome(flags.name)) {
-        const narrowed = Option.isSome(flags.state) ? "--state" : Option.isSome(flags.limit) ? "--limit" : undefined
+        const narrowed = Option.isSome(flags.state)
+          ? "--state"
+          : Option.isSome(flags.limit)
+          ? "--limit"
+          : flags.label.length > 0
+          ? "--label"
+          : undefined
         if (narrowed !== undefined) {
           return yield* invalid(narrowed, "narrows the list of runs: give it without a <name>")
         }
@@ -50,7 +57,8 @@ const runs = Command.make(
       const now = yield* Clock.currentTimeMillis
       const query = {
         ...Shared.ifSome("state", flags.state),
-        ...Shared.ifSome("limit", flags.limit)
+        ...Shared.ifSome("limit", flags.limit),
+        ...Flags.labelsOf(flags.label)
       }
       return yield* withSource(flags, (source) =>
         Effect.flatMap(source.runs(query), (runs) =>

@@ -89,7 +89,7 @@ describe("a shell run's record", () => {
           const running = yield* Effect.fork(
             RunRecording.run(f, { prompt: "hang", name: "stopped" }, Option.some(recording))
           )
-          yield* eventually(f.list, (agents) => agents.some((a) => a.name === "stopped" && a.status === "working"))
+          yield* eventually(f.list(), (agents) => agents.some((a) => a.name === "stopped" && a.status === "working"))
           yield* Fiber.interrupt(running)
         }).pipe(Effect.provide(fleet))
       )

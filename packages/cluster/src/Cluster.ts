@@ -11,6 +11,7 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { FileSystem } from "@effect/platform/FileSystem"
+import { hasLabels, type ListQuery } from "@flotta/core/AgentOptions"
 import { errorView } from "@flotta/core/AgentView"
 import type { ApprovalDecision, ApprovalQuery } from "@flotta/core/Approvals"
 import * as Client from "@flotta/core/Client"
@@ -187,10 +188,16 @@ const fleet = (settings: ClusterSettings) =>
         return answers.flatMap((a) => (Option.isSome(a) ? [a.value] : []))
       })
 
-    const list = everyHost(
-      Effect.map(local.list, (infos) => infos.map(withHost(me))),
-      (c) => c.list({ input: {}, callId: callId() })
-    ).pipe(Effect.map((lists) => lists.flat().sort((a, b) => a.name.localeCompare(b.name))))
+    // Every host's whole list, filtered here: the query never has to cross the wire.
+    const list = (query: ListQuery = {}) =>
+      everyHost(
+        Effect.map(local.list(), (infos) => infos.map(withHost(me))),
+        (c) => c.list({ input: {}, callId: callId() })
+      ).pipe(
+        Effect.map((lists) =>
+          lists.flat().filter((i) => hasLabels(i.labels, query.labels)).sort((a, b) => a.name.localeCompare(b.name))
+        )
+      )
 
     const broadcast = (text: string, options: AskOptions = {}) =>
       everyHost(

@@ -55,7 +55,7 @@ const hostEntity = Protocol.HostEntity.toLayer(
       Operations.invoke(local, name, payload.input)
     return Protocol.HostEntity.of({
       ...Protocol.handlersOf<ReturnType<typeof Protocol.HostEntity.of>>(Protocol.hostOps, dispatch),
-      list: () => Effect.map(local.list, (infos) => infos.map(withHost(me))),
+      list: () => Effect.map(local.list(), (infos) => infos.map(withHost(me))),
       runs: ({ payload: { input } }) =>
         Effect.map(local.runs(input.query), (views) => views.map((view) => ({ ...view, host: me }))),
       costs: ({ payload: p }) => local.costs(Costs.queryOf(p))

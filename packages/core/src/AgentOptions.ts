@@ -25,6 +25,15 @@ export type BudgetPer = typeof BudgetPer.Type
 export const Labels = Schema.Record({ key: Schema.String, value: Schema.String })
 export type Labels = typeof Labels.Type
 
+/** Whether `labels` has every one of `wanted` (no filter: every one has): how `list` and `runs` filter. */
+export const hasLabels = (labels: Labels | undefined, wanted: Labels | undefined): boolean =>
+  wanted === undefined || Object.entries(wanted).every(([key, value]) => labels?.[key] === value)
+
+/** What `list` is asked: only the agents with every one of these labels (`{ team: "a" }`). */
+export interface ListQuery {
+  readonly labels?: Labels
+}
+
 /** A duration as the engine takes it (`"90 seconds"`, a number of ms, a Duration...). */
 export const DurationInput = Schema.declare(
   (u: unknown): u is Duration.DurationInput => Option.isSome(D.decodeUnknown(u)),

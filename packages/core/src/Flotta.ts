@@ -8,7 +8,7 @@ import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Scope, Stream } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
-import type { Labels } from "./AgentOptions.js"
+import * as AgentOptions from "./AgentOptions.js"
 import { errorView } from "./AgentView.js"
 import { Approvals } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery } from "./Approvals.js"
@@ -217,7 +217,7 @@ const make = Effect.gen(function*() {
     return yield* (yield* registry.get(name)).wake("by request")
   })
   /** Changes a live agent's labels: each later turn's cost is booked under them. Its info. */
-  const label = Effect.fn("Flotta.label")(function*(name: string, labels: Labels) {
+  const label = Effect.fn("Flotta.label")(function*(name: string, labels: AgentOptions.Labels) {
     const agent = yield* registry.get(name)
     yield* agent.relabel(labels)
     return yield* agent.info
@@ -235,7 +235,14 @@ const make = Effect.gen(function*() {
   })
   /** The credential groups parked now: until when, why, and which agents. */
   const parking = parkingLot.parked
-  const list = registry.list.pipe(Effect.withSpan("Flotta.list"))
+  /** The live agents (runs in progress included); `{ labels }` keeps those with every one of them. */
+  const list = (query: AgentOptions.ListQuery = {}) =>
+    registry.list.pipe(
+      Effect.map((infos) =>
+        query.labels === undefined ? infos : infos.filter((i) => AgentOptions.hasLabels(i.labels, query.labels))
+      ),
+      Effect.withSpan("Flotta.list")
+    )
 
   /**
    * Every live session at once; one slow or failing agent never holds up the others. Runs are left alone: a

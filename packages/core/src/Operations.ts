@@ -12,6 +12,7 @@ import { Duration, Schema } from "effect"
 import type { Effect } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
 import { AgentOptions as AgentOptionsData, dataOf, Labels } from "./AgentOptions.js"
+import type { ListQuery } from "./AgentOptions.js"
 import { AgentInfo, AgentStatusView, ErrorView, TurnRecord, TurnResult } from "./AgentView.js"
 import { ApprovalDecisionSchema, ApprovalSchema } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery as ApprovalQueryType } from "./Approvals.js"
@@ -51,7 +52,8 @@ const RunState = Schema.Literal("running", "succeeded", "failed")
 export const RunQuery: Schema.Schema<RunList.RunQuery> = Schema.Struct({
   state: exact(RunState),
   kind: exact(Schema.Literal("run", "verify")),
-  limit: exact(Schema.Number)
+  limit: exact(Schema.Number),
+  labels: exact(Labels)
 })
 
 export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
@@ -65,7 +67,8 @@ export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
   branch: Schema.NullOr(Schema.String),
   passed: Schema.NullOr(Schema.Boolean),
   error: Schema.NullOr(Schema.String),
-  host: exact(Schema.String)
+  host: exact(Schema.String),
+  labels: exact(Labels)
 })
 
 /** The agents that resume after an unpark. */
@@ -444,17 +447,17 @@ export const operations = {
     error: fails(Errors.AgentNotFound, Errors.AgentClosed),
     readOnly: false
   }),
-  list: op<[]>()({
+  list: op<[query?: ListQuery]>()({
     name: "list",
-    description: "Every live agent (runs in progress included) with its status, current turn and totals.",
-    input: Schema.Struct({}),
-    encode: () => ({}),
-    decode: () => [],
+    description: "Every live agent (runs in progress included) with its status, current turn and totals; " +
+      "`labels` keeps those with every one of these labels.",
+    input: Schema.Struct({ labels: exact(Labels) }),
+    encode: (query = {}) => query,
+    decode: (input) => [input],
     output: Schema.Array(AgentInfo),
     error: fails(),
     readOnly: true,
-    route: "fleet",
-    value: true
+    route: "fleet"
   }),
   broadcast: op<[text: string, options?: AskOptions]>()({
     name: "broadcast",

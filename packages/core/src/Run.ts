@@ -8,6 +8,7 @@ import { DateTime, Deferred, Effect, Either, Exit, FiberMap, Option } from "effe
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import type * as Agent from "./Agent.js"
+import type { Labels } from "./AgentOptions.js"
 import { ClaudeCli } from "./ClaudeCli.js"
 import { AgentAlreadyExists, HostRestarted, InvalidSpec, RunNotFound, TurnPending } from "./Errors.js"
 import { definedFields } from "./Fields.js"
@@ -113,12 +114,13 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     const startAsync = (
       name: string,
       kind: RunRow["kind"],
-      effect: (onWorktree: (path: string) => void) => Effect.Effect<Outcome, RunError | VerifyError>
+      effect: (onWorktree: (path: string) => void) => Effect.Effect<Outcome, RunError | VerifyError>,
+      labels?: Labels
     ) =>
       Effect.gen(function*() {
         const outcome: Pending = yield* Deferred.make<Outcome, RunError | VerifyError>()
         outcomes.set(name, outcome)
-        const tracked = yield* track(name, kind)
+        const tracked = yield* track(name, kind, labels)
         yield* FiberMap.run(
           background,
           name,
@@ -262,7 +264,12 @@ export class Runs extends Effect.Service<Runs>()("@flotta/core/Runs", {
     /** Starts a run under supervision and returns its name at once. */
     const runAsync = Effect.fn("Runs.runAsync")(function*(options: RunOptions) {
       const prepared = yield* prepare(options)
-      return yield* startAsync(prepared.name, "run", (onWorktree) => perform(prepared, onWorktree))
+      return yield* startAsync(
+        prepared.name,
+        "run",
+        (onWorktree) => perform(prepared, onWorktree),
+        prepared.options.labels
+      )
     })
 
     const verifying: RunVerify.VerifyDeps = { reports, live, newName, git }

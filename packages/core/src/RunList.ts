@@ -5,6 +5,8 @@
  */
 import { Option, Predicate, Schema } from "effect"
 import * as path from "node:path"
+import { hasLabels } from "./AgentOptions.js"
+import type { Labels } from "./AgentOptions.js"
 import { exact } from "./Decode.js"
 import type { RunRow } from "./Store.js"
 
@@ -30,6 +32,8 @@ export interface RunView {
   readonly error: string | null
   /** In a cluster: the host that runs it. */
   readonly host?: string
+  /** Its labels, when it has any. */
+  readonly labels?: Labels
 }
 
 export interface RunQuery {
@@ -39,6 +43,8 @@ export interface RunQuery {
   readonly kind?: RunView["kind"]
   /** At most this many, newest first. */
   readonly limit?: number
+  /** Only the runs with every one of these labels (`{ team: "a" }`). */
+  readonly labels?: Labels
 }
 
 /** What a list shows of a stored result: only the fields it needs, so a partial row still shows what it has. */
@@ -78,14 +84,18 @@ export const viewOf = (row: RunRow, liveCost: number | null = null): RunView => 
     worktree,
     branch: branch ?? null,
     passed: verified?.passed ?? null,
-    error: row.status !== "failed" ? null : typeof error?._tag === "string" ? error._tag : "Failed"
+    error: row.status !== "failed" ? null : typeof error?._tag === "string" ? error._tag : "Failed",
+    ...(row.labels === undefined ? {} : { labels: row.labels })
   }
 }
 
 /** Newest first (by start, then name), filtered and cut as the query asks. */
 export const selectRuns = (views: ReadonlyArray<RunView>, query: RunQuery = {}): ReadonlyArray<RunView> => {
   const chosen = views
-    .filter((v) => (query.state === undefined || v.state === query.state) && (query.kind ?? v.kind) === v.kind)
+    .filter((v) =>
+      (query.state === undefined || v.state === query.state) && (query.kind ?? v.kind) === v.kind &&
+      hasLabels(v.labels, query.labels)
+    )
     .sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.name.localeCompare(b.name))
   return query.limit === undefined ? chosen : chosen.slice(0, Math.max(0, query.limit))
 }

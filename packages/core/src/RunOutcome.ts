@@ -6,6 +6,7 @@
  */
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
 import * as path from "node:path"
+import type { Labels } from "./AgentOptions.js"
 import { PermissionDenial } from "./ClaudeProtocol.js"
 import { exact } from "./Decode.js"
 import { RunErrorSchema, RunNotFound, TurnPending } from "./Errors.js"
@@ -144,14 +145,23 @@ export const track = (
   closing: () => boolean,
   finishing: (name: string) => (entry: RunFinished) => Effect.Effect<unknown>
 ) =>
-(name: string, kind: RunRow["kind"]) =>
+(name: string, kind: RunRow["kind"], labels?: Labels) =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
     const startedAt = DateTime.formatIso(DateTime.unsafeMake(started))
     let worktree: string | null = null
     const save = (fields: Partial<RunRow>) => {
       if (closing()) return
-      store.saveRun({ name, kind, status: "running", startedAt, finishedAt: null, worktree, ...fields })
+      store.saveRun({
+        name,
+        kind,
+        status: "running",
+        startedAt,
+        finishedAt: null,
+        worktree,
+        ...(labels === undefined || Object.keys(labels).length === 0 ? {} : { labels }),
+        ...fields
+      })
     }
     save({})
     return {

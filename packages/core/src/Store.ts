@@ -9,6 +9,7 @@
  * (bounded), shows itself `degraded`, and retries until they land. Reads see what is committed and what waits.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Labels } from "./AgentOptions.js"
 import type { AgentRow, TurnRow } from "./AgentView.js"
 import * as Costs from "./Costs.js"
 import { exact } from "./Decode.js"
@@ -33,7 +34,9 @@ export const RunRow = Schema.Struct({
   result: exact(Schema.Unknown),
   error: exact(Schema.Unknown),
   /** The error's message, for people. */
-  errorMessage: exact(Schema.String)
+  errorMessage: exact(Schema.String),
+  /** The run's labels, when it has any. */
+  labels: exact(Labels)
 })
 export type RunRow = typeof RunRow.Type
 

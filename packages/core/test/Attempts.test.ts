@@ -60,7 +60,7 @@ describe("best of N", () => {
       const losers = result.attempts!.filter((a) => a.attempt !== 2)
       assert.isTrue(losers.every((a) => a.worktree?.removed === true), "the losers' worktrees go")
       assert.strictEqual(result.attempts![0]!.checks?.[0]?.output, "1 test failed")
-      assert.deepStrictEqual((yield* f.list).map((a) => a.name), [], "no attempt is left running")
+      assert.deepStrictEqual((yield* f.list()).map((a) => a.name), [], "no attempt is left running")
       const failedCheck = (yield* f.reports({ agent: "fix-a1", kinds: ["verify_failed"] })).entries
       assert.deepStrictEqual(failedCheck.map((e) => e.data), [{
         attempt: 1,

@@ -49,7 +49,7 @@ describe("a closed agent", () => {
         ]]
       )
       // Not among the live ones.
-      assert.deepStrictEqual((yield* fleet.list).map((a) => a.name), ["beta"])
+      assert.deepStrictEqual((yield* fleet.list()).map((a) => a.name), ["beta"])
 
       const calls: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
         fleet.prompt("alpha", "three"),
@@ -137,7 +137,7 @@ describe("a closed agent", () => {
         })
       )
       const after = yield* host(where)((fleet) =>
-        Effect.all({ info: fleet.info("kept"), transcript: fleet.transcript("kept"), live: fleet.list })
+        Effect.all({ info: fleet.info("kept"), transcript: fleet.transcript("kept"), live: fleet.list() })
       )
       assert.deepInclude(after.info, { status: "closed", closedReason: "closed by request" })
       assert.deepStrictEqual(after.transcript.map((t) => t.reply), ["echo: before the restart"])

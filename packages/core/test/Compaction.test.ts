@@ -27,7 +27,7 @@ describe("context and compaction", () => {
       assert.strictEqual(before.window, 200_000)
       assert.isAbove(before.tokens, 200)
       assert.strictEqual(before.percent, Math.round((before.tokens / 200_000) * 1000) / 10)
-      assert.deepStrictEqual((yield* f.list)[0]!.context, before)
+      assert.deepStrictEqual((yield* f.list())[0]!.context, before)
 
       const turnId = yield* f.compact("long", "keep the pelicans")
       const result = yield* f.wait("long", turnId)

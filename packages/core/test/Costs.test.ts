@@ -98,6 +98,29 @@ describe("labels", () => {
       assert.notProperty(yield* f.info("cid"), "labels")
     }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
 
+  it.effect("list and runs keep those with every label asked for", () =>
+    Effect.gen(function*() {
+      const f = yield* Flotta
+      yield* f.spawn("ann", { labels: { team: "a", tier: "gold" } })
+      yield* f.spawn("bob", { labels: { team: "b" } })
+      yield* f.spawn("cid")
+      const names = (labels?: Record<string, string>) =>
+        Effect.map(f.list(labels === undefined ? {} : { labels }), (infos) => infos.map((i) => i.name).sort())
+      assert.deepStrictEqual(yield* names(), ["ann", "bob", "cid"])
+      assert.deepStrictEqual(yield* names({ team: "a" }), ["ann"])
+      assert.deepStrictEqual(yield* names({ team: "a", tier: "silver" }), [])
+      assert.deepStrictEqual(yield* names({}), ["ann", "bob", "cid"])
+      const r1 = yield* f.runAsync({ name: "r1", prompt: "go", labels: { team: "a" } })
+      const r2 = yield* f.runAsync({ name: "r2", prompt: "go" })
+      yield* f.awaitRun(r1)
+      yield* f.awaitRun(r2)
+      const runs = (labels?: Record<string, string>) =>
+        Effect.map(f.runs(labels === undefined ? {} : { labels }), (views) => views.map((v) => v.name).sort())
+      assert.deepStrictEqual(yield* runs(), ["r1", "r2"])
+      assert.deepStrictEqual(yield* runs({ team: "a" }), ["r1"])
+      assert.deepStrictEqual((yield* f.runs({ labels: { team: "a" } }))[0]!.labels, { team: "a" })
+    }).pipe(Effect.provide(Testing.layer({ model: Testing.echo }))))
+
   it.effect("a run's labels add to its template's, and its turn is booked on them", () =>
     Effect.gen(function*() {
       const f = yield* Flotta

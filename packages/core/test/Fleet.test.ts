@@ -43,7 +43,7 @@ describe("starting", () => {
         assert.include(error.stderr, "fatal: cannot start")
         assert.match(error.message, /exited during start/)
       }
-      assert.deepStrictEqual(yield* fleet.list, [])
+      assert.deepStrictEqual(yield* fleet.list(), [])
       const reports = yield* fleet.reports({ agent: "doa" })
       assert.deepStrictEqual(reports.entries, [], "nothing is reported for an agent that never came up")
     }).pipe(
@@ -59,13 +59,13 @@ describe("starting", () => {
       const all = yield* Effect.fork(Effect.forEach(names, (name) => fleet.spawn(name), { concurrency: "unbounded" }))
       for (const round of [1, 2, 3]) {
         yield* TestClock.adjust("300 millis")
-        const up = yield* eventually(fleet.list, (list) => list.length === 2 * round)
+        const up = yield* eventually(fleet.list(), (list) => list.length === 2 * round)
         assert.strictEqual(up.length, 2 * round, `after round ${round}`)
       }
       yield* TestClock.adjust("300 millis")
       const infos = yield* Fiber.join(all)
       assert.strictEqual(infos.length, 8)
-      assert.strictEqual((yield* fleet.list).filter((i) => i.status === "idle").length, 8)
+      assert.strictEqual((yield* fleet.list()).filter((i) => i.status === "idle").length, 8)
     }).pipe(
       Effect.provide(memoryFleet({ maxConcurrentStarts: 2, startTimeout: "500 millis", startDelay: "300 millis" }))
     ))
@@ -79,7 +79,7 @@ describe("starting", () => {
       const error = failureOf(yield* Fiber.join(spawn))
       assert.strictEqual(error._tag, "SpawnFailed")
       assert.match(error.message, /not ready after 300ms \(no answer to initialize\)/)
-      assert.deepStrictEqual(yield* fleet.list, [])
+      assert.deepStrictEqual(yield* fleet.list(), [])
     }).pipe(Effect.provide(memoryFleet({ startTimeout: "300 millis", startDelay: "1 hour" }))))
 })
 
@@ -107,7 +107,7 @@ describe("broadcast", () => {
       const fleet = yield* Flotta.Flotta
       yield* fleet.spawn("session")
       const run = yield* fleet.runAsync({ prompt: "slow 1000 working", name: "busy-run" })
-      yield* eventually(fleet.list, (list) => list.some((i) => i.name === run))
+      yield* eventually(fleet.list(), (list) => list.some((i) => i.name === run))
       const outcomes = yield* fleet.broadcast("status?")
       assert.deepStrictEqual(outcomes.map((o) => o.name), ["session"])
       yield* TestClock.adjust("1 second")

@@ -126,14 +126,14 @@ describe("fork", () => {
       const failed = failureOf(yield* Effect.exit(f.fork("scout", "twin", { at: failing })))
       assert.strictEqual(failed._tag, "CannotFork")
       assert.include(failed.message, "TurnTimeout")
-      assert.deepStrictEqual((yield* f.list).map((a) => a.name).sort(), ["scout", "taken"], "nothing was started")
+      assert.deepStrictEqual((yield* f.list()).map((a) => a.name).sort(), ["scout", "taken"], "nothing was started")
     }).pipe(Effect.provide(fleet())))
 
   it.effect("a run cannot be forked", () =>
     Effect.gen(function*() {
       const f = yield* Flotta
       const run = yield* f.runAsync({ name: "job", prompt: "slow" })
-      yield* eventually(f.list, (agents) => agents.some((a) => a.name === run))
+      yield* eventually(f.list(), (agents) => agents.some((a) => a.name === run))
       const error = failureOf(yield* Effect.exit(f.fork(run, "twin")))
       assert.strictEqual(error._tag, "CannotFork")
       assert.include(error.message, "run")

@@ -17,7 +17,7 @@ const memory: Testing.Model = ({ history, prompt }) =>
 const fleet = (options: Testing.Options = {}) => Testing.layer({ model: memory, ...options })
 
 const statusOf = (f: Flotta) =>
-  Effect.map(f.list, (agents) => Object.fromEntries(agents.map((a) => [a.name, a.status])))
+  Effect.map(f.list(), (agents) => Object.fromEntries(agents.map((a) => [a.name, a.status])))
 
 describe("hibernation", () => {
   it.effect("a fleet over maxLive never runs more than maxLive processes, and every sleeper keeps its memory", () =>
@@ -95,7 +95,7 @@ describe("hibernation", () => {
       assert.strictEqual(working._tag, "CannotHibernate")
       assert.include(working.message, `working on ${busy}`)
       yield* f.runAsync({ name: "job", prompt: "slow" })
-      yield* eventually(f.list, (agents) => agents.some((a) => a.name === "job"))
+      yield* eventually(f.list(), (agents) => agents.some((a) => a.name === "job"))
       assert.strictEqual(failureOf(yield* Effect.exit(f.hibernate("job")))._tag, "CannotHibernate")
       assert.strictEqual(failureOf(yield* Effect.exit(f.hibernate("nobody")))._tag, "AgentNotFound")
     }).pipe(Effect.provide(fleet())))

@@ -100,7 +100,7 @@ describe("a restart of the host over a durable store", () => {
           assert.include(closed["lost"], "could not be restored")
           assert.include(closed["policy"], "permission was given as a function")
           assert.strictEqual(yield* fleet.ask("good", "again"), "again|hi")
-          assert.deepStrictEqual((yield* fleet.list).map((a) => a.name), ["good"])
+          assert.deepStrictEqual((yield* fleet.list()).map((a) => a.name), ["good"])
           // Its queued turn ended with the reason; its closing is in the log.
           const closedEntries = (yield* fleet.reports({ agent: "lost", kinds: ["closed"], limit: 100 })).entries
           assert.include(JSON.stringify(closedEntries.at(-1)?.data), "could not be restored")

@@ -26,7 +26,7 @@ describe("runs", () => {
       assert.deepInclude(result, { kind: "run", name: "once", text: "echo: hello", modelCalls: 1 })
       assert.closeTo(result.costUsd, 0.001, 1e-9)
       assert.isString(result.sessionId)
-      assert.deepStrictEqual(yield* fleet.list, [])
+      assert.deepStrictEqual(yield* fleet.list(), [])
       const kinds = (yield* fleet.reports({ agent: "once" })).entries.map((e) => e.kind)
       assert.deepStrictEqual(kinds, ["spawned", "result", "closed", "run_finished"])
       const [ended] = yield* finishedOf(fleet, "once")
@@ -131,7 +131,7 @@ describe("runs", () => {
         tagOf(yield* Effect.exit(fleet.runAsync({ prompt: "x", name: "later" }))),
         "AgentAlreadyExists"
       )
-      yield* eventually(fleet.list, (list) => list.length === 1)
+      yield* eventually(fleet.list(), (list) => list.length === 1)
       yield* TestClock.adjust("300 millis")
       const result = yield* fleet.awaitRun("later")
       assert.strictEqual(result.kind === "run" ? result.text : "", "slow done async")

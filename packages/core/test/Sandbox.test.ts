@@ -281,7 +281,7 @@ describe("Testing: the in-memory CLI models the sandbox", () => {
       const spawned = failure(yield* Effect.exit(fleet.spawn("boxed", { sandbox: true })))
       assert.strictEqual(spawned?._tag, "SandboxUnavailable")
       assert.include(spawned?.message, "apt-get install -y bubblewrap socat")
-      assert.deepStrictEqual((yield* fleet.list).map((a) => a.name), [])
+      assert.deepStrictEqual((yield* fleet.list()).map((a) => a.name), [])
       const ran = failure(yield* Effect.exit(fleet.run({ prompt: "hi", sandbox: true, name: "boxed-run" })))
       assert.strictEqual(ran?._tag, "SandboxUnavailable")
       const errors = (yield* fleet.reports({ agent: "boxed-run", kinds: ["error", "spawned"] })).entries

@@ -45,7 +45,7 @@ export const worktreeOf = (cwd: string): string | null => {
 /** Every live agent and run in progress, by name. */
 export const agents: Effect.Effect<ReadonlyArray<AgentRow>, Unanswered, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
-  const infos = yield* fleet.list
+  const infos = yield* fleet.list()
   const rows = yield* Effect.forEach(infos, (info) =>
     fleet.status(info.name).pipe(
       Effect.map((status): Option.Option<AgentRow> =>

@@ -362,7 +362,7 @@ describe("a fleet over several hosts", () => {
     Effect.map(Flotta, (local) =>
       Flotta.make({
         ...local,
-        list: Effect.map(local.list, (infos) => infos.map((info) => ({ ...info, host: "node-b" }))),
+        list: () => Effect.map(local.list(), (infos) => infos.map((info) => ({ ...info, host: "node-b" }))),
         info: (name: string) => Effect.map(local.info(name), (info) => ({ ...info, host: "node-b" }))
       }))
   ).pipe(Layer.provideMerge(fleet))

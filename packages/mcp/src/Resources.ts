@@ -34,7 +34,7 @@ export const register = (server: SdkServer, runtime: Runtime.Runtime<Flotta>) =>
       throw exit.cause._tag === "Fail" ? exit.cause.error : Cause.squash(exit.cause)
     })
   const liveAgents = (suffix: string, what: string) => () =>
-    run(Effect.flatMap(Flotta, (fleet) => fleet.list)).then((agents) => ({
+    run(Effect.flatMap(Flotta, (fleet) => fleet.list())).then((agents) => ({
       resources: agents.map((agent) => ({
         uri: `flotta://agents/${encodeURIComponent(agent.name)}/${suffix}`,
         name: `${agent.name} ${what}`,

@@ -63,6 +63,7 @@ const STREAM_DESCRIPTION = "Stream its text as the model writes it: subscribers 
 const AUTO_COMPACT_DESCRIPTION = "A percentage of its context window: when a turn ends with its context fuller " +
   "than that, a compaction is queued before its next prompt (default: the fleet's autoCompactAt, if any)"
 
+const LABELS_FILTER = "Only those with every one of these labels ({ \"team\": \"a\" })"
 const LABELS_DESCRIPTION = "Labels ({ \"team\": \"a\" }), kept with it and the cost of its turns: flotta_costs " +
   "groups spend by one (by: \"label:team\"), flotta_list and flotta_runs filter by them"
 
@@ -158,6 +159,7 @@ export const RunArgs = Schema.Struct({
   ),
   maxTurns: opt(Count, "Model calls at most"),
   maxBudgetUsd: opt(Seconds, "Spend at most this many dollars"),
+  labels: OptionFields.labels,
   timeoutSeconds: opt(Seconds, "The run is interrupted after this long"),
   env: opt(Env, "Added to the run's environment"),
   sandbox: opt(SandboxData, SANDBOX_DESCRIPTION),
@@ -240,8 +242,11 @@ export const ReportsArgs = Schema.Struct({
 
 export const RunsArgs = Schema.Struct({
   state: opt(Schema.Literal("running", "succeeded", "failed"), "Only the runs in this state"),
-  limit: opt(Schema.Number.pipe(Schema.int(), Schema.between(1, 10_000)), "At most this many, newest first")
+  limit: opt(Schema.Number.pipe(Schema.int(), Schema.between(1, 10_000)), "At most this many, newest first"),
+  labels: opt(Options.Labels, LABELS_FILTER)
 })
+
+export const ListArgs = Schema.Struct({ labels: opt(Options.Labels, LABELS_FILTER) })
 
 export const CwdArgs = Schema.Struct({ cwd: opt(Text, REPO_DESCRIPTION) })
 
@@ -345,7 +350,8 @@ export const RunView = Schema.Struct({
   branch: describe(NullableString, "The worktree's branch; for a verify, the branch it checked"),
   passed: describe(Schema.NullOr(Schema.Boolean), "A finished verify's verdict: every check passed"),
   error: describe(NullableString, "The failure's tag when it failed (the whole error: flotta_run_result)"),
-  host: opt(Schema.String, "In a cluster: the host that runs it")
+  host: opt(Schema.String, "In a cluster: the host that runs it"),
+  labels: opt(Options.Labels, "Its labels")
 })
 
 export const ReportEntry = Schema.Struct({

@@ -95,9 +95,9 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     title: "List agents",
     description: "Every live agent (runs in progress included) with its status, current turn and totals.",
     annotations: READ,
-    input: S.NoArgs,
+    input: S.ListArgs,
     output: Schema.Struct({ agents: Schema.Array(S.AgentInfo) }),
-    run: () => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.list), (agents) => ({ agents }))
+    run: (query) => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.list(query)), (agents) => ({ agents }))
   }),
   Tool.fromOperation("info", { title: "Agent info", annotations: READ }),
   Tool.fromOperation("label", {
@@ -305,7 +305,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ text, timeoutSeconds, turnTimeoutSeconds }, ctx) =>
       Effect.gen(function*() {
         const fleet = yield* Flotta
-        const names = (yield* fleet.list).filter((a) => a.status !== "closed").map((a) => a.name)
+        const names = (yield* fleet.list()).filter((a) => a.status !== "closed").map((a) => a.name)
         const prompt = (name: string) => promptTurn(fleet, name, text, turnTimeoutSeconds)
         return yield* ToolWait.waitBroadcast(fleet, names, prompt, timeoutSeconds, ctx)
       })

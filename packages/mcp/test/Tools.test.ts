@@ -139,10 +139,15 @@ for (const era of ERAS) {
         assert.strictEqual(toolTable.length, EXPECTED_TOOLS.length)
       }).pipe(Effect.provide(fleet())))
 
-    it.scoped("flotta_costs sums the turns by agent and model; a budgeted spawn stops at its budget", () =>
+    it.scoped("flotta_costs sums the turns by agent, model and label; a budgeted spawn stops at its budget; list by label", () =>
       Effect.gen(function*() {
         const client = yield* session(era)
-        yield* call(client, "flotta_spawn", { name: "tight", model: "opus", maxBudgetUsd: 0.0015 })
+        yield* call(client, "flotta_spawn", {
+          name: "tight",
+          model: "opus",
+          maxBudgetUsd: 0.0015,
+          labels: { team: "a" }
+        })
         yield* call(client, "flotta_spawn", { name: "loose", model: "haiku" })
         yield* call(client, "flotta_ask", { name: "tight", text: "one" })
         yield* call(client, "flotta_ask", { name: "tight", text: "two" })
@@ -160,6 +165,12 @@ for (const era of ERAS) {
         assert.approximately(byAgent.totalUsd, 0.003, 1e-12)
         const byModel = structured<Report>(yield* call(client, "flotta_costs", { by: "model" }))
         assert.deepStrictEqual(byModel.groups.map((g) => g.key), ["opus", "haiku"])
+        const byTeam = structured<Report>(yield* call(client, "flotta_costs", { by: "label:team" }))
+        assert.deepStrictEqual(byTeam.groups.map((g) => [g.key, g.turns]), [["a", 2], [null, 1]])
+        const listed = structured<{ agents: Array<{ name: string; labels?: object }> }>(
+          yield* call(client, "flotta_list", { labels: { team: "a" } })
+        )
+        assert.deepStrictEqual(listed.agents.map((a) => [a.name, a.labels]), [["tight", { team: "a" }]])
         const bad = yield* call(client, "flotta_costs", { since: "yesterday-ish" })
         assert.strictEqual(errorOf(bad)._tag, "InvalidSpec")
       }).pipe(Effect.provide(fleet({ costPerCall: 0.001 }))))
