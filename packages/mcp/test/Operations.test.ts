@@ -18,7 +18,7 @@ import { call, connect, ERAS, fleet, handler, structured } from "./support.js"
 
 // Type-level: every operation's error names what a cluster may fail with, and the cluster provides a `Flotta`.
 type AskError = E.Effect.Error<ReturnType<Flotta["ask"]>>
-type ListError = E.Effect.Error<Flotta["list"]>
+type ListError = E.Effect.Error<ReturnType<Flotta["list"]>>
 const askMayLoseItsHost: [HostLost] extends [Extract<AskError, HostLost>] ? true : false = true
 const listMayFindNoHost: [HostUnavailable | StoreUnavailable] extends [ListError] ? true : false = true
 type ClusterProvides = Layer.Layer.Success<ReturnType<typeof Cluster.layer>>
