@@ -9,6 +9,7 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { AgentInfo } from "@flotta/core/AgentView"
+import * as Operations from "@flotta/core/Operations"
 import type { RunResult, VerifyReport } from "@flotta/core/Run"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import * as path from "node:path"
@@ -219,7 +220,7 @@ const spawn = Command.make(
   (flags) =>
     Effect.flatMap(
       spawnArgs(flags.name, flags),
-      (args) => callAndPrint(flags, "flotta_spawn", args, Answers.AgentInfo, renderSpawned)
+      (args) => callAndPrint(flags, Operations.toolName("spawn"), args, Answers.AgentInfo, renderSpawned)
     )
 ).pipe(
   Command.withDescription(
@@ -231,7 +232,7 @@ const spawn = Command.make(
 const info = agentToolCommand({
   command: "info",
   name,
-  tool: "flotta_info",
+  tool: Operations.toolName("info"),
   answer: Answers.AgentInfo,
   render: renderInfo,
   description: "Print one agent's details: status, process, session, working directory, model, permission, turns, " +
@@ -241,7 +242,7 @@ const info = agentToolCommand({
 const interrupt = agentToolCommand({
   command: "interrupt",
   name,
-  tool: "flotta_interrupt",
+  tool: Operations.toolName("interrupt"),
   answer: Answers.Interrupted,
   render: renderInterrupted,
   description: "Interrupt the agent's turn in flight (it ends with TurnInterrupted); its queued turns go on."
@@ -270,7 +271,7 @@ export const waitFor = Effect.fn("AgentCommands.waitFor")(function*(
     const left = Option.match(end, { onNone: () => STEP_SECONDS, onSome: (e) => Math.max(0, (e - now) / 1000) })
     const answer = yield* call(
       client,
-      "flotta_wait",
+      Operations.toolName("wait"),
       { ...args, timeoutSeconds: Math.min(STEP_SECONDS, left) },
       Answers.WaitResult
     )
@@ -288,7 +289,7 @@ export const waitFor = Effect.fn("AgentCommands.waitFor")(function*(
         }; ` +
         `it goes on (\`flotta wait ${again}\` waits again)`
       return yield* new ToolFailed({
-        tool: "flotta_wait",
+        tool: Operations.toolName("wait"),
         error: { _tag: "TurnPending", message },
         text: `TurnPending: ${message}.`
       })
@@ -333,7 +334,7 @@ const broadcastAll = (client: McpClient, args: Record<string, unknown>) =>
   Effect.gen(function*() {
     const first = yield* call(
       client,
-      "flotta_broadcast",
+      Operations.toolName("broadcast"),
       { ...args, timeoutSeconds: STEP_SECONDS },
       Answers.BroadcastResult
     )
@@ -386,7 +387,7 @@ const broadcast = Command.make(
       const first = failed[0]
       if (first?.error !== undefined) {
         return yield* new ToolFailed({
-          tool: "flotta_broadcast",
+          tool: Operations.toolName("broadcast"),
           error: first.error,
           text: `broadcast: ${failed.length} of ${total} agents failed (${
             failed.map((f) => `${f.name}: ${f.error?._tag ?? "Error"}`).join(", ")

@@ -11,6 +11,7 @@
 import { Command, Options } from "@effect/cli"
 import type { Approval } from "@flotta/core/Approvals"
 import type { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import { Clock, Duration, Effect, Option, Schema, Stream } from "effect"
 import * as readline from "node:readline"
 import * as Answers from "./Answers.js"
@@ -132,7 +133,7 @@ const approvals = Command.make(
       withClient(
         flags,
         (client) =>
-          call(client, "flotta_approvals", {
+          call(client, Operations.toolName("approvals"), {
             ...(flags.all ? { all: true } : {}),
             ...Shared.ifSome("agent", flags.agent)
           }, Answers.Approvals),
@@ -154,7 +155,7 @@ const decide = (
   withClient(
     flags,
     (client: McpClient) =>
-      call(client, "flotta_decide", {
+      call(client, Operations.toolName("decide"), {
         id: flags.id,
         behavior,
         by: DECIDED_BY,

@@ -9,6 +9,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import type { TurnRecord } from "@flotta/core/Agent"
 import type { RunNotFound, StoreUnavailable, TurnPending } from "@flotta/core/Errors"
+import * as Operations from "@flotta/core/Operations"
 import type { RunError, VerifyError } from "@flotta/core/Run"
 import type { NoDiff, RunDiff } from "@flotta/core/RunDiff"
 import * as RunInbox from "@flotta/core/RunInbox"
@@ -50,7 +51,7 @@ const list = Command.make(
   "list",
   { ...connection, label: Flags.labels("List only the agents with this label (repeat it: with every one of them).") },
   (flags) =>
-    callAndPrint(flags, "flotta_list", Flags.labelsOf(flags.label), Answers.List, ({ agents }) => {
+    callAndPrint(flags, Operations.toolName("list"), Flags.labelsOf(flags.label), Answers.List, ({ agents }) => {
       if (agents.length === 0) return "no agents"
       // The status column is as wide as its longest entry (`waiting_approval`, `parked until …`).
       const statuses = agents.map((a) => Views.describeStatus(a))
@@ -67,7 +68,7 @@ const list = Command.make(
 const status = Command.make("status", { ...connection, name }, (flags) =>
   callAndPrint(
     flags,
-    "flotta_status",
+    Operations.toolName("status"),
     { name: flags.name },
     Answers.Status,
     (v) =>
@@ -81,14 +82,24 @@ const waitUntilDone = (client: McpClient, agent: string, first: AgentCommands.Wa
   Effect.iterate(first, {
     while: (answer) => !answer.done,
     body: (answer) =>
-      call(client, "flotta_wait", { name: agent, turnId: answer.turnId, timeoutSeconds: 45 }, Answers.WaitResult)
+      call(
+        client,
+        Operations.toolName("wait"),
+        { name: agent, turnId: answer.turnId, timeoutSeconds: 45 },
+        Answers.WaitResult
+      )
   })
 
 const ask = Command.make("ask", { ...connection, name, text }, (flags) =>
   withClient(
     flags,
     (client) =>
-      call(client, "flotta_ask", { name: flags.name, text: flags.text, timeoutSeconds: 45 }, Answers.WaitResult).pipe(
+      call(
+        client,
+        Operations.toolName("ask"),
+        { name: flags.name, text: flags.text, timeoutSeconds: 45 },
+        Answers.WaitResult
+      ).pipe(
         Effect.flatMap((first) => waitUntilDone(client, flags.name, first))
       ),
     AgentCommands.renderWaited
@@ -98,7 +109,13 @@ const prompt = Command.make(
   "prompt",
   { ...connection, name, text },
   (flags) =>
-    callAndPrint(flags, "flotta_prompt", { name: flags.name, text: flags.text }, Answers.Prompted, (v) => v.turnId)
+    callAndPrint(
+      flags,
+      Operations.toolName("prompt"),
+      { name: flags.name, text: flags.text },
+      Answers.Prompted,
+      (v) => v.turnId
+    )
 ).pipe(Command.withDescription("Queue a prompt and print its turn id at once."))
 
 const result = Command.make(
@@ -116,7 +133,7 @@ const result = Command.make(
   (flags) =>
     callAndPrint(
       flags,
-      "flotta_result",
+      Operations.toolName("result"),
       { name: flags.name, turnId: Option.getOrElse(flags.turn, () => "latest") },
       Answers.Result,
       (v) => v.result.text
@@ -133,7 +150,7 @@ const unpark = Command.make(
   (flags) =>
     callAndPrint(
       flags,
-      "flotta_unpark",
+      Operations.toolName("unpark"),
       Shared.ifSome("agent", flags.name),
       Answers.Unparked,
       ({ parking, unparked }) => {
@@ -154,7 +171,7 @@ const unpark = Command.make(
 const close = agentToolCommand({
   command: "close",
   name,
-  tool: "flotta_close",
+  tool: Operations.toolName("close"),
   answer: Answers.Closed,
   render: (v) => `closed ${v.name}`,
   description: "Close an agent."
@@ -225,14 +242,19 @@ const serverSource = (client: McpClient, inbox: Source): Source => ({
       ...Shared.ifSome("agent", agent)
     }, Answers.Reports),
   transcript: (name, last) =>
-    call(client, "flotta_transcript", { name, ...(last === undefined ? {} : { last }) }, Answers.Transcript),
+    call(
+      client,
+      Operations.toolName("transcript"),
+      { name, ...(last === undefined ? {} : { last }) },
+      Answers.Transcript
+    ),
   diff: (name) =>
-    call(client, "flotta_diff", { name }, Answers.Diff).pipe(
+    call(client, Operations.toolName("diff"), { name }, Answers.Diff).pipe(
       Effect.catchIf(runNotFound, (error) => Effect.orElse(inbox.diff(name), () => Effect.fail(error)))
     ),
   runs: (query) =>
     Effect.zipWith(
-      call(client, "flotta_runs", { ...query }, Answers.Runs),
+      call(client, Operations.toolName("runs"), { ...query }, Answers.Runs),
       inbox.runs({}),
       ({ runs }, waiting) => {
         const known = new Set(runs.map((run) => run.name))
@@ -240,7 +262,7 @@ const serverSource = (client: McpClient, inbox: Source): Source => ({
       }
     ),
   runResult: (name) =>
-    call(client, "flotta_run_result", { name }, Answers.RunOutcome).pipe(
+    call(client, Operations.toolName("runResult"), { name }, Answers.RunOutcome).pipe(
       Effect.map((answer) => answer.result),
       Effect.catchIf(runNotFound, (error) => Effect.orElse(inbox.runResult(name), () => Effect.fail(error)))
     )

@@ -6,6 +6,7 @@
 import { Command, Options } from "@effect/cli"
 import * as Costs from "@flotta/core/Costs"
 import type { CostReport } from "@flotta/core/Costs"
+import * as Operations from "@flotta/core/Operations"
 import type { Option } from "effect"
 import { callAndPrint, connection } from "./Connection.js"
 import * as Flags from "./Flags.js"
@@ -70,7 +71,7 @@ const costs = Command.make(
   (flags) =>
     callAndPrint(
       flags,
-      "flotta_costs",
+      Operations.toolName("costs"),
       {
         ...Shared.ifSome("by", flags.by),
         ...Shared.ifSome("since", flags.since),

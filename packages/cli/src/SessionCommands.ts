@@ -7,6 +7,7 @@
  */
 import { Args, Command } from "@effect/cli"
 import type { AgentInfo } from "@flotta/core/AgentView"
+import * as Operations from "@flotta/core/Operations"
 import { Effect, Option, Schema } from "effect"
 import * as AgentCommands from "./AgentCommands.js"
 import * as Answers from "./Answers.js"
@@ -58,7 +59,7 @@ const fork = Command.make(
         ...(given ? { permission } : {}),
         ...(Option.isSome(flags.at) ? { at: flags.at.value } : {})
       }
-      return yield* callAndPrint(flags, "flotta_fork", args, Answers.AgentInfo, renderForked)
+      return yield* callAndPrint(flags, Operations.toolName("fork"), args, Answers.AgentInfo, renderForked)
     })
 ).pipe(
   Command.withDescription(
@@ -108,7 +109,7 @@ const compact = Command.make(
     )
   },
   (flags) =>
-    turnToEnd(flags, "flotta_compact", {
+    turnToEnd(flags, Operations.toolName("compact"), {
       name: flags.name,
       timeoutSeconds: 45,
       ...(Option.isSome(flags.instructions) ? { instructions: flags.instructions.value } : {})
@@ -123,7 +124,7 @@ const compact = Command.make(
 const clear = Command.make(
   "clear",
   { ...connection, name: Flags.nameArgument("name", "The session to clear.") },
-  (flags) => turnToEnd(flags, "flotta_clear", { name: flags.name, timeoutSeconds: 45 })
+  (flags) => turnToEnd(flags, Operations.toolName("clear"), { name: flags.name, timeoutSeconds: 45 })
 ).pipe(
   Command.withDescription(
     "Give a session a fresh conversation (its next turn is /clear): the same name, a new session, no memory of " +
@@ -148,7 +149,7 @@ const name = Flags.nameArgument("name", "The session's name.")
 const hibernate = agentToolCommand({
   command: "hibernate",
   name,
-  tool: "flotta_hibernate",
+  tool: Operations.toolName("hibernate"),
   answer: Answers.Hibernated,
   render: renderHibernated,
   description: "End an idle session's claude process and keep everything else: it shows as hibernated until a " +
@@ -158,7 +159,7 @@ const hibernate = agentToolCommand({
 const wake = agentToolCommand({
   command: "wake",
   name,
-  tool: "flotta_wake",
+  tool: Operations.toolName("wake"),
   answer: Answers.Woken,
   render: renderWoken,
   description: "Start a hibernated session's claude process again (it resumes its conversation), and print it " +

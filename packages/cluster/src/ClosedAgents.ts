@@ -5,6 +5,7 @@
  */
 import type { AgentNotFound } from "@flotta/core/Errors"
 import { Effect, Option } from "effect"
+import { randomUUID } from "node:crypto"
 import { withHost } from "./Hosting.js"
 import * as Protocol from "./Protocol.js"
 import type { StartDeps } from "./Starts.js"
@@ -25,7 +26,11 @@ export const make = ({ agentClient, h, liveNow, remote }: ClosedDeps) => {
           Effect.option(
             host === me
               ? Effect.map(local.info(name), withHost(me))
-              : remote(host, name, agentClient(Protocol.agentId(host, name)).info({ name }))
+              : remote(
+                host,
+                name,
+                Protocol.callAgent(agentClient(Protocol.agentId(host, name)), "info", { name }, randomUUID())
+              )
           ),
         { concurrency: "unbounded" }
       )
@@ -39,7 +44,16 @@ export const make = ({ agentClient, h, liveNow, remote }: ClosedDeps) => {
     Effect.flatMap(info(name, missing), ({ host }) =>
       host === undefined || host === me
         ? local.transcript(name)
-        : remote(host, name, agentClient(Protocol.agentId(host, name)).transcript({ name })))
+        : remote(
+          host,
+          name,
+          Protocol.callAgent(
+            agentClient(Protocol.agentId(host, name)),
+            "transcript",
+            { name },
+            randomUUID()
+          )
+        ))
 
   return { info, transcript } as const
 }

@@ -21,25 +21,14 @@ import type { RunNotFound } from "@flotta/core/Errors"
 import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as Flottas from "@flotta/core/Flotta"
 import { Flotta } from "@flotta/core/Flotta"
-import type { AskOptions, BootReport } from "@flotta/core/Flotta"
+import type { AskOptions, BootReport, FlottaShape } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import type { Registry } from "@flotta/core/Registry"
 import type { ReportLog, SubscribeOptions } from "@flotta/core/ReportLog"
 import type { RunQuery } from "@flotta/core/RunList"
 import { selectRuns } from "@flotta/core/RunList"
 import * as Spec from "@flotta/core/Spec"
-import {
-  Cause,
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Either,
-  Layer,
-  Option,
-  Predicate,
-  Stream,
-  SubscriptionRef
-} from "effect"
+import { Cause, Clock, Context, Effect, Either, Layer, Option, Predicate, Stream, SubscriptionRef } from "effect"
 import { randomUUID } from "node:crypto"
 import * as ClosedAgents from "./ClosedAgents.js"
 import * as ClusterConfig from "./ClusterConfig.js"
@@ -106,18 +95,6 @@ const fromSettings = (settings: ClusterSettings, env: Readonly<Record<string, st
   return Layer.scopedContext(fleet(settings)).pipe(Layer.provide(Entities.layer), Layer.provide(runner))
 }
 
-/** A call that could not reach its host, or whose host went away under it. */
-const UNREACHABLE: ReadonlyArray<unknown> = [
-  "RunnerUnavailable",
-  "MailboxFull",
-  "EntityNotAssignedToRunner",
-  "PersistenceError"
-]
-type Unreachable = {
-  readonly _tag: "RunnerUnavailable" | "MailboxFull" | "EntityNotAssignedToRunner" | "PersistenceError"
-}
-const unreachable = <E>(error: E): error is Extract<E, Unreachable> =>
-  Predicate.hasProperty(error, "_tag") && UNREACHABLE.includes(error._tag)
 const isRunNotFound = <E>(error: E): error is Extract<E, RunNotFound> => Predicate.isTagged(error, "RunNotFound")
 
 const fleet = (settings: ClusterSettings) =>
@@ -151,9 +128,16 @@ const fleet = (settings: ClusterSettings) =>
       })
 
     /** A call to another host, which ends with HostLost if that host dies under it. */
-    const remote = <A, E>(host: string, name: string, call: Effect.Effect<A, E>) =>
-      Effect.raceFirst(call, lost(host, name)).pipe(
-        Effect.catchIf(unreachable, () => new HostLost({ name, host })),
+    const remote = <A, E>(
+      host: string,
+      name: string,
+      call: Effect.Effect<A, E>
+    ): Effect.Effect<A, Protocol.Reached<E> | HostLost | StoreUnavailable> =>
+      Effect.raceFirst(
+        // A call that could not reach its host, or whose host went away under it: the host is lost to it.
+        Effect.catchIf(call, Protocol.unreachable, () => new HostLost({ name, host })),
+        lost(host, name)
+      ).pipe(
         // The host stopped under the call (its entities are interrupted as it shuts down): not this caller's doing.
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? new HostLost({ name, host }) : Effect.failCause(cause)
@@ -179,11 +163,15 @@ const fleet = (settings: ClusterSettings) =>
     const { fork, spawn } = Starts.make({ h, liveNow, remote, agentClient })
     const closed = ClosedAgents.make({ h, liveNow, remote, agentClient })
 
-    const turnOf = (o: AskOptions = {}) => (o.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(o.timeout) })
-
-    const askResult = (name: string, text: string, options: AskOptions = {}) =>
-      onAgent(name, local.askResult(name, text, options), (c) =>
-        c.ask({ name, text, ...turnOf(options), callId: randomUUID() }))
+    /** An operation on one agent, from the table: the agent's host runs the engine's method of the same name. */
+    const forwarded = Operations.implement(Protocol.agentOps, (name, op) => (...args) => {
+      const input = op.encode(...args)
+      const agent = op.agent(input)
+      const here = Operations.invoke(local, name, input)
+      if (agent === undefined) return here
+      return onAgent(agent, here, (c) => Protocol.callAgent(c, name, input, randomUUID()))
+    })
+    const callId = () => randomUUID()
 
     /** Every live host's answer (this one's directly); a host that does not answer is left out. */
     const everyHost = <A, E, E2>(
@@ -191,9 +179,7 @@ const fleet = (settings: ClusterSettings) =>
       there: (client: ReturnType<typeof hostClient>) => Effect.Effect<A, E2>
     ) =>
       Effect.gen(function*() {
-        const hosts = (yield* liveNow).map((r) =>
-          r.host
-        )
+        const hosts = (yield* liveNow).map((r) => r.host)
         const answers = yield* Effect.forEach(
           hosts,
           (host) => host === me ? Effect.option(here) : Effect.option(remote(host, host, there(hostClient(host)))),
@@ -206,19 +192,23 @@ const fleet = (settings: ClusterSettings) =>
     const list = (query: ListQuery = {}) =>
       everyHost(
         Effect.map(local.list(), (infos) => infos.map(withHost(me))),
-        (c) => c.list()
-      ).pipe(Effect.map((lists) =>
-        lists.flat().filter((i) => hasLabels(i.labels, query.labels)).sort((a, b) => a.name.localeCompare(b.name))
-      ))
+        (c) => c.list({ input: {}, callId: callId() })
+      ).pipe(
+        Effect.map((lists) =>
+          lists.flat().filter((i) => hasLabels(i.labels, query.labels)).sort((a, b) => a.name.localeCompare(b.name))
+        )
+      )
 
     const broadcast = (text: string, options: AskOptions = {}) =>
       everyHost(
         local.broadcast(text, options),
-        (c) => c.broadcast({ text, ...turnOf(options) })
+        (c) => c.broadcast({ input: Operations.operations.broadcast.encode(text, options), callId: callId() })
       ).pipe(Effect.map((lists) => lists.flat()))
 
     const approvals = (query: ApprovalQuery = {}) =>
-      everyHost(local.approvals(query), (c) => c.approvals({ query })).pipe(Effect.map((lists) => lists.flat()))
+      everyHost(local.approvals(query), (c) => c.approvals({ input: { query }, callId: callId() })).pipe(
+        Effect.map((lists) => lists.flat())
+      )
 
     const decide = (id: string, decision: ApprovalDecision) =>
       local.decide(id, decision).pipe(
@@ -226,7 +216,9 @@ const fleet = (settings: ClusterSettings) =>
           Effect.gen(function*() {
             for (const { host } of yield* liveNow) {
               if (host === me) continue
-              const answer = yield* Effect.either(remote(host, host, hostClient(host).decide({ id, decision })))
+              const answer = yield* Effect.either(
+                remote(host, host, hostClient(host).decide({ input: { id, decision }, callId: callId() }))
+              )
               if (Either.isRight(answer)) return answer.right
             }
             return yield* notHere
@@ -238,7 +230,7 @@ const fleet = (settings: ClusterSettings) =>
     const runs = (query: RunQuery = {}) =>
       everyHost(
         Effect.map(local.runs(query), (views) => views.map((view) => ({ ...view, host: me }))),
-        (c) => c.runs({ query })
+        (c) => c.runs({ input: { query }, callId: callId() })
       ).pipe(Effect.map((lists) => selectRuns(lists.flat(), query)))
 
     /** A run's outcome from whichever live host knows it (RunNotFound when none does). */
@@ -285,80 +277,52 @@ const fleet = (settings: ClusterSettings) =>
 
     const log = FleetLog.make(store)
 
-    const operations = {
+    const byName = (name: string) => ({ input: { name }, callId: callId() })
+    // Every answer has the engine's own type (a remote one is decoded by its Schema), and every failure is one the
+    // interface names: a remote call's own (its host unreachable, or gone) becomes HostLost in `remote`.
+    const fleetWide: FlottaShape = {
       ...local,
+      ...forwarded,
       spawn,
       fork,
-      askResult,
-      ask: (name: string, text: string, options?: AskOptions) =>
-        Effect.map(askResult(name, text, options), (r) => r.text),
-      prompt: (name: string, text: string, options: AskOptions = {}) =>
-        onAgent(name, local.prompt(name, text, options), (c) =>
-          c.prompt({ name, text, ...turnOf(options), callId: randomUUID() })),
-      wait: (name: string, turnId: string) =>
-        onAgent(name, local.wait(name, turnId), (c) =>
-          c.wait({ name, turnId })),
-      watch: (name: string, turnId: string) =>
-        onAgent(name, local.watch(name, turnId), (c) => c.watch({ name, turnId })),
-      status: (name: string) => onAgent(name, local.status(name), (c) => c.status({ name })),
-      result: (name: string, turnId = "latest") =>
-        onAgent(name, local.result(name, turnId), (c) => c.result({ name, turnId })),
       // A closed agent is read from the store of the host that closed it.
       transcript: (name: string) =>
-        onAgent(name, local.transcript(name), (c) => c.transcript({ name })).pipe(
+        forwarded.transcript(name).pipe(
           Effect.catchTag("AgentNotFound", (missing) => closed.transcript(name, missing))
         ),
       info: (name: string) =>
-        onAgent(name, Effect.map(local.info(name), withHost(me)), (c) => c.info({ name })).pipe(
-          Effect.catchTag("AgentNotFound", (missing) => closed.info(name, missing))
-        ),
-      interrupt: (name: string) => onAgent(name, local.interrupt(name), (c) => c.interrupt({ name })),
-      close: (name: string) => onAgent(name, h.closeHere(name), (c) => c.close({ name })),
-      compact: (name: string, instructions?: string) =>
-        onAgent(name, local.compact(name, instructions), (c) =>
-          c.compact({ name, ...(instructions === undefined ? {} : { instructions }) })),
-      clear: (name: string) =>
-        onAgent(name, local.clear(name), (c) =>
-          c.clear({ name })),
-      hibernate: (name: string) =>
-        onAgent(name, local.hibernate(name), (c) => c.hibernate({ name })),
-      wake: (name: string) => onAgent(name, local.wake(name), (c) => c.wake({ name })),
-      unpark: (options: { readonly agent?: string } = {}) =>
-        options.agent === undefined
-          ? local.unpark(options)
-          : onAgent(options.agent, local.unpark(options), (c) => c.unpark({ name: options.agent! })),
+        onAgent(
+          name,
+          Effect.map(local.info(name), withHost(me)),
+          (c) => Protocol.callAgent(c, "info", { name }, callId())
+        )
+          .pipe(Effect.catchTag("AgentNotFound", (missing) => closed.info(name, missing))),
+      close: (name: string) =>
+        onAgent(name, h.closeHere(name), (c) => Protocol.callAgent(c, "close", { name }, callId())),
       list,
       broadcast,
       approvals,
       decide,
       runs,
-      runResult: (name: string) => onRunHost(name, local.runResult(name), (c) => c.runResult({ name })),
-      awaitRun: (name: string) => onRunHost(name, local.awaitRun(name), (c) => c.awaitRun({ name })),
+      runResult: (name: string) => onRunHost(name, local.runResult(name), (c) => c.runResult(byName(name))),
+      awaitRun: (name: string) => onRunHost(name, local.awaitRun(name), (c) => c.awaitRun(byName(name))),
       // A run's diff is kept by the host that ran it, like its outcome.
-      diff: (name: string) => onRunHost(name, local.diff(name), (c) => c.diff({ name })),
+      diff: (name: string) => onRunHost(name, local.diff(name), (c) => c.diff(byName(name))),
       // Each host's store keeps its own agents' turns: the fleet's spend is every live host's, summed by key.
       costs: (query: Costs.CostQuery = {}) =>
         Effect.flatMap(Costs.windowOf(query), (window) =>
           everyHost(local.costs(Costs.queryOf(window)), (c) =>
             c.costs(window)).pipe(
-              Effect.map((reports) =>
-                Costs.merge(reports, window)
-              )
+              Effect.map((reports) => Costs.merge(reports, window))
             )),
       bootFleet,
-      boot: (config: unknown) => Effect.suspend(() => bootFleet(Spec.readFleet(config))),
+      boot: (config: unknown) =>
+        Effect.suspend(() => bootFleet(Spec.readFleet(config))),
       ...log,
       // An agent on any host, followed through the fleet-wide log (a streaming agent's words stay on its host).
       follow: (name: string, options: Omit<SubscribeOptions, "agent"> = {}) =>
-        Effect.zipRight(
-          onAgent(name, local.status(name), (c) => c.status({ name })),
-          log.subscribe({ ...options, agent: name })
-        )
+        Effect.zipRight(forwarded.status(name), log.subscribe({ ...options, agent: name }))
     }
-    // Every answer has the engine's own type (a remote one is decoded by its Schema). The failures are the
-    // engine's and the cluster's (HostLost, HostUnavailable, StoreUnavailable, a remote call's): Flotta's type names
-    // only the engine's, so the failure channel alone is widened here, once, until core's Flotta names them.
-    const fleetWide = Flotta.make(operations as unknown as Parameters<typeof Flotta.make>[0])
 
     yield* Effect.forkScoped(Housekeeping.run.pipe(Effect.provideService(Hosting, h)))
 
@@ -376,7 +340,7 @@ const fleet = (settings: ClusterSettings) =>
         }))
       })
     })
-    return Context.make(Flotta, fleetWide).pipe(Context.add(Cluster, cluster))
+    return Context.make(Flotta, Flotta.make(fleetWide)).pipe(Context.add(Cluster, cluster))
   })
 
 /**

@@ -1,15 +1,21 @@
 /**
- * The `Agent` and `Host` entities as a host answers them: from its own engine, through Hosting. A call that
- * starts something (spawn, ask, prompt) runs once per `callId` and only while this host surely holds its lease.
+ * The `Agent` and `Host` entities as a host answers them: from its own engine, through Hosting. Every operation of
+ * the table is answered by one generic dispatch (its input decoded into the engine method's arguments); only what
+ * is a host's own is written here: a start, a close (which frees the name), info (which names the host), and the
+ * guard on a call that starts something (spawn, ask, prompt), which runs once per `callId` and only while this
+ * host surely holds its lease.
  */
 import * as Costs from "@flotta/core/Costs"
-import type { AskOptions } from "@flotta/core/Flotta"
-import { Duration, Effect, Layer } from "effect"
+import { HostLost } from "@flotta/core/Errors"
+import * as Operations from "@flotta/core/Operations"
+import { Effect, Layer } from "effect"
 import { Hosting, withHost } from "./Hosting.js"
 import * as Protocol from "./Protocol.js"
-import { HostLost } from "./Protocol.js"
 
-const timeoutOf = (ms: number | undefined): AskOptions => (ms === undefined ? {} : { timeout: Duration.millis(ms) })
+/** The calls that start a turn: run once per `callId`, and only under a fresh lease. */
+const STARTS: ReadonlySet<string> = new Set(["ask", "askResult", "prompt"])
+
+type Payload = { readonly input: unknown; readonly callId: string }
 
 const agentEntity = Protocol.AgentEntity.toLayer(
   Effect.map(Hosting, (h) => {
@@ -21,30 +27,22 @@ const agentEntity = Protocol.AgentEntity.toLayer(
         h.membership.fresh,
         (fresh): Effect.Effect<A, E | HostLost> => (fresh ? effect : Effect.fail(new HostLost({ name, host: me })))
       )
+    const dispatch = (name: Operations.Name) => ({ payload }: { readonly payload: Payload }) => {
+      const op: Operations.Any = Operations.operations[name]
+      const agent: string = op.agent(payload.input) ?? ""
+      const call = whenReady(agent, Operations.invoke(local, name, payload.input))
+      return STARTS.has(name) ? once(payload.callId, guard(agent, call)) : call
+    }
     return Protocol.AgentEntity.of({
+      ...Protocol.handlersOf<ReturnType<typeof Protocol.AgentEntity.of>>(Protocol.agentOps, dispatch),
       spawn: ({ payload: p }) => once(p.callId, guard(p.name, h.startHere(p.name, p.options, p.epoch))),
       fork: ({ payload: p }) =>
         once(
           p.callId,
           guard(p.name, whenReady(p.source, h.forkHere(p.source, p.name, p.options, p.at)))
         ),
-      ask: ({ payload: p }) =>
-        once(p.callId, guard(p.name, whenReady(p.name, local.askResult(p.name, p.text, timeoutOf(p.timeoutMs))))),
-      prompt: ({ payload: p }) =>
-        once(p.callId, guard(p.name, whenReady(p.name, local.prompt(p.name, p.text, timeoutOf(p.timeoutMs))))),
-      wait: ({ payload: p }) => whenReady(p.name, local.wait(p.name, p.turnId)),
-      watch: ({ payload: p }) => whenReady(p.name, local.watch(p.name, p.turnId)),
-      status: ({ payload: p }) => whenReady(p.name, local.status(p.name)),
-      result: ({ payload: p }) => whenReady(p.name, local.result(p.name, p.turnId)),
-      transcript: ({ payload: p }) => whenReady(p.name, local.transcript(p.name)),
-      info: ({ payload: p }) => whenReady(p.name, Effect.map(local.info(p.name), withHost(me))),
-      interrupt: ({ payload: p }) => whenReady(p.name, local.interrupt(p.name)),
-      close: ({ payload: p }) => whenReady(p.name, h.closeHere(p.name)),
-      unpark: ({ payload: p }) => whenReady(p.name, local.unpark({ agent: p.name })),
-      compact: ({ payload: p }) => whenReady(p.name, local.compact(p.name, p.instructions)),
-      clear: ({ payload: p }) => whenReady(p.name, local.clear(p.name)),
-      hibernate: ({ payload: p }) => whenReady(p.name, local.hibernate(p.name)),
-      wake: ({ payload: p }) => whenReady(p.name, local.wake(p.name))
+      info: ({ payload: { input } }) => whenReady(input.name, Effect.map(local.info(input.name), withHost(me))),
+      close: ({ payload: { input } }) => whenReady(input.name, h.closeHere(input.name))
     })
   }),
   { concurrency: "unbounded" }
@@ -53,16 +51,13 @@ const agentEntity = Protocol.AgentEntity.toLayer(
 const hostEntity = Protocol.HostEntity.toLayer(
   Effect.map(Hosting, ({ local, membership }) => {
     const me = membership.settings.host
+    const dispatch = (name: Operations.Name) => ({ payload }: { readonly payload: Payload }) =>
+      Operations.invoke(local, name, payload.input)
     return Protocol.HostEntity.of({
+      ...Protocol.handlersOf<ReturnType<typeof Protocol.HostEntity.of>>(Protocol.hostOps, dispatch),
       list: () => Effect.map(local.list(), (infos) => infos.map(withHost(me))),
-      broadcast: ({ payload: p }) => local.broadcast(p.text, timeoutOf(p.timeoutMs)),
-      approvals: ({ payload: p }) => local.approvals(p.query),
-      decide: ({ payload: p }) => local.decide(p.id, p.decision),
-      runs: ({ payload: p }) =>
-        Effect.map(local.runs(p.query), (views) => views.map((view) => ({ ...view, host: me }))),
-      runResult: ({ payload: p }) => local.runResult(p.name),
-      awaitRun: ({ payload: p }) => local.awaitRun(p.name),
-      diff: ({ payload: p }) => local.diff(p.name),
+      runs: ({ payload: { input } }) =>
+        Effect.map(local.runs(input.query), (views) => views.map((view) => ({ ...view, host: me }))),
       costs: ({ payload: p }) => local.costs(Costs.queryOf(p))
     })
   }),

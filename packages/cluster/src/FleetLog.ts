@@ -4,7 +4,7 @@
  * when the cluster store does.
  */
 import type { ReportNotice, ReportQuery, SubscribeOptions } from "@flotta/core/ReportLog"
-import { Duration, Effect, Queue, Schedule, Stream } from "effect"
+import { Duration, Effect, Queue, Stream } from "effect"
 import type { ClusterStoreShape } from "./ClusterStore.js"
 
 const POLL = Duration.millis(200)
@@ -12,6 +12,14 @@ const PAGE = 1000
 
 export const make = (store: ClusterStoreShape) => {
   const reports = (query: ReportQuery = {}) => store.reports(query)
+  /** A read for the feed: one the store refuses is tried again, so a feed resumes once the store answers. */
+  const retried = (query: ReportQuery) =>
+    reports(query).pipe(
+      Effect.tapError((error) =>
+        Effect.zipRight(Effect.logWarning("the fleet's report log cannot be read", error), Effect.sleep(POLL))
+      ),
+      Effect.eventually
+    )
 
   /** A live feed from the newest entry on, in a bounded queue that says how many entries it missed. */
   const subscribe = (options: SubscribeOptions = {}) =>
@@ -20,17 +28,13 @@ export const make = (store: ClusterStoreShape) => {
         Queue.dropping<ReportNotice>(Math.max(1, options.capacity ?? 1024)),
         Queue.shutdown
       )
-      let cursor = (yield* reports({ last: 1 })).next
+      let cursor = (yield* retried({ last: 1 })).next
       const filter = {
         ...(options.agent === undefined ? {} : { agent: options.agent }),
         ...(options.kinds === undefined ? {} : { kinds: options.kinds })
       }
       yield* Effect.gen(function*() {
-        // A read the store refuses is tried again: the feed resumes from its cursor once the store answers.
-        const page = yield* reports({ since: cursor, limit: PAGE, ...filter }).pipe(
-          Effect.tapError((error) => Effect.logWarning("the fleet's report log cannot be read", error)),
-          Effect.retry(Schedule.spaced(POLL))
-        )
+        const page = yield* retried({ since: cursor, limit: PAGE, ...filter })
         for (const entry of page.entries) {
           if (!(yield* Queue.offer(queue, { _tag: "Entry", entry }))) {
             // Full: say what was missed once there is room; it can be read back by cursor.

@@ -25,7 +25,7 @@ export interface StartDeps {
     host: string,
     name: string,
     call: Effect.Effect<A, E>
-  ) => Effect.Effect<A, E | HostLost | StoreUnavailable>
+  ) => Effect.Effect<A, Protocol.Reached<E> | HostLost | StoreUnavailable>
   readonly agentClient: Effect.Effect.Success<typeof Protocol.AgentEntity.client>
 }
 

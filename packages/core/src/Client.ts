@@ -5,16 +5,13 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import type { Scope } from "effect"
-import type { AgentOptions, ForkOptions } from "./Agent.js"
-import type { ListQuery } from "./AgentOptions.js"
-import type { Approval, ApprovalDecision, ApprovalQuery, Approvals } from "./Approvals.js"
-import type { CostQuery } from "./Costs.js"
+import type { Approval, Approvals } from "./Approvals.js"
 import * as Flotta from "./Flotta.js"
+import * as Operations from "./Operations.js"
 import type { Permission } from "./Permission.js"
 import type { Registry } from "./Registry.js"
 import type { ReportEntry, ReportLog, ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import type { RunOptions, Runs } from "./Run.js"
-import type { RunQuery } from "./RunList.js"
 import type { Store } from "./Store.js"
 import type { GcOptions } from "./WorktreeGc.js"
 import type { VerifyOptions } from "./Worktrees.js"
@@ -140,59 +137,27 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     restored: () => run((f) => Effect.succeed(f.restored)),
     /** The store's kind, place, size, schema version and health. */
     store: () => run((f) => f.store),
-    spawn: (name: string, spawnOptions?: AgentOptions) => run((f) => f.spawn(name, spawnOptions)),
-    /** A new agent `name` with `source`'s conversation up to turn `at` (default: its last that succeeded). */
-    fork: (source: string, name: string, forkOptions?: ForkOptions) => run((f) => f.fork(source, name, forkOptions)),
+    // Every operation of the table, by its name and arguments (`Operations`).
+    ...Operations.promises((call) => run(call)),
     // A Promise's caller cannot interrupt it, so the wait needs no cancel-on-interrupt: `watch` is the lean one.
     ask: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => Effect.map(askWatched(f, name, text, askOptions), (r) => r.text)),
     askResult: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => askWatched(f, name, text, askOptions)),
-    prompt: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
-      run((f) => f.prompt(name, text, askOptions)),
-    wait: (name: string, turnId: string) => run((f) => f.wait(name, turnId)),
-    /** Like `wait`; the turn is never cancelled on the waiter's behalf. */
-    watch: (name: string, turnId: string) => run((f) => f.watch(name, turnId)),
-    status: (name: string) => run((f) => f.status(name)),
-    result: (name: string, turnId: string = "latest") => run((f) => f.result(name, turnId)),
-    transcript: (name: string) => run((f) => f.transcript(name)),
-    info: (name: string) => run((f) => f.info(name)),
-    /** The live agents; `{ labels: { team: "a" } }` keeps those with every one of these labels. */
-    list: (query?: ListQuery) => run((f) => f.list(query)),
-    interrupt: (name: string) => run((f) => f.interrupt(name)),
-    close: (name: string) => run((f) => f.close(name)),
-    /** Queues a compaction as a session's next turn (`instructions`: what to keep); its turn id, to `wait` for. */
-    compact: (name: string, instructions?: string) => run((f) => f.compact(name, instructions)),
-    /** Queues a fresh conversation as a session's next turn: a new session under the same name; its turn id. */
-    clear: (name: string) => run((f) => f.clear(name)),
-    /** Ends a session's process, keeping the rest; a prompt or `wake` brings it back (see `Flotta.hibernate`). */
-    hibernate: (name: string) => run((f) => f.hibernate(name)),
-    /** Wakes a hibernated session; resolves once its process is up. */
-    wake: (name: string) => run((f) => f.wake(name)),
     /** Live claude processes now, and the most there may be (`maxLive`). */
     processes: () => run((f) => f.processes),
-    /** Unparks by hand: one agent, or (without `agent`) every parked agent, staggered (see `Parking`). */
-    unpark: (unparkOptions?: { readonly agent?: string }) => run((f) => f.unpark(unparkOptions)),
     /** The credential groups parked at a usage limit now. */
     parking: () => run((f) => f.parking),
-    broadcast: (text: string, askOptions?: Flotta.AskOptions) => run((f) => f.broadcast(text, askOptions)),
     reports: (query?: ReportQuery) => run((f) => f.reports(query)),
-    /** Spend in a window (`since: "7d"`, an ISO date), by agent, run, model, day, hour or any label (`label:team`). */
-    costs: (query?: CostQuery) => run((f) => f.costs(query)),
     boot: (config: unknown) => run((f) => f.boot(config)),
     run: (runOptions: RunOptions) => run((f) => f.run(runOptions)),
     runAsync: (runOptions: RunOptions) => run((f) => f.runAsync(runOptions)),
-    runResult: (name: string) => run((f) => f.runResult(name)),
-    awaitRun: (name: string) => run((f) => f.awaitRun(name)),
-    /** The async runs and verifies, running and finished, newest first. */
-    runs: (query?: RunQuery) => run((f) => f.runs(query)),
     verify: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
       run((f) => f.verify(cwd, verifyOptions)),
     verifyAsync: (cwd: string, verifyOptions: VerifyOptions & { readonly name?: string }) =>
       run((f) => f.verifyAsync(cwd, verifyOptions)),
     worktrees: (cwd: string) => run((f) => f.worktrees(cwd)),
     gcWorktrees: (cwd: string, gcOptions?: GcOptions) => run((f) => f.gcWorktrees(cwd, gcOptions)),
-    diff: (name: string) => run((f) => f.diff(name)),
     /**
      * Live report entries; returns the function that unsubscribes, whose `ready` resolves once the
      * subscription is live (every entry posted after that is delivered, or counted by `onMissed`).
@@ -212,10 +177,6 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
         if (notice._tag === "Entry") onEntry(notice.entry)
         else callbacks.onMissed?.(notice.count, notice.after)
       }),
-    /** Pending approvals, oldest first (with `all`, also the ones that ended lately). */
-    approvals: (query?: ApprovalQuery) => run((f) => f.approvals(query)),
-    /** A human's decision on a pending approval; rejects with ApprovalNotFound or ApprovalExpired. */
-    decide: (id: string, decision: ApprovalDecision) => run((f) => f.decide(id, decision)),
     /**
      * Called with each new pending approval; returns the function that unsubscribes, whose `ready` resolves once
      * the subscription is live.

@@ -53,7 +53,12 @@ describe("a closed agent", () => {
       // Not among the live ones.
       assert.deepStrictEqual((yield* fleet.list()).map((a) => a.name), ["beta"])
 
-      for (const call of [fleet.prompt("alpha", "three"), fleet.status("alpha"), fleet.close("alpha")]) {
+      const calls: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
+        fleet.prompt("alpha", "three"),
+        fleet.status("alpha"),
+        fleet.close("alpha")
+      ]
+      for (const call of calls) {
         const error = yield* notFound(call)
         assert.strictEqual(error._tag, "AgentNotFound")
         assert.deepStrictEqual(error.closed, { reason: "closed by request", at: at(120_000) })

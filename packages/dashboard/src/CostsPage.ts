@@ -9,7 +9,7 @@
  */
 import * as Costs from "@flotta/core/Costs"
 import type { CostBy, CostQuery, CostReport } from "@flotta/core/Costs"
-import type { InvalidSpec, StoreUnavailable } from "@flotta/core/Errors"
+import type { InvalidSpec } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { Clock, Effect } from "effect"
 import type { Chart } from "./Charts.js"
@@ -17,6 +17,7 @@ import type { Html } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { agentLink, dollars, empty, runLink } from "./PageParts.js"
+import type { Unanswered } from "./Views.js"
 
 export const DAY = 86_400_000
 /** The window when the address names none. */
@@ -92,7 +93,7 @@ export interface CostsView {
 }
 
 /** What the page shows: the totals and, in the chosen window, spend by day and each table's groups. */
-export const view = (params: CostWindowParams): Effect.Effect<CostsView, InvalidSpec | StoreUnavailable, Flotta> =>
+export const view = (params: CostWindowParams): Effect.Effect<CostsView, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
@@ -108,7 +109,7 @@ export const view = (params: CostWindowParams): Effect.Effect<CostsView, Invalid
 /** A CSV download: the body, and the file name it is saved as. */
 export const csv = (
   query: URLSearchParams
-): Effect.Effect<{ readonly body: string; readonly filename: string }, InvalidSpec | StoreUnavailable, Flotta> =>
+): Effect.Effect<{ readonly body: string; readonly filename: string }, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const by = (query.get("by")?.trim() || "agent") as CostBy
     const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), by)))
@@ -141,7 +142,7 @@ export const perDay = (report: CostReport, now: number): Chart => {
 /** The chart's data (`GET /api/costs`), for the window in the address. */
 export const chartData = (
   query: URLSearchParams
-): Effect.Effect<{ readonly costPerDay: Chart }, InvalidSpec | StoreUnavailable, Flotta> =>
+): Effect.Effect<{ readonly costPerDay: Chart }, InvalidSpec | Unanswered, Flotta> =>
   Effect.gen(function*() {
     const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), "day")))
     return { costPerDay: perDay(report, yield* Clock.currentTimeMillis) }
@@ -215,7 +216,7 @@ const chooser = (params: CostWindowParams) =>
 </form>`
 
 /** The page for the window in the address; a bound `Costs` cannot read is a 400 that says why. */
-export const costsPage = (query: URLSearchParams): Effect.Effect<Page, StoreUnavailable, Flotta> => {
+export const costsPage = (query: URLSearchParams): Effect.Effect<Page, Unanswered, Flotta> => {
   const params = paramsOf(query)
   const before = chooser(params)
   return view(params).pipe(

@@ -86,7 +86,7 @@ const failed = (cause: Cause.Cause<unknown>): Page => ({
   live: html`<h1>Something went wrong</h1><p class="error">${Cause.pretty(cause).split("\n")[0]}</p>`
 })
 
-const pageOf = (request: PageRequest): Effect.Effect<Page, StoreUnavailable, Flotta> => {
+const pageOf = (request: PageRequest): Effect.Effect<Page, Views.Unanswered, Flotta> => {
   switch (request.page) {
     case "agents":
       return agentsPage
@@ -128,14 +128,16 @@ export const render = (request: PageRequest): Effect.Effect<Rendered, never, Flo
     // A fragment goes into a page that already follows the log: it needs no cursor.
     if (request.fragment) return yield* Effect.map(rendered, (page) => ({ status: page.status, html: page.live.value }))
     // Read before the data: what happens meanwhile is replayed to the page, never lost.
-    const cursor = request.page === "login" ? Either.right(0) : yield* Effect.either(Views.cursor)
-    const page = Either.isLeft(cursor) ? storeUnavailable(cursor.left) : yield* rendered
+    const read = request.page === "login" ? Either.right(0) : yield* Effect.either(Views.cursor)
+    // A store that cannot be read shows as the error page, like any other failure to answer.
+    const cursor = Either.getOrElse(read, () => 0)
+    const page = Either.isLeft(read) ? failed(Cause.fail(read.left)) : yield* rendered
     return {
       status: page.status,
       html: document({
         title: page.title,
         page: request.page,
-        cursor: Either.getOrElse(cursor, () => 0),
+        cursor,
         agent: page.agent,
         before: page.before,
         live: page.live,

@@ -225,9 +225,11 @@ export const make = (settings: DashboardSettings): Effect.Effect<Http.Routes, ne
       Http.route("/events", GET(events)),
       Http.route(
         "/api/charts",
-        GET(
-          signedIn(() => Charts.chartData.pipe(Effect.map((data) => json(200, data)), Effect.catchAll(failed)), "data")
-        )
+        GET(signedIn(() =>
+          Charts.chartData.pipe(
+            Effect.map((data) => json(200, data)),
+            Effect.catchAll((error) => Effect.succeed(json(503, { error: error._tag, message: error.message })))
+          ), "data"))
       ),
       Http.route("/api/costs", GET(costsChart)),
       Http.route("/assets/:file", GET(asset))

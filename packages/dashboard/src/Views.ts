@@ -6,7 +6,7 @@
 import type { AgentInfo, AgentStatusView, TurnRecord } from "@flotta/core/Agent"
 import type { Approval } from "@flotta/core/Approvals"
 import * as EngineEvents from "@flotta/core/EngineEvents"
-import type { StoreUnavailable } from "@flotta/core/Errors"
+import type { HostLost, HostUnavailable, StoreUnavailable } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportEntry } from "@flotta/core/ReportLog"
@@ -19,6 +19,9 @@ import * as SchedulerEvents from "@flotta/scheduler/SchedulerEvents"
 import type { Finding, SchedulerStatus } from "@flotta/scheduler/Steering"
 import { Array as Arr, Effect, Either, Option } from "effect"
 import * as path from "node:path"
+
+/** What a fleet may fail to answer with, on any page: a host lost or unavailable, a store that cannot be read. */
+export type Unanswered = HostLost | HostUnavailable | StoreUnavailable
 
 /** The report log's cursor now: the client replays from here, so read it before the data it renders. */
 export const cursor = Effect.flatMap(Flotta, (fleet) => fleet.reports({ last: 1 })).pipe(
@@ -43,7 +46,7 @@ export const worktreeOf = (cwd: string): string | null => {
 }
 
 /** Every live agent and run in progress, by name. */
-export const agents: Effect.Effect<ReadonlyArray<AgentRow>, StoreUnavailable, Flotta> = Effect.gen(function*() {
+export const agents: Effect.Effect<ReadonlyArray<AgentRow>, Unanswered, Flotta> = Effect.gen(function*() {
   const fleet = yield* Flotta
   const infos = yield* fleet.list()
   const rows = yield* Effect.forEach(infos, (info) =>
@@ -108,7 +111,7 @@ const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktre
  * One agent or async run, however it stands now: live, closed (from the store), finished, or gone. `again`: read
  * once more after a live agent went between two reads.
  */
-export const agent = (name: string, again = true): Effect.Effect<AgentView, StoreUnavailable, Flotta> =>
+export const agent = (name: string, again = true): Effect.Effect<AgentView, Unanswered, Flotta> =>
   Effect.gen(function*() {
     const fleet = yield* Flotta
     const found = yield* Effect.option(fleet.info(name))
@@ -224,7 +227,7 @@ export const runsFilter = (query: URLSearchParams): Either.Either<RunsFilter, Ba
 export const RUNS_SHOWN = 200
 
 /** The async runs and verifies under a filter, newest first, at most `RUNS_SHOWN`. */
-export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, StoreUnavailable, Flotta> =>
+export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, Unanswered, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.runs({
       limit: RUNS_SHOWN,
@@ -232,7 +235,7 @@ export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, 
       ...(filter.kind === undefined ? {} : { kind: filter.kind })
     }))
 
-export const approvals: Effect.Effect<ReadonlyArray<Approval>, never, Flotta> = Effect.flatMap(
+export const approvals: Effect.Effect<ReadonlyArray<Approval>, Unanswered, Flotta> = Effect.flatMap(
   Flotta,
   (fleet) => fleet.approvals()
 )
@@ -270,7 +273,7 @@ export const reportFilter = (query: URLSearchParams): ReportFilter => {
 export const REPORTS_SHOWN = 200
 
 /** The report log's tail under a filter, newest first. */
-export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, StoreUnavailable, Flotta> =>
+export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, Unanswered, Flotta> =>
   Effect.flatMap(Flotta, (fleet) =>
     fleet.reports({
       last: REPORTS_SHOWN,

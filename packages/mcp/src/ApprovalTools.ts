@@ -6,6 +6,7 @@
  */
 import { Surface } from "@flotta/core/Approvals"
 import { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import { Effect, Schema } from "effect"
 import * as S from "./Schemas.js"
 import * as Tool from "./Tool.js"
@@ -79,7 +80,7 @@ export const ApprovalView = Schema.Struct({
 
 export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
-    name: "flotta_approvals",
+    name: Operations.toolName("approvals"),
     title: "Pending approvals",
     description: "The tool calls waiting for a human's decision, oldest first: each agent whose permission asks " +
       "about a tool (its `ask` list, or \"ask\") stops there, with status waiting_approval, until someone calls " +
@@ -96,7 +97,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       )
   }),
   Tool.make({
-    name: "flotta_decide",
+    name: Operations.toolName("decide"),
     title: "Decide an approval",
     description: "Allow or deny a pending approval (ids from flotta_approvals): the waiting tool call runs, or " +
       "is refused and the model sees `message`. `always` also allows that tool for the rest of the agent's " +

@@ -5,6 +5,7 @@
 import { CostBy, CostReport } from "@flotta/core/Costs"
 import { exact } from "@flotta/core/Decode"
 import { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import { Effect, Schema } from "effect"
 import * as Tool from "./Tool.js"
 
@@ -26,7 +27,7 @@ export const CostsArgs = Schema.Struct({
 
 export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
-    name: "flotta_costs",
+    name: Operations.toolName("costs"),
     title: "Cost console",
     description: "What the fleet's turns spent (USD) in a window: the total, the turns counted, and the groups " +
       "by agent, run, model, day, hour or a label (label:team) (days and hours in time order, the rest biggest " +

@@ -27,11 +27,9 @@ const variable = (value: string | ReadonlyArray<string> | undefined) =>
 
 export const register = (server: SdkServer, runtime: Runtime.Runtime<Flotta>) => {
   const runExit = Runtime.runPromiseExit(runtime)
-  /**
-   * The SDK answers a thrown `ResourceNotFoundError` with the era's "resource not found" error, and any other
-   * (StoreUnavailable, naming the store) with an internal error carrying its message.
-   */
-  const run = <A>(effect: Effect.Effect<A, ResourceNotFoundError | StoreUnavailable, Flotta>): Promise<A> =>
+  /** The SDK answers a thrown `ResourceNotFoundError` with the era's "resource not found" error. */
+  // Any other failure (a store or host that cannot answer) is thrown as it is: the SDK reports it.
+  const run = <A, E>(effect: Effect.Effect<A, E, Flotta>): Promise<A> =>
     runExit(effect).then((exit) => {
       if (Exit.isSuccess(exit)) return exit.value
       throw exit.cause._tag === "Fail" ? exit.cause.error : Cause.squash(exit.cause)

@@ -5,6 +5,7 @@
  * fresh conversation as its next turn, and wait for it within a bound.
  */
 import { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import { Effect, Schema } from "effect"
 import * as ToolWait from "./internal/toolWait.js"
 import { seconds } from "./internal/wait.js"
@@ -18,7 +19,7 @@ const SLEEPS = { readOnlyHint: false, destructiveHint: false, idempotentHint: tr
 
 export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
-    name: "flotta_fork",
+    name: Operations.toolName("fork"),
     title: "Fork a session",
     description: "Start a new session agent whose conversation is the source's up to and including turn `at` " +
       "(default: its last turn that succeeded), under a session id of its own, and return its info. It takes the " +
@@ -36,7 +37,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
         }))
   }),
   Tool.make({
-    name: "flotta_compact",
+    name: Operations.toolName("compact"),
     title: "Compact a session",
     description: "Queue a compaction of a session's conversation as its next turn (/compact, keeping what " +
       "`instructions` says), and wait for it, at most timeoutSeconds: the result's `compaction` has its trigger " +
@@ -53,7 +54,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_clear",
+    name: Operations.toolName("clear"),
     title: "Clear a session's conversation",
     description: "Queue a fresh conversation as a session's next turn (/clear): the same name, a new session id, " +
       "no memory of what was said. The transcript goes on, its clear turn marked Cleared; a fork at an earlier turn " +
@@ -69,7 +70,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_hibernate",
+    name: Operations.toolName("hibernate"),
     title: "Hibernate a session",
     description: "End an idle session's claude process cleanly and keep everything else (its session, its turns, " +
       "its name): its status is hibernated, and a prompt, a broadcast or flotta_wake starts it again with its " +
@@ -87,7 +88,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_wake",
+    name: Operations.toolName("wake"),
     title: "Wake a session",
     description: "Start a hibernated session's process again (--resume: its memory is intact), through the same " +
       "admission as any start, and return once it is up. woken is false when it was not asleep.",

@@ -3,7 +3,8 @@
  * Effect on the `Flotta` service. `make` builds one from Effect Schemas. Nothing here knows the SDK's server:
  * `ToolBridge` puts tools on one.
  */
-import type { Flotta } from "@flotta/core/Flotta"
+import { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import type { StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
 import { Effect } from "effect"
 import type { Schema } from "effect"
@@ -55,3 +56,28 @@ export const make = <I, IE, O, OE>(spec: {
     }
   )
 })
+
+/**
+ * A tool that is an operation of the table as it is: its name, description, input and output are the operation's,
+ * and it runs the operation's method. The tool adds only its own: its title and hints.
+ */
+export const fromOperation = (name: Operations.FunctionName & Parameters<typeof Operations.toolName>[0], spec: {
+  readonly title: string
+  readonly annotations: Omit<ToolAnnotations, "title">
+}): Tool => {
+  const op: Operations.Any = Operations.operations[name]
+  return make({
+    name: Operations.toolName(name),
+    title: spec.title,
+    description: op.description,
+    annotations: spec.annotations,
+    input: op.input,
+    output: op.output,
+    run: (args: unknown) =>
+      Effect.flatMap(
+        Flotta,
+        // The operation's typed failures are its error Schema's members: tagged errors, each with a message.
+        (fleet) => Operations.invoke(fleet, name, args) as Effect.Effect<unknown, Failure>
+      )
+  })
+}

@@ -4,8 +4,8 @@
  * giving up on one never cancels the work. `ToolBridge` serves the table on an SDK server.
  */
 import { Flotta } from "@flotta/core/Flotta"
+import * as Operations from "@flotta/core/Operations"
 import type * as Run from "@flotta/core/Run"
-import { RunDiff } from "@flotta/core/RunDiff"
 import { Effect, Schema } from "effect"
 import * as ApprovalTools from "./ApprovalTools.js"
 import * as CostTools from "./CostTools.js"
@@ -60,7 +60,7 @@ const runOptions = (args: typeof S.RunArgs.Type): Run.RunOptions => {
 /** Every tool, in the order `tools/list` gives them. */
 export const tools: ReadonlyArray<Tool.Tool> = [
   Tool.make({
-    name: "flotta_spawn",
+    name: Operations.toolName("spawn"),
     title: "Spawn an agent",
     description: "Start a long-lived claude agent under a unique name and return its info once it is ready. " +
       "Send it work with flotta_prompt or flotta_ask; stop it with flotta_close. Tools under the permission's " +
@@ -91,7 +91,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       )
   }),
   Tool.make({
-    name: "flotta_list",
+    name: Operations.toolName("list"),
     title: "List agents",
     description: "Every live agent (runs in progress included) with its status, current turn and totals.",
     annotations: READ,
@@ -99,18 +99,13 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     output: Schema.Struct({ agents: Schema.Array(S.AgentInfo) }),
     run: (query) => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.list(query)), (agents) => ({ agents }))
   }),
-  Tool.make({
-    name: "flotta_info",
-    title: "Agent info",
-    description: "One agent's details: status, pid, session id, cwd, model, permission, totals, restarts. A " +
-      "closed agent's too, read from the store (status closed, closedReason, closedAt) until retention removes it.",
-    annotations: READ,
-    input: S.NameArgs,
-    output: S.AgentInfo,
-    run: ({ name }) => Effect.flatMap(Flotta, (fleet) => fleet.info(name))
+  Tool.fromOperation("info", { title: "Agent info", annotations: READ }),
+  Tool.fromOperation("label", {
+    title: "Label an agent",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }
   }),
   Tool.make({
-    name: "flotta_close",
+    name: Operations.toolName("close"),
     title: "Close an agent",
     description: "Stop an agent: its queued and running turns fail with AgentClosed and its process ends.",
     annotations: STOPS,
@@ -119,7 +114,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     run: ({ name }) => Effect.flatMap(Flotta, (fleet) => fleet.close(name)).pipe(Effect.as({ name, closed: true }))
   }),
   Tool.make({
-    name: "flotta_interrupt",
+    name: Operations.toolName("interrupt"),
     title: "Interrupt a turn",
     description: "Interrupt the agent's turn in flight (it fails with TurnInterrupted); queued turns go on. " +
       "interrupted is false when nothing was running.",
@@ -135,7 +130,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_unpark",
+    name: Operations.toolName("unpark"),
     title: "Unpark agents",
     description: "At a usage limit the fleet parks every agent on the same credentials until the limit resets " +
       "(status parked, parkedUntil); queued turns wait. Unpark now: one agent (agent), or every parked agent " +
@@ -152,7 +147,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_prompt",
+    name: Operations.toolName("prompt"),
     title: "Prompt an agent",
     description: "Queue a prompt for an agent and return its turn id at once. Wait for the reply with " +
       "flotta_wait { name, turnId }, or read it later with flotta_result.",
@@ -167,7 +162,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_ask",
+    name: Operations.toolName("ask"),
     title: "Ask an agent",
     description: "Prompt an agent and wait for the reply, at most timeoutSeconds (default 45, at most 50), " +
       "with progress notifications. If the turn is still going, returns done: false with its turn id: call " +
@@ -183,7 +178,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_wait",
+    name: Operations.toolName("wait"),
     title: "Wait for a turn or a run",
     description: "Wait for an agent's turn (turnId, default its latest) or for a run or verify (run: true), at " +
       "most timeoutSeconds (default 45, at most 50), with progress notifications every few seconds. Returns " +
@@ -206,7 +201,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_status",
+    name: Operations.toolName("status"),
     title: "Agent status",
     description: "An agent's status (starting, idle, working, waiting_approval, parked, restarting, hibernated, " +
       "closed), its turn in flight, how many turns are queued and how many finished; parkedUntil while parked at " +
@@ -218,7 +213,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.status(name)), (status) => ({ name, ...status }))
   }),
   Tool.make({
-    name: "flotta_result",
+    name: Operations.toolName("result"),
     title: "Turn result",
     description: "The result of a finished turn (turnId, or \"latest\"): reply text, cost, duration, session. " +
       "A turn still going is a TurnPending error: use flotta_wait.",
@@ -232,7 +227,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       )
   }),
   Tool.make({
-    name: "flotta_run_result",
+    name: Operations.toolName("runResult"),
     title: "Run result",
     description: "The outcome of a run (flotta_run) or verify (flotta_verify) by name. One still going is a " +
       "TurnPending error: use flotta_wait { name, run: true }.",
@@ -250,7 +245,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       )
   }),
   Tool.make({
-    name: "flotta_runs",
+    name: Operations.toolName("runs"),
     title: "List runs",
     description: "The async runs (flotta_run) and verifies (flotta_verify), running and finished, newest first: " +
       "state, start and end, cost, worktree and branch, and the error's tag when one failed. Fetch one's whole " +
@@ -260,20 +255,9 @@ export const tools: ReadonlyArray<Tool.Tool> = [
     output: Schema.Struct({ runs: Schema.Array(S.RunView) }),
     run: (query) => Effect.map(Effect.flatMap(Flotta, (fleet) => fleet.runs(query)), (runs) => ({ runs }))
   }),
+  Tool.fromOperation("diff", { title: "Run diff", annotations: READ }),
   Tool.make({
-    name: "flotta_diff",
-    title: "Run diff",
-    description: "What a run in a worktree changed against the commit it started from: each file with lines " +
-      "added and removed, the totals, and the patch (cut at 256 KiB: `truncated`, `patchBytes` its full size). " +
-      "Recorded when the run ends and kept after its worktree is removed; while it goes on, its changes so far " +
-      "(`running`). A run without a worktree is NoDiff, an unknown one RunNotFound.",
-    annotations: READ,
-    input: S.NameArgs,
-    output: RunDiff,
-    run: ({ name }) => Effect.flatMap(Flotta, (fleet) => fleet.diff(name))
-  }),
-  Tool.make({
-    name: "flotta_transcript",
+    name: Operations.toolName("transcript"),
     title: "Agent transcript",
     description: "An agent's turns, oldest first: prompt, reply or error, tool calls with their outcome (ok, " +
       "error, or refused and why: not_offered, sandbox, policy, human with who, expired; the result's text cut " +
@@ -310,7 +294,7 @@ export const tools: ReadonlyArray<Tool.Tool> = [
       })
   }),
   Tool.make({
-    name: "flotta_broadcast",
+    name: Operations.toolName("broadcast"),
     title: "Broadcast a prompt",
     description: "Send one prompt to every live agent and wait for the replies, at most timeoutSeconds " +
       "(default 45, at most 50). Each agent's entry is its reply, its error, or done: false with the turn id to " +

@@ -47,6 +47,7 @@ const EXPECTED_TOOLS = [
   "flotta_run",
   "flotta_list",
   "flotta_info",
+  "flotta_label",
   "flotta_close",
   "flotta_interrupt",
   "flotta_unpark",
