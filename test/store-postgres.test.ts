@@ -127,9 +127,10 @@ describe("Store: Postgres", () => {
         for (const row of turns) store.saveTurn(row)
         assert.isTrue(yield* store.flush())
       }))
-      // What a flotta of schema version 1 left: no cost table, no second migration.
+      // What a flotta of schema version 1 left: no cost table, no label table, no later migration.
       yield* query(url, "drop table upgraded.flotta_costs")
-      yield* query(url, "delete from upgraded.flotta_migrations where migration_id = 2")
+      yield* query(url, "drop table upgraded.flotta_turn_labels")
+      yield* query(url, "delete from upgraded.flotta_migrations where migration_id >= 2")
 
       const by: ReadonlyArray<CostBy> = ["agent", "model", "day", "run"]
       const reports = yield* Effect.scoped(Effect.gen(function*() {
@@ -139,7 +140,7 @@ describe("Store: Postgres", () => {
       }))
       assert.strictEqual(reports.info.schemaVersion, SCHEMA_VERSION)
       const migrations = yield* query(url, "select migration_id from upgraded.flotta_migrations order by 1")
-      assert.deepStrictEqual(migrations.map((m) => m["migration_id"]), [1, 2])
+      assert.deepStrictEqual(migrations.map((m) => m["migration_id"]), [1, 2, 3])
 
       // The sums are the turns' own costs, grouped by hand.
       const expected: Record<string, Record<string, number>> = {

@@ -185,32 +185,27 @@ type SpawnFlags = {
 }
 
 /** The flags as the spawn tool's arguments. */
-export const spawnArgs = (name: string, flags: SpawnFlags) =>
-  Effect.gen(function*() {
-    const permission = yield* PermissionFlags.permissionOf(flags.permission, flags.allow, flags.ask)
-    const env = Object.fromEntries(flags.env.map((entry) => {
-      const at = entry.indexOf("=")
-      return [entry.slice(0, at), entry.slice(at + 1)]
-    }))
-    return {
-      name,
-      permission,
-      ...Shared.ifSome("cwd", Option.map(flags.cwd, (dir) => path.resolve(dir))),
-      ...Shared.ifSome("model", flags.model),
-      ...Shared.ifSome("systemPrompt", flags.systemPrompt),
-      ...Shared.ifSome("appendSystemPrompt", flags.appendSystemPrompt),
-      ...Shared.ifSome("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000)),
-      ...(flags.env.length === 0 ? {} : { env }),
-      ...Flags.labelsOf(flags.label),
-      ...Shared.ifSome("role", flags.role),
-      ...Shared.ifSome("resume", flags.resume),
-      ...Shared.ifSome("host", flags.host),
-      ...Shared.ifSome("autoCompactAt", flags.autoCompactAt),
-      ...(flags.stream ? { stream: true } : {}),
-      ...CostsCommand.budgetOf(flags),
-      ...SandboxFlags.sandboxOf(flags)
-    }
-  })
+export const spawnArgs = Effect.fn("AgentCommands.spawnArgs")(function*(name: string, flags: SpawnFlags) {
+  const permission = yield* PermissionFlags.permissionOf(flags.permission, flags.allow, flags.ask)
+  return {
+    name,
+    permission,
+    ...Shared.ifSome("cwd", Option.map(flags.cwd, (dir) => path.resolve(dir))),
+    ...Shared.ifSome("model", flags.model),
+    ...Shared.ifSome("systemPrompt", flags.systemPrompt),
+    ...Shared.ifSome("appendSystemPrompt", flags.appendSystemPrompt),
+    ...Shared.ifSome("turnTimeoutSeconds", Option.map(flags.timeout, (d) => Duration.toMillis(d) / 1000)),
+    ...(flags.env.length === 0 ? {} : { env: Flags.pairs(flags.env) }),
+    ...Flags.labelsOf(flags.label),
+    ...Shared.ifSome("role", flags.role),
+    ...Shared.ifSome("resume", flags.resume),
+    ...Shared.ifSome("host", flags.host),
+    ...Shared.ifSome("autoCompactAt", flags.autoCompactAt),
+    ...(flags.stream ? { stream: true } : {}),
+    ...CostsCommand.budgetOf(flags),
+    ...SandboxFlags.sandboxOf(flags)
+  }
+})
 
 const name = Flags.nameArgument("name", `The agent's name: ${Flags.NAME_RULE}.`)
 

@@ -282,14 +282,15 @@ const putToTerminal = (fleet: Flotta, approval: Approval) =>
  * to the person at the terminal, one at a time and oldest first, while `hold` keeps other output (the spinner)
  * off the line. Subscribed before it returns, so nothing requested afterwards is missed.
  */
-export const answerAtTerminal = (
-  fleet: Flotta,
-  hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
-) =>
-  Effect.gen(function*() {
+export const answerAtTerminal = Effect.fn("ApprovalCommands.answerAtTerminal")(
+  function*(
+    fleet: Flotta,
+    hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
+  ) {
     const requests = yield* fleet.subscribeApprovals
     yield* requests.pipe(
       Stream.runForEach((approval) => hold(putToTerminal(fleet, approval))),
       Effect.forkScoped
     )
-  })
+  }
+)

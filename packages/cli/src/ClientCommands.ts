@@ -1,8 +1,6 @@
 /**
  * Commands that drive a running `flotta serve` over its MCP endpoint (see Connection): list, status, ask, prompt,
- * result, reports, transcript, close, unpark.
- *
- * `reports` and `transcript` also read the store itself, read-only (no lock, so beside a running serve too):
+ * result, reports, transcript, close, unpark. `reports` and `transcript` also read the store itself, read-only (no lock, so beside a running serve too):
  * with `--store`, or when no serve answers and the config's store (the default `.flotta/state.db` included) is an
  * SQLite file that exists.
  */
@@ -312,32 +310,35 @@ const storeTarget = (text: string) => {
  * Runs `body` against `--store`, else a running serve, else (when none answers, no `--url` was given, and the
  * config's store is an SQLite file that exists) that file, read-only, saying so on stderr.
  */
-export const withSource = <A, E, R>(
-  flags: Connection & { readonly store: Option.Option<string> },
-  body: (source: Source) => Effect.Effect<A, E, R>
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    if (Option.isSome(flags.store)) {
-      const target = yield* storeTarget(flags.store.value)
-      const inbox = StoreTarget.inboxOf(target, process.cwd())
-      return yield* body(storeSource(yield* StoreAccess.openWithInbox(target, inbox)))
-    }
-    const config = yield* clientConfig(flags)
-    const endpoint = endpointOf(flags, config)
-    const stored = StoreTarget.storeFor(config, true)
-    const inbox = StoreTarget.inboxOf(stored, config.dir)
-    const client = yield* Effect.either(connectTo(endpoint))
-    if (Either.isRight(client)) return yield* body(serverSource(client.right, yield* inboxSource(inbox)))
-    // A serve that answered (and refused the token) is no reason to read behind its back: its refusal stands.
-    if (
-      client.left._tag === "ServerUnreachable" && Option.isNone(flags.url) && stored !== "memory" &&
-      "sqlite" in stored && StoreAccess.exists(stored)
-    ) {
-      yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
-      return yield* body(storeSource(yield* StoreAccess.openWithInbox(stored, inbox)))
-    }
-    return yield* client.left
-  }))
+export const withSource = Effect.fn("ClientCommands.withSource")(
+  function*<A, E, R>(
+    flags: Connection & { readonly store: Option.Option<string> },
+    body: (source: Source) => Effect.Effect<A, E, R>
+  ) {
+    return yield* Effect.scoped(Effect.gen(function*() {
+      if (Option.isSome(flags.store)) {
+        const target = yield* storeTarget(flags.store.value)
+        const inbox = StoreTarget.inboxOf(target, process.cwd())
+        return yield* body(storeSource(yield* StoreAccess.openWithInbox(target, inbox)))
+      }
+      const config = yield* clientConfig(flags)
+      const endpoint = endpointOf(flags, config)
+      const stored = StoreTarget.storeFor(config, true)
+      const inbox = StoreTarget.inboxOf(stored, config.dir)
+      const client = yield* Effect.either(connectTo(endpoint))
+      if (Either.isRight(client)) return yield* body(serverSource(client.right, yield* inboxSource(inbox)))
+      // A serve that answered (and refused the token) is no reason to read behind its back: its refusal stands.
+      if (
+        client.left._tag === "ServerUnreachable" && Option.isNone(flags.url) && stored !== "memory" &&
+        "sqlite" in stored && StoreAccess.exists(stored)
+      ) {
+        yield* Output.stderr(`flotta: no serve answered at ${endpoint.url}; reading the store ${stored.sqlite}`)
+        return yield* body(storeSource(yield* StoreAccess.openWithInbox(stored, inbox)))
+      }
+      return yield* client.left
+    }))
+  }
+)
 
 const reports = Command.make(
   "reports",

@@ -17,15 +17,15 @@ const INSTALL = {
 } as const
 
 /** The script for one shell, as lines. */
-export const script = <Name extends string, R, E, A>(
-  root: Command.Command<Name, R, E, A>,
-  shell: Shell
-): Effect.Effect<Array<string>> =>
-  shell === "bash"
-    ? Command.getBashCompletions(root, "flotta")
-    : shell === "zsh"
-    ? Command.getZshCompletions(root, "flotta")
-    : Command.getFishCompletions(root, "flotta")
+export const script = Effect.fn("CompletionCommand.script")(
+  function*<Name extends string, R, E, A>(root: Command.Command<Name, R, E, A>, shell: Shell) {
+    return yield* shell === "bash"
+      ? Command.getBashCompletions(root, "flotta")
+      : shell === "zsh"
+      ? Command.getZshCompletions(root, "flotta")
+      : Command.getFishCompletions(root, "flotta")
+  }
+)
 
 /** The command, given the script of the whole tree late (the tree holds this command). */
 export const make = (scriptOf: (shell: Shell) => Effect.Effect<Array<string>>) =>

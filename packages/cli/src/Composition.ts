@@ -35,8 +35,8 @@ import { inboxOf, storeFor } from "./StoreTarget.js"
  * them; else in a temporary directory that goes with the scope. A command says on stderr that it simulates
  * (`quiet`: a library does not).
  */
-export const simulatedEnv = (root?: string, options: { readonly quiet?: boolean } = {}) =>
-  Effect.gen(function*() {
+export const simulatedEnv = Effect.fn("Composition.simulatedEnv")(
+  function*(root?: string, options: { readonly quiet?: boolean } = {}) {
     const simulator = yield* Simulator.start()
     const fs = yield* FileSystem.FileSystem
     if (root !== undefined) yield* fs.makeDirectory(root, { recursive: true })
@@ -48,7 +48,8 @@ export const simulatedEnv = (root?: string, options: { readonly quiet?: boolean 
     }
     // A subscription-style login: the CLI then reads the usage limiter's headers, so `LIMIT <s> <text>` parks.
     return yield* Simulator.offlineEnv(simulator.url, dir, "subscription")
-  })
+  }
+)
 
 /**
  * Where a simulated fleet keeps the CLI's state: beside an SQLite store (`state.db.simulate/`, which the

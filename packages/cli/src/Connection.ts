@@ -102,8 +102,9 @@ export type Connection = {
 }
 
 /** The config as the client commands read it: the `mcp` section assumed, so its variables always apply. */
-export const clientConfig = (flags: Pick<Connection, "config">) =>
-  ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
+export const clientConfig = Effect.fn("Connection.clientConfig")(function*(flags: Pick<Connection, "config">) {
+  return yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(flags.config), { assume: ["mcp"] })
+})
 
 /** The endpoint and token this command should use: the flags, else the config's `mcp` section and its variables. */
 export const endpointOf = (
@@ -125,8 +126,9 @@ export const endpointOf = (
 }
 
 /** A connected client for the duration of the scope. */
-export const connect = (flags: Connection) =>
-  Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
+export const connect = Effect.fn("Connection.connect")(function*(flags: Connection) {
+  return yield* Effect.flatMap(clientConfig(flags), (config) => connectTo(endpointOf(flags, config)))
+})
 
 /**
  * A client of the serve at `url`, once it has answered: its discovery request (`server/discover`) tells a serve
@@ -176,36 +178,39 @@ export const describeRefusal = (error: { readonly _tag: string; readonly message
  * Calls one tool and decodes its structured answer with `answer`; a typed failure becomes ToolFailed (its exit code
  * is the failure's own), and so does an answer this command cannot read (a serve of another version).
  */
-export const call = <A, I>(
-  client: McpClient.McpClient,
-  tool: string,
-  args: Record<string, unknown>,
-  answer: Schema.Schema<A, I>
-): Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized> =>
-  client.callTool(tool, args).pipe(
-    Effect.mapError(failureOf(client.url, true)),
-    Effect.flatMap((raw) => {
-      const unexpected = (error: ParseResult.ParseError) => {
-        const message = `the server's answer to ${tool} is not what this flotta reads: ${error.message}`
-        return new ToolFailed({ tool, error: { _tag: "UnexpectedAnswer", message }, text: message })
-      }
-      return Schema.decodeUnknown(ToolResult)(raw).pipe(
-        Effect.mapError(unexpected),
-        Effect.flatMap((result) => {
-          if (result.isError === true) {
-            const text = result.content.map((block) => block.text ?? "").join("\n")
-            return Effect.fail(Option.match(Schema.decodeUnknownOption(Refusal)(result.structuredContent), {
-              onNone: () => new ToolFailed({ tool, error: { _tag: "ToolFailed", message: text }, text }),
-              onSome: ({ error }) => new ToolFailed({ tool, error, text: describeRefusal(error) })
-            }))
-          }
-          return Schema.decodeUnknown(answer, ANSWER_OPTIONS)(result.structuredContent ?? {}).pipe(
-            Effect.mapError(unexpected)
-          )
-        })
-      )
-    })
-  )
+export const call = Effect.fn("Connection.call")(
+  function*<A, I>(
+    client: McpClient.McpClient,
+    tool: string,
+    args: Record<string, unknown>,
+    answer: Schema.Schema<A, I>
+  ) {
+    return yield* client.callTool(tool, args).pipe(
+      Effect.mapError(failureOf(client.url, true)),
+      Effect.flatMap((raw) => {
+        const unexpected = (error: ParseResult.ParseError) => {
+          const message = `the server's answer to ${tool} is not what this flotta reads: ${error.message}`
+          return new ToolFailed({ tool, error: { _tag: "UnexpectedAnswer", message }, text: message })
+        }
+        return Schema.decodeUnknown(ToolResult)(raw).pipe(
+          Effect.mapError(unexpected),
+          Effect.flatMap((result) => {
+            if (result.isError === true) {
+              const text = result.content.map((block) => block.text ?? "").join("\n")
+              return Effect.fail(Option.match(Schema.decodeUnknownOption(Refusal)(result.structuredContent), {
+                onNone: () => new ToolFailed({ tool, error: { _tag: "ToolFailed", message: text }, text }),
+                onSome: ({ error }) => new ToolFailed({ tool, error, text: describeRefusal(error) })
+              }))
+            }
+            return Schema.decodeUnknown(answer, ANSWER_OPTIONS)(result.structuredContent ?? {}).pipe(
+              Effect.mapError(unexpected)
+            )
+          })
+        )
+      })
+    )
+  }
+)
 
 const decodeDegraded = ReportEvent.decodeAs(EngineEvents.storeDegraded)
 
@@ -242,47 +247,55 @@ export const liveStoreHealth = Effect.fn("Connection.liveStoreHealth")(
  * The store's health through the serve a config points at, if one answers (only a config with an `mcp`
  * section serves over HTTP): for `doctor`. None when no serve answers.
  */
-export const serveStoreHealth = (config: ConfigFile.LoadedConfig) =>
-  config.mcp === undefined
+export const serveStoreHealth = Effect.fn("Connection.serveStoreHealth")(function*(config: ConfigFile.LoadedConfig) {
+  return yield* config.mcp === undefined
     ? Effect.succeed(Option.none<{ readonly url: string; readonly health: Option.Option<StoreHealth> }>())
     : Effect.scoped(Effect.gen(function*() {
       const endpoint = endpointOf({ url: Option.none(), token: Option.none() }, config)
       const client = yield* connectTo(endpoint)
       return Option.some({ url: endpoint.url, health: yield* liveStoreHealth(client) })
     })).pipe(Effect.orElseSucceed(() => Option.none()))
+})
 
 /**
  * Runs a command body with a client, printing JSON instead when `--json` is set; with `storeHealth`, a degraded
  * store gets a line of its own after the answer.
  */
-export const withClient = <A>(
-  flags: Connection,
-  body: (client: McpClient.McpClient) => Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized>,
-  render: (value: A) => string,
-  options: { readonly storeHealth?: boolean } = {}
-) =>
-  Effect.scoped(
-    Effect.gen(function*() {
-      const client = yield* connect(flags)
-      const value = yield* body(client)
-      if (flags.json) return yield* Output.stdout(JSON.stringify(value, null, 2))
-      yield* Output.stdout(render(value))
-      if (options.storeHealth === true) {
-        const health = yield* liveStoreHealth(client)
-        if (Option.isSome(health)) yield* Output.stdout(`store: ${Views.describeHealth(health.value)}`)
-      }
-    })
-  )
+export const withClient = Effect.fn("Connection.withClient")(
+  function*<A>(
+    flags: Connection,
+    body: (client: McpClient.McpClient) => Effect.Effect<A, ToolFailed | ServerUnreachable | Unauthorized>,
+    render: (value: A) => string,
+    options: { readonly storeHealth?: boolean } = {}
+  ) {
+    return yield* Effect.scoped(
+      Effect.gen(function*() {
+        const client = yield* connect(flags)
+        const value = yield* body(client)
+        if (flags.json) return yield* Output.stdout(JSON.stringify(value, null, 2))
+        yield* Output.stdout(render(value))
+        if (options.storeHealth === true) {
+          const health = yield* liveStoreHealth(client)
+          if (Option.isSome(health)) yield* Output.stdout(`store: ${Views.describeHealth(health.value)}`)
+        }
+      })
+    )
+  }
+)
 
 /** One tool call as a whole command: its answer decoded with `answer`, then printed as `withClient` prints. */
-export const callAndPrint = <A, I>(
-  flags: Connection,
-  tool: string,
-  args: Record<string, unknown>,
-  answer: Schema.Schema<A, I>,
-  render: (value: A) => string,
-  options: { readonly storeHealth?: boolean } = {}
-) => withClient(flags, (client) => call(client, tool, args, answer), render, options)
+export const callAndPrint = Effect.fn("Connection.callAndPrint")(
+  function*<A, I>(
+    flags: Connection,
+    tool: string,
+    args: Record<string, unknown>,
+    answer: Schema.Schema<A, I>,
+    render: (value: A) => string,
+    options: { readonly storeHealth?: boolean } = {}
+  ) {
+    return yield* withClient(flags, (client) => call(client, tool, args, answer), render, options)
+  }
+)
 
 /** A command that calls one tool on the agent its `name` argument names, and prints the answer. */
 export const agentToolCommand = <A, I>(spec: {

@@ -45,8 +45,8 @@ export const runArgs = (options: RunOptions): Record<string, unknown> => {
 }
 
 /** Starts `options` in the serve the connection flags reach; prints its name, and how to follow it. */
-export const start = (flags: Connection, options: RunOptions) =>
-  Effect.scoped(Effect.gen(function*() {
+export const start = Effect.fn("DetachedRun.start")(function*(flags: Connection, options: RunOptions) {
+  return yield* Effect.scoped(Effect.gen(function*() {
     const endpoint = endpointOf(flags, yield* clientConfig(flags))
     const client = yield* connectTo(endpoint)
     const started = yield* call(client, "flotta_run", runArgs(options), Answers.Started)
@@ -57,3 +57,4 @@ export const start = (flags: Connection, options: RunOptions) =>
         `stands and its outcome once it ends` + (worktree ? `, \`flotta diff ${started.name}\` what it changed` : "")
     )
   }))
+})

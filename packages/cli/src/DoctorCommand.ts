@@ -168,8 +168,8 @@ export const notifyLine = (target: {
  * The notifications (each target, with its delivery state as the store keeps it, read-only) and the triggers
  * (GitHub's, and the routines a secret lets a caller fire).
  */
-export const webhookLines = (config: ConfigFile.LoadedConfig, say: Say) =>
-  Effect.gen(function*() {
+export const webhookLines = Effect.fn("DoctorCommand.webhookLines")(
+  function*(config: ConfigFile.LoadedConfig, say: Say) {
     if (config.notify !== undefined) {
       const targets = config.notify.map((target) => targetOf(target))
       const where = StoreTarget.storeFor(config, true)
@@ -198,7 +198,8 @@ export const webhookLines = (config: ConfigFile.LoadedConfig, say: Say) =>
         (secrets.length === 0 ? "no routine has a secret" : `routines with a secret: ${secrets.join(", ")}`) +
         (served ? "" : " (no mcp or dashboard section: no server takes the hooks)")
     )
-  })
+  }
+)
 
 /**
  * The store's inbox, when something is in it: shell runs' records waiting to be imported (a serve imports them as it

@@ -80,14 +80,16 @@ export const labels = (description: string): Options.Options<Array<string>> =>
     description
   })
 
+/** `KEY=VALUE` entries (`--env`, `--label`) as a record: the key up to the first `=`, the value after it. */
+export const pairs = (entries: ReadonlyArray<string>): Record<string, string> =>
+  Object.fromEntries(entries.map((entry) => {
+    const at = entry.indexOf("=")
+    return [entry.slice(0, at), entry.slice(at + 1)]
+  }))
+
 /** The `--label` entries as labels: `{}` spelt as absent (no `labels` argument). */
 export const labelsOf = (entries: ReadonlyArray<string>): { readonly labels?: Record<string, string> } =>
-  entries.length === 0 ? {} : {
-    labels: Object.fromEntries(entries.map((entry) => {
-      const at = entry.indexOf("=")
-      return [entry.slice(0, at), entry.slice(at + 1)]
-    }))
-  }
+  entries.length === 0 ? {} : { labels: pairs(entries) }
 
 /** One of a fixed set of words, as a command line gives it (text). */
 export const oneOf = <const C extends ReadonlyArray<string>>(choices: C): Schema.Schema<C[number], string> =>

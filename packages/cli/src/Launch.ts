@@ -85,12 +85,13 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
  * The command argv names, writing through the command's console and printing its failure: the whole run but the
  * process's runtime (what `launch` runs, and what the tests of printed text run in process).
  */
-export const main = (argv: ReadonlyArray<string>) =>
-  program(argv).pipe(
+export const main = Effect.fn("Launch.main")(function*(argv: ReadonlyArray<string>) {
+  return yield* program(argv).pipe(
     (program) => Effect.flatMap(Output.cliConsole, (console) => Effect.withConsole(program, console)),
     Effect.onExit(report),
     Effect.provide(NodeContext.layer)
   )
+})
 
 /** Runs the command argv names, and exits with the code of how it ended. */
 export const launch = (argv: ReadonlyArray<string>) =>

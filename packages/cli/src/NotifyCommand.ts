@@ -55,8 +55,8 @@ export interface TestResult {
 }
 
 /** The config's targets, as the notifier makes them (with the configured dashboard for links). */
-export const targetsOf = (config: ConfigFile.LoadedConfig): Effect.Effect<ReadonlyArray<Target>, NotifyNotConfigured> =>
-  config.notify === undefined || config.notify.length === 0
+export const targetsOf = Effect.fn("NotifyCommand.targetsOf")(function*(config: ConfigFile.LoadedConfig) {
+  return yield* config.notify === undefined || config.notify.length === 0
     ? Effect.fail(new NotifyNotConfigured({ file: config.file }))
     : Effect.succeed(config.notify.map((target) =>
       targetOf(
@@ -67,6 +67,7 @@ export const targetsOf = (config: ConfigFile.LoadedConfig): Effect.Effect<Readon
         })
       )
     ))
+})
 
 /** Which targets the test goes to: all, or the Nth (from 1). */
 export const chosen = (
@@ -86,8 +87,8 @@ export const chosen = (
 }
 
 /** Sends the test event to each target at once; the results in the config's order. */
-export const sendTests = (targets: ReadonlyArray<readonly [number, Target]>) =>
-  Effect.gen(function*() {
+export const sendTests = Effect.fn("NotifyCommand.sendTests")(
+  function*(targets: ReadonlyArray<readonly [number, Target]>) {
     const now = yield* Clock.currentTimeMillis
     const entry = Delivery.testEntry(new Date(now))
     return yield* Effect.forEach(targets, ([n, target]) => {
@@ -109,7 +110,8 @@ export const sendTests = (targets: ReadonlyArray<readonly [number, Target]>) =>
         }))
       )
     }, { concurrency: "unbounded" })
-  })
+  }
+)
 
 /** One line per target: `ok    1 https://hooks.example.com/…  200 in 35 ms`. */
 export const renderResults = (results: ReadonlyArray<TestResult>): string =>

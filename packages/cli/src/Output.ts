@@ -5,14 +5,18 @@
 import type { Console } from "effect"
 import { Config, Effect, Option } from "effect"
 
-export const stdout = (text: string) =>
-  Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : text + "\n"))
+export const stdout = Effect.fn("Output.stdout")(function*(text: string) {
+  return yield* Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : text + "\n"))
+})
 
-export const stderr = (text: string) =>
-  Effect.sync(() => void process.stderr.write(text.endsWith("\n") ? text : text + "\n"))
+export const stderr = Effect.fn("Output.stderr")(function*(text: string) {
+  return yield* Effect.sync(() => void process.stderr.write(text.endsWith("\n") ? text : text + "\n"))
+})
 
 /** Raw stderr, for in-place progress lines. */
-export const stderrRaw = (text: string) => Effect.sync(() => void process.stderr.write(text))
+export const stderrRaw = Effect.fn("Output.stderrRaw")(function*(text: string) {
+  return yield* Effect.sync(() => void process.stderr.write(text))
+})
 
 /** Progress and colour only for a person at a terminal, never for a pipe or a file. */
 export const stderrIsTTY = () => process.stderr.isTTY === true

@@ -88,8 +88,8 @@ const feedLines = (server: repl.REPLServer, feed: PassThrough, input: NodeJS.Rea
   })
 
 /** Runs a REPL until it ends (`.exit`, Ctrl-D, the end of input); interrupted, it closes. */
-export const run = (options: SessionOptions): Effect.Effect<void> =>
-  Effect.scoped(Effect.gen(function*() {
+export const run = Effect.fn("ReplSession.run")(function*(options: SessionOptions) {
+  return yield* Effect.scoped(Effect.gen(function*() {
     const terminal = options.input.isTTY === true
     const colors = terminal && options.output.isTTY === true && options.output.hasColors?.() === true
     // A terminal's keys go to the REPL directly; any other input reaches it through `feed`, a line at a time.
@@ -108,3 +108,4 @@ export const run = (options: SessionOptions): Effect.Effect<void> =>
     if (feed !== undefined) yield* Effect.forkScoped(feedLines(server, feed, options.input))
     yield* Deferred.await(ended)
   }))
+})

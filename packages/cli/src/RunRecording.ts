@@ -49,25 +49,24 @@ export const recordingFor = (config: LoadedConfig): Option.Option<Recording> => 
  * Refuses a name the store (or its inbox) holds already, before the run starts: its record could not land. A store
  * that cannot be read now says nothing here (the run goes on, and its record waits for the store).
  */
-export const checkName = (recording: Recording, name: string) =>
-  Effect.gen(function*() {
-    const waiting = yield* RunInbox.records(recording.inbox)
-    if (waiting.some((record) => record.name === name)) {
-      return yield* new RunNameTaken({ name, holder: `a run of that name waits in ${recording.inbox} to be recorded` })
+export const checkName = Effect.fn("RunRecording.checkName")(function*(recording: Recording, name: string) {
+  const waiting = yield* RunInbox.records(recording.inbox)
+  if (waiting.some((record) => record.name === name)) {
+    return yield* new RunNameTaken({ name, holder: `a run of that name waits in ${recording.inbox} to be recorded` })
+  }
+  const held = yield* Effect.scoped(Effect.gen(function*() {
+    const store = yield* StoreConfig.open(recording.store, { readOnly: true })
+    const run = yield* store.run(name)
+    if (Option.isSome(run)) {
+      return Option.some(`the store has a run of that name already, started ${run.value.startedAt}`)
     }
-    const held = yield* Effect.scoped(Effect.gen(function*() {
-      const store = yield* StoreConfig.open(recording.store, { readOnly: true })
-      const run = yield* store.run(name)
-      if (Option.isSome(run)) {
-        return Option.some(`the store has a run of that name already, started ${run.value.startedAt}`)
-      }
-      const agents = yield* store.agents
-      return agents.some((agent) => agent.name === name)
-        ? Option.some(`the store has an agent named "${name}" already`)
-        : Option.none()
-    })).pipe(Effect.orElseSucceed(() => Option.none<string>()))
-    if (Option.isSome(held)) return yield* new RunNameTaken({ name, holder: held.value })
-  })
+    const agents = yield* store.agents
+    return agents.some((agent) => agent.name === name)
+      ? Option.some(`the store has an agent named "${name}" already`)
+      : Option.none()
+  })).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+  if (Option.isSome(held)) return yield* new RunNameTaken({ name, holder: held.value })
+})
 
 /** What became of a run's record. */
 export type Kept =
@@ -85,8 +84,8 @@ const ownAgents = (fleet: Flotta, name: string) =>
  * record into the inbox as it ends, however it ends. Interrupted (Ctrl-C), the run's turns are interrupted first, so
  * it ends (as TurnInterrupted) and is recorded before the fleet goes.
  */
-export const run = (fleet: Flotta, options: RunOptions, recording: Option.Option<Recording>) =>
-  Effect.gen(function*() {
+export const run = Effect.fn("RunRecording.run")(
+  function*(fleet: Flotta, options: RunOptions, recording: Option.Option<Recording>) {
     const records = yield* RunRecords
     const name = yield* fleet.runAsync(options)
     /** The record into the inbox: a path, or why not. */
@@ -114,7 +113,8 @@ export const run = (fleet: Flotta, options: RunOptions, recording: Option.Option
     const exit = yield* fleet.awaitRun(name).pipe(Effect.exit, Effect.onInterrupt(() => stop))
     // Once it ended, nothing stops its record half-written.
     return { name, exit, written: yield* Effect.uninterruptible(written) }
-  })
+  }
+)
 
 const RETRY = "100 millis"
 /** How long a run waits for the host of its store to import its record before it says it waits in the inbox. */
@@ -124,46 +124,45 @@ const HOST_WAIT_MS = 5_000
  * Lands a record written to `file`: imported here when the store is free (every record waiting there with it), or by
  * the store's host, which is waited for a few seconds; else it waits in the inbox, and this says why.
  */
-export const land = (recording: Recording, file: string) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const rejected = path.join(recording.inbox, RunInbox.REJECTED, path.basename(file))
-    const until = (yield* Clock.currentTimeMillis) + HOST_WAIT_MS
-    while (true) {
-      if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => true)))) {
-        return (yield* fs.exists(rejected).pipe(Effect.orElseSucceed(() => false)))
-          ? { _tag: "Rejected", file: rejected, reason: "the store refused it (the serve's log says why)" } as Kept
-          : { _tag: "Recorded" } as Kept
-      }
-      const delivered = yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* StoreConfig.open(recording.store, { ...recording.options, brief: true })
-        return yield* RunInbox.deliver(recording.inbox, {
-          importRun: (record) => RunRecord.importInto(RunRecord.storeTarget(store), record),
-          flush: store.flush(10_000)
-        })
-      })).pipe(Effect.either)
-      if (Either.isRight(delivered)) {
-        const { imported, kept, rejected: refused } = delivered.right
-        if (imported.some((one) => one.file === file)) return { _tag: "Recorded" } as Kept
-        const mine = refused.find((one) => one.file === file)
-        if (mine !== undefined) return { _tag: "Rejected", file: rejected, reason: mine.reason } as Kept
-        const waits = kept.find((one) => one.file === file)
-        if (waits !== undefined) return { _tag: "Waiting", file, reason: waits.reason } as Kept
-        continue // another run imported it meanwhile, with its own: the top of the loop sees it gone
-      }
-      const error = delivered.left
-      if (error._tag !== "StoreLocked") return { _tag: "Waiting", file, reason: error.message } as Kept
-      // The store's host imports it: wait for the file to go.
-      if ((yield* Clock.currentTimeMillis) >= until) {
-        return {
-          _tag: "Waiting",
-          file,
-          reason: `the store is held by ${error.holder}, which did not take it in time`
-        } as Kept
-      }
-      yield* Effect.sleep(RETRY)
+export const land = Effect.fn("RunRecording.land")(function*(recording: Recording, file: string) {
+  const fs = yield* FileSystem.FileSystem
+  const rejected = path.join(recording.inbox, RunInbox.REJECTED, path.basename(file))
+  const until = (yield* Clock.currentTimeMillis) + HOST_WAIT_MS
+  while (true) {
+    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => true)))) {
+      return (yield* fs.exists(rejected).pipe(Effect.orElseSucceed(() => false)))
+        ? { _tag: "Rejected", file: rejected, reason: "the store refused it (the serve's log says why)" } as Kept
+        : { _tag: "Recorded" } as Kept
     }
-  })
+    const delivered = yield* Effect.scoped(Effect.gen(function*() {
+      const store = yield* StoreConfig.open(recording.store, { ...recording.options, brief: true })
+      return yield* RunInbox.deliver(recording.inbox, {
+        importRun: (record) => RunRecord.importInto(RunRecord.storeTarget(store), record),
+        flush: store.flush(10_000)
+      })
+    })).pipe(Effect.either)
+    if (Either.isRight(delivered)) {
+      const { imported, kept, rejected: refused } = delivered.right
+      if (imported.some((one) => one.file === file)) return { _tag: "Recorded" } as Kept
+      const mine = refused.find((one) => one.file === file)
+      if (mine !== undefined) return { _tag: "Rejected", file: rejected, reason: mine.reason } as Kept
+      const waits = kept.find((one) => one.file === file)
+      if (waits !== undefined) return { _tag: "Waiting", file, reason: waits.reason } as Kept
+      continue // another run imported it meanwhile, with its own: the top of the loop sees it gone
+    }
+    const error = delivered.left
+    if (error._tag !== "StoreLocked") return { _tag: "Waiting", file, reason: error.message } as Kept
+    // The store's host imports it: wait for the file to go.
+    if ((yield* Clock.currentTimeMillis) >= until) {
+      return {
+        _tag: "Waiting",
+        file,
+        reason: `the store is held by ${error.holder}, which did not take it in time`
+      } as Kept
+    }
+    yield* Effect.sleep(RETRY)
+  }
+})
 
 /** The line a shell run prints on stderr about its record. */
 export const describeKept = (kept: Kept, name: string, recording: Recording, worktree: boolean): string => {

@@ -20,22 +20,21 @@ import * as Views from "./Views.js"
  * brought back is live already, with its conversation: it is not started again. The entries the config skipped
  * were told when it was loaded (`setUp`).
  */
-export const boot = (config: ConfigFile.LoadedConfig) =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const restored = fleet.restored.restored.map((r) => r.name)
-    const back = new Set(restored)
-    const { fleet: declared } = config.fleet
-    const booted = yield* fleet.bootFleet({
-      ...declared,
-      sessions: declared.sessions.filter((s) => !back.has(s.name)),
-      rejected: []
-    })
-    for (const failed of booted.failed) {
-      yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
-    }
-    return { ...booted, live: [...restored, ...booted.started] }
+export const boot = Effect.fn("ServeCommand.boot")(function*(config: ConfigFile.LoadedConfig) {
+  const fleet = yield* Flotta
+  const restored = fleet.restored.restored.map((r) => r.name)
+  const back = new Set(restored)
+  const { fleet: declared } = config.fleet
+  const booted = yield* fleet.bootFleet({
+    ...declared,
+    sessions: declared.sessions.filter((s) => !back.has(s.name)),
+    rejected: []
   })
+  for (const failed of booted.failed) {
+    yield* Output.stderr(`flotta: agent ${failed.name} did not start: ${failed.error.message}`)
+  }
+  return { ...booted, live: [...restored, ...booted.started] }
+})
 
 /** Each entry the config skipped, as a line for stderr: its path and why (`flotta: skipped agents[1].modle: ...`). */
 export const skippedLines = (config: ConfigFile.LoadedConfig): ReadonlyArray<string> =>
@@ -45,26 +44,26 @@ export const skippedLines = (config: ConfigFile.LoadedConfig): ReadonlyArray<str
  * How a long-lived command (serve, repl) starts: a signal stops it cleanly, then its config is loaded, each entry
  * it skipped is told (the rest boots), and what the features turn on for it is worked out.
  */
-export const setUp = (configFlag: Option.Option<string>, features: Composition.Features) =>
-  Effect.gen(function*() {
+export const setUp = Effect.fn("ServeCommand.setUp")(
+  function*(configFlag: Option.Option<string>, features: Composition.Features) {
     yield* ExitCode.signalStopsCleanly
     const config = yield* Shared.loadConfig(configFlag)
     const skipped = skippedLines(config)
     if (skipped.length > 0) yield* Output.stderr(skipped.join("\n"))
     return { config, on: Composition.enabled(config, features) }
-  })
+  }
+)
 
 /** Where state lives and what came back from it, as lines for stderr (`flotta serve: state in ...`). */
-export const stateLines = (prefix: string) =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const info = yield* fleet.store
-    return [
-      `${prefix}: state in ${Views.describeStore(info)}` +
-      (info.health.state === "ok" ? "" : `; the store is ${Views.describeHealth(info.health)}`),
-      ...Views.describeRestore(fleet.restored).map((line) => `${prefix}: ${line}`)
-    ]
-  })
+export const stateLines = Effect.fn("ServeCommand.stateLines")(function*(prefix: string) {
+  const fleet = yield* Flotta
+  const info = yield* fleet.store
+  return [
+    `${prefix}: state in ${Views.describeStore(info)}` +
+    (info.health.state === "ok" ? "" : `; the store is ${Views.describeHealth(info.health)}`),
+    ...Views.describeRestore(fleet.restored).map((line) => `${prefix}: ${line}`)
+  ]
+})
 
 /** This node's host, the live hosts and the cluster's store (`flotta serve` in a cluster). */
 const clusterView = Effect.gen(function*() {

@@ -1,6 +1,6 @@
 /** Options several commands share, and the config loading they all do the same way. */
 import { Options } from "@effect/cli"
-import { Option, Record as Rec, Schema } from "effect"
+import { Effect, Option, Record as Rec, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.js"
 import * as Flags from "./Flags.js"
 
@@ -37,8 +37,9 @@ export const badValue = (field: string, value: string, reason: string) =>
   new UsageError({ field, reason: `${Flags.quote(value)} ${reason}` })
 
 /** Loads the config; the entries it skips are reported by whatever boots them (serve, repl) and by `doctor`. */
-export const loadConfig = (explicit: Option.Option<string>) =>
-  ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
+export const loadConfig = Effect.fn("SharedOptions.loadConfig")(function*(explicit: Option.Option<string>) {
+  return yield* ConfigFile.load(process.cwd(), Option.getOrUndefined(explicit))
+})
 
 /** `{ key: value }` when the option is set, else `{}`: spread into a tool's arguments or a run's options. */
 export const ifSome = <K extends string, A>(key: K, value: Option.Option<A>): Partial<Record<K, A>> =>

@@ -80,121 +80,120 @@ const formatHost = (host: string) => host.includes(":") ? `[${host}]` : host
  * Starts a simulator in the current scope. Closing the scope stops the server and ends its open
  * connections (a HANG or SLOW stream included).
  */
-export const start = (options: Options = {}) =>
-  Effect.gen(function*() {
-    const usage = options.usage ?? defaultUsage
-    const recorded: Array<RecordedRequest> = []
-    const counter = yield* Ref.make(0) // answered /v1/messages requests: the n of msg_fake_n and req_fake_n
+export const start = Effect.fn("Simulator.start")(function*(options: Options = {}) {
+  const usage = options.usage ?? defaultUsage
+  const recorded: Array<RecordedRequest> = []
+  const counter = yield* Ref.make(0) // answered /v1/messages requests: the n of msg_fake_n and req_fake_n
 
-    const nodeServer = Http.createServer()
-    // A client that goes away mid-request, or sends garbage, must not take the server down.
-    nodeServer.on("clientError", (_error, socket) => socket.destroy())
-    nodeServer.on("request", (req: Http.IncomingMessage, res: Http.ServerResponse) => {
-      req.on("error", () => {})
-      res.on("error", () => {})
-    })
-    const server = yield* NodeHttpServer.make(() => nodeServer, {
-      port: options.port ?? 0,
-      host: options.host ?? "127.0.0.1"
-    })
-
-    const record = (request: HttpServerRequest.HttpServerRequest, body: unknown, rule: string, prompt?: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (time) =>
-        Effect.sync(() => {
-          recorded.push({
-            time,
-            method: request.method,
-            url: request.originalUrl,
-            headers: request.headers,
-            model: isObject(body) && typeof body.model === "string" ? body.model : undefined,
-            body,
-            rule,
-            prompt
-          })
-        }))
-
-    const readBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.text, parseBody)
-
-    const errorResponse = (status: number, message: string, type?: string, headers: Record<string, string> = {}) =>
-      Effect.map(Ref.get(counter), (n) =>
-        HttpServerResponse.unsafeJson(errorJson(status, message, type), {
-          status,
-          headers: { ...headers, "request-id": `req_fake_${n}` }
-        }))
-
-    const messages = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const body = yield* readBody(request)
-      if (!isObject(body)) {
-        yield* record(request, body, "bad_request")
-        return yield* errorResponse(400, "fake: body is not a JSON object")
-      }
-      const n = yield* Ref.updateAndGet(counter, (n) => n + 1)
-      const now = yield* Clock.currentTimeMillis
-      const asked = options.measure === true
-        ? { ...usage, input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4) }
-        : usage
-      const { decision, prompt, rule } = decide(body, { usage: asked, toolId: `${TOOL_ID_PREFIX}${n}`, now })
-      yield* record(request, body, rule, prompt)
-      if (decision._tag === "error") {
-        return yield* errorResponse(
-          decision.status,
-          decision.message ?? `fake error ${decision.status}`,
-          undefined,
-          decision.headers
-        )
-      }
-      const extraHeaders = decision._tag === "message" ? decision.headers ?? {} : {}
-
-      const id = `msg_fake_${n}`
-      const model = typeof body.model === "string" ? body.model : "claude-fake"
-      const requestId = `req_fake_${n}`
-      if (body.stream === true) {
-        return HttpServerResponse.stream(sseEvents(id, model, decision, asked), {
-          contentType: "text/event-stream",
-          headers: { ...extraHeaders, "cache-control": "no-cache", connection: "keep-alive", "request-id": requestId }
-        })
-      }
-      if (decision._tag === "hang") return yield* Effect.never // no answer until the client gives up
-      if (decision.slowMs !== undefined) yield* Effect.sleep(Duration.millis(decision.slowMs))
-      return HttpServerResponse.unsafeJson(
-        messageJson(id, model, decision.content, decision.stopReason, decision.usage),
-        { headers: { ...extraHeaders, "request-id": requestId } }
-      )
-    })
-
-    const notFound = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const pathname = new URL(request.originalUrl, "http://simulator").pathname
-      if (request.method === "POST") yield* record(request, yield* readBody(request), "not_found")
-      return yield* errorResponse(404, `fake: no route ${request.method} ${pathname}`, "not_found_error")
-    })
-
-    const app = HttpRouter.empty.pipe(
-      HttpRouter.post("/v1/messages", messages),
-      Effect.catchTag("RouteNotFound", () => notFound),
-      Effect.catchTag("RequestError", (error) => errorResponse(400, `fake: cannot read the request: ${error.message}`)),
-      Effect.catchAllDefect((defect) =>
-        errorResponse(500, `fake: ${defect instanceof Error ? defect.message : String(defect)}`)
-      )
-    )
-    // The handlers run in the context captured here, so the body limit is set once.
-    yield* server.serve(app).pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)))
-
-    // Runs before the platform's own `server.close()`, which alone would wait for open streams forever.
-    yield* Effect.addFinalizer(() =>
-      Effect.async<void>((resume) => {
-        nodeServer.close(() => resume(Effect.void))
-        nodeServer.closeAllConnections()
-      })
-    )
-
-    const address = server.address
-    const port = address._tag === "TcpAddress" ? address.port : 0
-    const url = `http://${address._tag === "TcpAddress" ? formatHost(address.hostname) : "127.0.0.1"}:${port}`
-    yield* Effect.logDebug("simulator listening").pipe(Effect.annotateLogs({ url }))
-    return { url, port, requests: () => recorded.slice() } satisfies Handle
+  const nodeServer = Http.createServer()
+  // A client that goes away mid-request, or sends garbage, must not take the server down.
+  nodeServer.on("clientError", (_error, socket) => socket.destroy())
+  nodeServer.on("request", (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+    req.on("error", () => {})
+    res.on("error", () => {})
   })
+  const server = yield* NodeHttpServer.make(() => nodeServer, {
+    port: options.port ?? 0,
+    host: options.host ?? "127.0.0.1"
+  })
+
+  const record = (request: HttpServerRequest.HttpServerRequest, body: unknown, rule: string, prompt?: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (time) =>
+      Effect.sync(() => {
+        recorded.push({
+          time,
+          method: request.method,
+          url: request.originalUrl,
+          headers: request.headers,
+          model: isObject(body) && typeof body.model === "string" ? body.model : undefined,
+          body,
+          rule,
+          prompt
+        })
+      }))
+
+  const readBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.text, parseBody)
+
+  const errorResponse = (status: number, message: string, type?: string, headers: Record<string, string> = {}) =>
+    Effect.map(Ref.get(counter), (n) =>
+      HttpServerResponse.unsafeJson(errorJson(status, message, type), {
+        status,
+        headers: { ...headers, "request-id": `req_fake_${n}` }
+      }))
+
+  const messages = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = yield* readBody(request)
+    if (!isObject(body)) {
+      yield* record(request, body, "bad_request")
+      return yield* errorResponse(400, "fake: body is not a JSON object")
+    }
+    const n = yield* Ref.updateAndGet(counter, (n) => n + 1)
+    const now = yield* Clock.currentTimeMillis
+    const asked = options.measure === true
+      ? { ...usage, input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4) }
+      : usage
+    const { decision, prompt, rule } = decide(body, { usage: asked, toolId: `${TOOL_ID_PREFIX}${n}`, now })
+    yield* record(request, body, rule, prompt)
+    if (decision._tag === "error") {
+      return yield* errorResponse(
+        decision.status,
+        decision.message ?? `fake error ${decision.status}`,
+        undefined,
+        decision.headers
+      )
+    }
+    const extraHeaders = decision._tag === "message" ? decision.headers ?? {} : {}
+
+    const id = `msg_fake_${n}`
+    const model = typeof body.model === "string" ? body.model : "claude-fake"
+    const requestId = `req_fake_${n}`
+    if (body.stream === true) {
+      return HttpServerResponse.stream(sseEvents(id, model, decision, asked), {
+        contentType: "text/event-stream",
+        headers: { ...extraHeaders, "cache-control": "no-cache", connection: "keep-alive", "request-id": requestId }
+      })
+    }
+    if (decision._tag === "hang") return yield* Effect.never // no answer until the client gives up
+    if (decision.slowMs !== undefined) yield* Effect.sleep(Duration.millis(decision.slowMs))
+    return HttpServerResponse.unsafeJson(
+      messageJson(id, model, decision.content, decision.stopReason, decision.usage),
+      { headers: { ...extraHeaders, "request-id": requestId } }
+    )
+  })
+
+  const notFound = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const pathname = new URL(request.originalUrl, "http://simulator").pathname
+    if (request.method === "POST") yield* record(request, yield* readBody(request), "not_found")
+    return yield* errorResponse(404, `fake: no route ${request.method} ${pathname}`, "not_found_error")
+  })
+
+  const app = HttpRouter.empty.pipe(
+    HttpRouter.post("/v1/messages", messages),
+    Effect.catchTag("RouteNotFound", () => notFound),
+    Effect.catchTag("RequestError", (error) => errorResponse(400, `fake: cannot read the request: ${error.message}`)),
+    Effect.catchAllDefect((defect) =>
+      errorResponse(500, `fake: ${defect instanceof Error ? defect.message : String(defect)}`)
+    )
+  )
+  // The handlers run in the context captured here, so the body limit is set once.
+  yield* server.serve(app).pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)))
+
+  // Runs before the platform's own `server.close()`, which alone would wait for open streams forever.
+  yield* Effect.addFinalizer(() =>
+    Effect.async<void>((resume) => {
+      nodeServer.close(() => resume(Effect.void))
+      nodeServer.closeAllConnections()
+    })
+  )
+
+  const address = server.address
+  const port = address._tag === "TcpAddress" ? address.port : 0
+  const url = `http://${address._tag === "TcpAddress" ? formatHost(address.hostname) : "127.0.0.1"}:${port}`
+  yield* Effect.logDebug("simulator listening").pipe(Effect.annotateLogs({ url }))
+  return { url, port, requests: () => recorded.slice() } satisfies Handle
+})
 
 /** The simulator as a layer: it listens while the layer is alive. */
 export const layer = (options?: Options) => Layer.scoped(Simulator, start(options))
@@ -237,10 +236,11 @@ export const offlineLayout = (url: string, root: string, login: Login = "api-key
 }
 
 /** Makes the directories of `offlineLayout(url, root)` and returns its environment. */
-export const offlineEnv = (url: string, root: string, login: Login = "api-key") =>
-  Effect.gen(function*() {
+export const offlineEnv = Effect.fn("Simulator.offlineEnv")(
+  function*(url: string, root: string, login: Login = "api-key") {
     const fs = yield* FileSystem.FileSystem
     const { dirs, env } = offlineLayout(url, root, login)
     yield* Effect.forEach(dirs, (dir) => fs.makeDirectory(dir, { recursive: true }), { discard: true })
     return env
-  })
+  }
+)

@@ -33,32 +33,37 @@ export interface Spinner {
 }
 
 /** Starts a spinner when stderr is a terminal; otherwise one that does nothing. */
-export const start = (label: string): Effect.Effect<Spinner> =>
-  Effect.gen(function*() {
-    if (!Output.stderrIsTTY()) return { onActivity: () => undefined, stop: Effect.void, hold: (effect) => effect }
-    let step = "starting claude"
-    const started = yield* Clock.currentTimeMillis
-    const frame = yield* Ref.make(0)
-    const columns = Math.max(20, (process.stderr.columns ?? 80) - 1)
-    let held = 0
-    const draw = Effect.gen(function*() {
-      if (held > 0) return
-      const i = yield* Ref.getAndUpdate(frame, (n) => n + 1)
-      const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
-      const line = `${FRAMES[i % FRAMES.length]} ${label} ${seconds.toFixed(1)}s · ${step}`
-      yield* Output.stderrRaw(`\r\x1b[K${line.slice(0, columns)}`)
-    })
-    const fiber = yield* draw.pipe(Effect.zipRight(Effect.sleep("100 millis")), Effect.forever, Effect.fork)
+export const start = Effect.fn("Spinner.start")(function*(label: string) {
+  if (!Output.stderrIsTTY()) {
     return {
-      onActivity: (activity) => {
-        step = describe(activity)
-      },
-      stop: Fiber.interrupt(fiber).pipe(Effect.zipRight(Output.stderrRaw("\r\x1b[K"))),
-      hold: (effect) =>
-        Effect.acquireUseRelease(
-          Effect.zipRight(Effect.sync(() => held++), Output.stderrRaw("\r\x1b[K")),
-          () => effect,
-          () => Effect.sync(() => held--)
-        )
-    }
+      onActivity: () => undefined,
+      stop: Effect.void,
+      hold: (effect) => effect
+    } satisfies Spinner
+  }
+  let step = "starting claude"
+  const started = yield* Clock.currentTimeMillis
+  const frame = yield* Ref.make(0)
+  const columns = Math.max(20, (process.stderr.columns ?? 80) - 1)
+  let held = 0
+  const draw = Effect.gen(function*() {
+    if (held > 0) return
+    const i = yield* Ref.getAndUpdate(frame, (n) => n + 1)
+    const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    const line = `${FRAMES[i % FRAMES.length]} ${label} ${seconds.toFixed(1)}s · ${step}`
+    yield* Output.stderrRaw(`\r\x1b[K${line.slice(0, columns)}`)
   })
+  const fiber = yield* draw.pipe(Effect.zipRight(Effect.sleep("100 millis")), Effect.forever, Effect.fork)
+  return {
+    onActivity: (activity) => {
+      step = describe(activity)
+    },
+    stop: Fiber.interrupt(fiber).pipe(Effect.zipRight(Output.stderrRaw("\r\x1b[K"))),
+    hold: (effect) =>
+      Effect.acquireUseRelease(
+        Effect.zipRight(Effect.sync(() => held++), Output.stderrRaw("\r\x1b[K")),
+        () => effect,
+        () => Effect.sync(() => held--)
+      )
+  } satisfies Spinner
+})

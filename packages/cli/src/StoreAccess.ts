@@ -3,10 +3,8 @@
  * lock is taken and nothing is written (`flotta reports --store`, `flotta transcript --store`, `flotta diff --store`,
  * `flotta runs --store`, `flotta doctor`), with the run records waiting in its inbox laid over it.
  */
-import type { FileSystem } from "@effect/platform"
 import type { TurnRecord } from "@flotta/core/Agent"
 import { RunNotFound } from "@flotta/core/Errors"
-import type { StoreError } from "@flotta/core/Errors"
 import { NoDiff, RunDiff, stateKey } from "@flotta/core/RunDiff"
 import * as RunInbox from "@flotta/core/RunInbox"
 import * as RunList from "@flotta/core/RunList"
@@ -15,7 +13,6 @@ import * as Sqlite from "@flotta/core/Sqlite"
 import * as Store from "@flotta/core/Store"
 import * as StoreConfig from "@flotta/core/StoreConfig"
 import { Effect, Option, Schema } from "effect"
-import type { Scope } from "effect"
 import * as fs from "node:fs"
 
 /** The store has no agent of that name (it never had one, or retention removed it). */
@@ -31,21 +28,20 @@ export class NotInStore extends Schema.TaggedError<NotInStore>()("NotInStore", {
 }
 
 /** Opens a store read-only for the scope. */
-export const openReadOnly = (config: Store.StoreConfig): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope> =>
-  StoreConfig.open(config, { readOnly: true })
+export const openReadOnly = Effect.fn("StoreAccess.openReadOnly")(function*(config: Store.StoreConfig) {
+  return yield* StoreConfig.open(config, { readOnly: true })
+})
 
 /**
  * Opens a store read-only for the scope, with the run records waiting in its `inbox` (not imported yet) laid over it,
  * so that a shell run's record is never invisible (`RunRecord.overlay`).
  */
-export const openWithInbox = (
-  config: Store.StoreConfig,
-  inbox: string | undefined
-): Effect.Effect<Store.StoreShape, StoreError, Scope.Scope | FileSystem.FileSystem> =>
-  Effect.gen(function*() {
+export const openWithInbox = Effect.fn("StoreAccess.openWithInbox")(
+  function*(config: Store.StoreConfig, inbox: string | undefined) {
     const store = yield* openReadOnly(config)
     return inbox === undefined ? store : RunRecord.overlay(store, yield* RunInbox.records(inbox))
-  })
+  }
+)
 
 /** Whether a store is there to read: memory never is (it lives in its host), an SQLite file once it exists. */
 export const exists = (config: Store.StoreConfig): boolean =>
@@ -57,22 +53,22 @@ export type Inspection =
   | { readonly _tag: "NotCreated"; readonly location: string; readonly driver: string }
   | { readonly _tag: "Memory" }
 
-export const inspect = (config: Store.StoreConfig): Effect.Effect<Inspection, StoreError> => {
-  if (config === "memory") return Effect.succeed({ _tag: "Memory" })
+export const inspect = Effect.fn("StoreAccess.inspect")(function*(config: Store.StoreConfig) {
+  if (config === "memory") return { _tag: "Memory" } as const
   if ("sqlite" in config && !fs.existsSync(config.sqlite)) {
     // The first serve makes the file; what can be checked now is that its SQLite driver loads.
-    return Effect.map(
+    return yield* Effect.map(
       Sqlite.driver(config.sqlite),
-      (driver) => ({ _tag: "NotCreated", location: config.sqlite, driver })
+      (driver): Inspection => ({ _tag: "NotCreated", location: config.sqlite, driver })
     )
   }
-  return Effect.scoped(
+  return yield* Effect.scoped(
     Effect.flatMap(
       openReadOnly(config),
-      (store) => Effect.map(store.info, (info) => ({ _tag: "Found", info } as const))
+      (store) => Effect.map(store.info, (info): Inspection => ({ _tag: "Found", info }))
     )
   )
-}
+})
 
 /**
  * An agent's transcript from the store: its turns' records, oldest first (`last` keeps the newest ones); only the

@@ -50,11 +50,11 @@ export class ClusterConfigError extends Data.TaggedError("ClusterConfigError")<{
 const fail = (reason: string) => new ClusterConfigError({ reason })
 
 /** Applies defaults and checks the settings; a relative SQLite path is taken from `baseDir`. */
-export const make = (
-  input: ClusterConfigInput,
-  options: { readonly baseDir?: string; readonly env?: Record<string, string | undefined> } = {}
-): Effect.Effect<ClusterSettings, ClusterConfigError> =>
-  Effect.gen(function*() {
+export const make = Effect.fn("ClusterConfig.make")(
+  function*(
+    input: ClusterConfigInput,
+    options: { readonly baseDir?: string; readonly env?: Record<string, string | undefined> } = {}
+  ) {
     const env = options.env ?? process.env
     if (!NAME_PATTERN.test(input.host)) {
       return yield* fail(
@@ -117,7 +117,8 @@ export const make = (
       leaseMs,
       shardsPerGroup
     } satisfies ClusterSettings
-  })
+  }
+)
 
 /** The `cluster` section of a config file, as written. */
 export const FileSection = Schema.Struct({

@@ -3,7 +3,6 @@
  * finished turn's conversation growth (the CLI's session file, whole lines), and the names of agents closed here
  * for good (freed in the cluster). A host an agent moves to reads the conversation back before it resumes it.
  */
-import type { FileSystem } from "@effect/platform/FileSystem"
 import * as EngineEvents from "@flotta/core/EngineEvents"
 import { Duration, Effect, Option, Ref, Stream } from "effect"
 import type { HostingShape } from "./Hosting.js"
@@ -12,8 +11,8 @@ import * as SessionMirror from "./SessionMirror.js"
 const PAGE = 1000
 
 /** Copies this host's report entries into the cluster's log, and each finished turn's conversation growth. */
-export const copyReports = (h: HostingShape): Effect.Effect<never, never, FileSystem> =>
-  Effect.gen(function*() {
+export const copyReports = Effect.fn("Replication.copyReports")(function*(h: HostingShape) {
+  return yield* Effect.gen(function*() {
     const me = h.membership.settings.host
     // Woken by entries the log keeps (a streaming agent's words are live only: nothing to copy).
     const wake = yield* h.localLog.subscribe({ capacity: 1, keptOnly: true })
@@ -41,6 +40,7 @@ export const copyReports = (h: HostingShape): Effect.Effect<never, never, FileSy
       Effect.forever
     )
   }).pipe(Effect.scoped)
+})
 
 /** An agent closed here (by request, or for good after crashes): its name is free in the cluster. */
 const forget = (h: HostingShape, name: string) =>
@@ -77,26 +77,28 @@ const mirror = (h: HostingShape, name: string) =>
  * Writes an agent's mirrored conversation back where this host's CLI looks for it (under the key of its cwd
  * here): the session id to resume, or undefined when nothing was mirrored.
  */
-export const restoreSession = (
-  h: HostingShape,
-  name: string,
-  cwd: string,
-  sessionId: string | null,
-  env: Readonly<Record<string, string>> | undefined
-) =>
-  Effect.gen(function*() {
+export const restoreSession = Effect.fn("Replication.restoreSession")(
+  function*(
+    h: HostingShape,
+    name: string,
+    cwd: string,
+    sessionId: string | null,
+    env: Readonly<Record<string, string>> | undefined
+  ) {
     if (sessionId === null) return undefined
     const mirrored = yield* h.store.session(name, sessionId)
     if (mirrored.text.length === 0) return undefined
     const dir = SessionMirror.configDir({ ...process.env, ...h.childEnv, ...env })
     yield* SessionMirror.writeBack(dir, cwd, sessionId, mirrored.text).pipe(Effect.orDie)
     return sessionId
-  })
+  }
+)
 
 /** After a resume: the agent's new session file starts where the mirrored one ended. */
-export const resumedFrom = (h: HostingShape, name: string, resumed: string, sessionId: string) =>
-  Effect.gen(function*() {
+export const resumedFrom = Effect.fn("Replication.resumedFrom")(
+  function*(h: HostingShape, name: string, resumed: string, sessionId: string) {
     const mirrored = yield* h.store.session(name, resumed)
     const entry = h.agents.get(name)
     if (entry !== undefined) entry.mirrored = { id: sessionId, bytes: mirrored.bytes }
-  })
+  }
+)

@@ -20,8 +20,8 @@ export const sessionFile = (dir: string, cwd: string, sessionId: string): string
   path.join(dir, "projects", cwdKey(cwd), `${sessionId}.jsonl`)
 
 /** Where the session file is: under the cwd's key, else under any project (a cwd reached through a link). */
-export const findSessionFile = (dir: string, cwd: string, sessionId: string) =>
-  Effect.gen(function*() {
+export const findSessionFile = Effect.fn("SessionMirror.findSessionFile")(
+  function*(dir: string, cwd: string, sessionId: string) {
     const fs = yield* FileSystem.FileSystem
     const exists = (file: string) => fs.exists(file).pipe(Effect.orElseSucceed(() => false))
     const expected = sessionFile(dir, cwd, sessionId)
@@ -32,35 +32,36 @@ export const findSessionFile = (dir: string, cwd: string, sessionId: string) =>
       if (yield* exists(candidate)) return candidate
     }
     return undefined
-  })
+  }
+)
 
 /**
  * The whole lines written to `file` after byte `from`: the text and the offset after it. A line still being
  * written waits for the next read; a file that is not there has not grown.
  */
-export const readGrowth = (file: string, from: number) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const nothing = { text: "", next: from }
-    return yield* Effect.scoped(Effect.gen(function*() {
-      const handle = yield* fs.open(file, { flag: "r" })
-      const size = Number((yield* handle.stat).size)
-      if (size <= from) return nothing
-      yield* handle.seek(from, "start")
-      const read = yield* handle.readAlloc(size - from)
-      if (Option.isNone(read)) return nothing
-      const bytes = Buffer.from(read.value)
-      const end = bytes.lastIndexOf(0x0a) + 1
-      return { text: bytes.subarray(0, end).toString("utf8"), next: from + end }
-    })).pipe(Effect.catchTag("SystemError", (e) => (e.reason === "NotFound" ? Effect.succeed(nothing) : e)))
-  })
+export const readGrowth = Effect.fn("SessionMirror.readGrowth")(function*(file: string, from: number) {
+  const fs = yield* FileSystem.FileSystem
+  const nothing = { text: "", next: from }
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const handle = yield* fs.open(file, { flag: "r" })
+    const size = Number((yield* handle.stat).size)
+    if (size <= from) return nothing
+    yield* handle.seek(from, "start")
+    const read = yield* handle.readAlloc(size - from)
+    if (Option.isNone(read)) return nothing
+    const bytes = Buffer.from(read.value)
+    const end = bytes.lastIndexOf(0x0a) + 1
+    return { text: bytes.subarray(0, end).toString("utf8"), next: from + end }
+  })).pipe(Effect.catchTag("SystemError", (e) => (e.reason === "NotFound" ? Effect.succeed(nothing) : e)))
+})
 
 /** Writes a mirrored conversation back where the CLI on this host looks for it; returns the file. */
-export const writeBack = (dir: string, cwd: string, sessionId: string, text: string) =>
-  Effect.gen(function*() {
+export const writeBack = Effect.fn("SessionMirror.writeBack")(
+  function*(dir: string, cwd: string, sessionId: string, text: string) {
     const fs = yield* FileSystem.FileSystem
     const file = sessionFile(dir, cwd, sessionId)
     yield* fs.makeDirectory(path.dirname(file), { recursive: true })
     yield* fs.writeFileString(file, text)
     return file
-  })
+  }
+)

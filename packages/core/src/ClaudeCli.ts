@@ -193,21 +193,20 @@ export const dependencyBinary = (from: string = import.meta.url): Option.Option<
   })
 }
 
-export const resolve = (configuredPath?: string): Effect.Effect<ClaudeExecutable> =>
-  Effect.gen(function*() {
-    if (configuredPath !== undefined && configuredPath.length > 0) {
-      return { command: configuredPath, prefixArgs: [], source: "config" } as const
-    }
-    const fromEnv = yield* Config.option(Config.nonEmptyString("FLOTTA_CLAUDE_PATH")).pipe(
-      Effect.orElseSucceed(() => Option.none<string>())
-    )
-    if (Option.isSome(fromEnv)) return { command: fromEnv.value, prefixArgs: [], source: "env" } as const
-    const dependency = dependencyBinary()
-    if (Option.isSome(dependency)) {
-      return { command: dependency.value, prefixArgs: [], source: "dependency" } as const
-    }
-    return { command: "claude", prefixArgs: [], source: "path" } as const
-  })
+export const resolve = Effect.fn("ClaudeCli.resolve")(function*(configuredPath?: string) {
+  if (configuredPath !== undefined && configuredPath.length > 0) {
+    return { command: configuredPath, prefixArgs: [], source: "config" } as const
+  }
+  const fromEnv = yield* Config.option(Config.nonEmptyString("FLOTTA_CLAUDE_PATH")).pipe(
+    Effect.orElseSucceed(() => Option.none<string>())
+  )
+  if (Option.isSome(fromEnv)) return { command: fromEnv.value, prefixArgs: [], source: "env" } as const
+  const dependency = dependencyBinary()
+  if (Option.isSome(dependency)) {
+    return { command: dependency.value, prefixArgs: [], source: "dependency" } as const
+  }
+  return { command: "claude", prefixArgs: [], source: "path" } as const
+})
 
 const NDJSON_BOTH_WAYS = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 

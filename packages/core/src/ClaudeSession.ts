@@ -6,7 +6,7 @@
  */
 import * as Command from "@effect/platform/Command"
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
-import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Predicate, Scope, Stream } from "effect"
+import { Cause, Clock, Deferred, Effect, Fiber, FiberSet, Mailbox, Option, Predicate, Stream } from "effect"
 import { StringDecoder } from "node:string_decoder"
 import type { ClaudeExecutable, ClaudeProcess, ExitInfo, StartOptions, TurnFrame } from "./ClaudeProcess.js"
 import { ControlRequestFailed, StartError } from "./ClaudeProcess.js"
@@ -90,12 +90,8 @@ let requestCounter = 0
 const nextRequestId = () => `flotta_${(++requestCounter).toString(36)}_${Math.random().toString(36).slice(2, 8)}`
 
 /** Starts one process in the current scope; closing the scope stops it (EOF, then SIGTERM, then SIGKILL). */
-export const start = (options: StartOptions & { readonly executable: ClaudeExecutable }): Effect.Effect<
-  ClaudeProcess,
-  StartError,
-  CommandExecutor.CommandExecutor | Scope.Scope
-> =>
-  Effect.gen(function*() {
+export const start = Effect.fn("ClaudeSession.start")(
+  function*(options: StartOptions & { readonly executable: ClaudeExecutable }) {
     const executor = yield* CommandExecutor.CommandExecutor
     const command = Command.make(options.executable.command, ...options.executable.prefixArgs, ...options.args).pipe(
       Command.workingDirectory(options.cwd),
@@ -282,7 +278,8 @@ export const start = (options: StartOptions & { readonly executable: ClaudeExecu
       stderrTail,
       endInput
     } satisfies ClaudeProcess
-  })
+  }
+)
 
 const describeStartError = (error: unknown, options: StartOptions & { readonly executable: ClaudeExecutable }) => {
   const text = String(Predicate.hasProperty(error, "message") ? error.message : error)

@@ -97,6 +97,22 @@ export const fromLayer = <X extends Extensions = Record<never, never>>(
   return Object.assign(facade(runtime), faces)
 }
 
+/** Every operation as a Promise: what the Promise facade is made of (a method that is an Effect takes nothing). */
+export type Promises = {
+  readonly [K in Operations.Name]: (
+    ...args: Operations.Operations[K]["value"] extends true ? [] : Operations.ArgsOf<Operations.Operations[K]>
+  ) => Promise<Operations.OutputOf<Operations.Operations[K]>>
+}
+
+/** The table's operations as Promises, each running its method through `run` (a failure rejects with its error). */
+const promises = (run: (call: (fleet: Operations.Methods) => Effect.Effect<unknown, unknown>) => Promise<unknown>) =>
+  Object.fromEntries(
+    Operations.names.map((name) => [
+      name,
+      (...args: ReadonlyArray<unknown>) => run((fleet) => Operations.apply(fleet, name, args))
+    ])
+  ) as Promises
+
 const askWatched = (f: Flotta.Flotta, name: string, text: string, options?: Flotta.AskOptions) =>
   Effect.flatMap(f.prompt(name, text, options), (turnId) => f.watch(name, turnId))
 
@@ -138,7 +154,7 @@ const facade = (runtime: ManagedRuntime.ManagedRuntime<Engine, unknown>) => {
     /** The store's kind, place, size, schema version and health. */
     store: () => run((f) => f.store),
     // Every operation of the table, by its name and arguments (`Operations`).
-    ...Operations.promises((call) => run(call)),
+    ...promises((call) => run(call)),
     // A Promise's caller cannot interrupt it, so the wait needs no cancel-on-interrupt: `watch` is the lean one.
     ask: (name: string, text: string, askOptions?: Flotta.AskOptions) =>
       run((f) => Effect.map(askWatched(f, name, text, askOptions), (r) => r.text)),

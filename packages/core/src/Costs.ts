@@ -106,26 +106,25 @@ export const resolveBound = (text: string, now: number): Either.Either<string, s
 }
 
 /** A query's window, resolved against the clock (`by` defaults to `agent`), or `InvalidSpec` naming the field. */
-export const windowOf = (query: CostQuery = {}): Effect.Effect<CostWindow, InvalidSpec> =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    const by = query.by ?? "agent"
-    if (!isCostBy(by)) {
-      return yield* new InvalidSpec({
-        path: "by",
-        reason: `"${String(by)}" is not one of ${COST_BY.join(", ")} or label:KEY`
-      })
-    }
-    const bound = (field: "since" | "until") => {
-      const text = query[field]
-      if (text === undefined) return Effect.succeed(null)
-      return Either.match(resolveBound(String(text), now), {
-        onLeft: (reason) => new InvalidSpec({ path: field, reason }),
-        onRight: Effect.succeed
-      })
-    }
-    return { since: yield* bound("since"), until: yield* bound("until"), by }
-  })
+export const windowOf = Effect.fn("Costs.windowOf")(function*(query: CostQuery = {}) {
+  const now = yield* Clock.currentTimeMillis
+  const by = query.by ?? "agent"
+  if (!isCostBy(by)) {
+    return yield* new InvalidSpec({
+      path: "by",
+      reason: `"${String(by)}" is not one of ${COST_BY.join(", ")} or label:KEY`
+    })
+  }
+  const bound = (field: "since" | "until") => {
+    const text = query[field]
+    if (text === undefined) return Effect.succeed(null)
+    return Either.match(resolveBound(String(text), now), {
+      onLeft: (reason) => new InvalidSpec({ path: field, reason }),
+      onRight: Effect.succeed
+    })
+  }
+  return { since: yield* bound("since"), until: yield* bound("until"), by }
+})
 
 /** A resolved window as a query again (ISO bounds resolve to themselves): to ask another host for it. */
 export const queryOf = (window: CostWindow): CostQuery => ({

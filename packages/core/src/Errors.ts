@@ -234,6 +234,7 @@ export class HostRestarted extends Schema.TaggedError<HostRestarted>()("HostRest
 }
 
 // Why a store cannot be used: a concept of its own, kept here under the names every caller knows.
+export { HostLost, HostUnavailable } from "./HostErrors.js"
 export { StoreLocked, StoreSchemaTooNew, StoreUnavailable } from "./StoreErrors.js"
 export type { StoreError } from "./StoreErrors.js"
 
@@ -336,27 +337,6 @@ export class NoAttemptPassed extends Schema.TaggedError<NoAttemptPassed>()("NoAt
       return `attempt ${a.attempt}: ${reason}`
     })
     return `no attempt of "${this.name}" passed (${why.join("; ")})`
-  }
-}
-
-/** A turn in flight on a host that died (its lease lapsed): the agent comes back elsewhere, the turn does not. */
-export class HostLost extends Schema.TaggedError<HostLost>()("HostLost", {
-  name: Schema.String,
-  host: Schema.String
-}) {
-  override get message() {
-    return `host ${this.host} was lost while it ran this turn of ${this.name}; the agent moves to a live host, ` +
-      `ask again`
-  }
-}
-
-/** No live host can take the agent: the one asked for is not live, or none is. */
-export class HostUnavailable extends Schema.TaggedError<HostUnavailable>()("HostUnavailable", {
-  host: Schema.String,
-  live: Schema.Array(Schema.String)
-}) {
-  override get message() {
-    return `no live host named ${JSON.stringify(this.host)} in the cluster (live: ${this.live.join(", ") || "none"})`
   }
 }
 

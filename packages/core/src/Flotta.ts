@@ -5,7 +5,6 @@
  */
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { FileSystem } from "@effect/platform/FileSystem"
-import type { Scope, Stream } from "effect"
 import { Effect, Layer } from "effect"
 import * as Agent from "./Agent.js"
 import * as AgentOptions from "./AgentOptions.js"
@@ -16,47 +15,29 @@ import { ClaudeCli } from "./ClaudeCli.js"
 import type { ClaudeExecutable } from "./ClaudeCli.js"
 import * as Costs from "./Costs.js"
 import { InvalidSpec } from "./Errors.js"
-import type {
-  AgentClosed,
-  AgentNotFound,
-  HostLost,
-  HostUnavailable,
-  NoResult,
-  StoreUnavailable,
-  TurnError
-} from "./Errors.js"
+import type { AgentClosed, AgentNotFound, NoResult, StoreUnavailable, TurnError } from "./Errors.js"
 import { FleetConfig } from "./FleetConfig.js"
 import type { FleetSettingsInput } from "./FleetConfig.js"
+import type { BootReport, FlottaShape } from "./FlottaShape.js"
 import { Git } from "./Git.js"
 import * as Http from "./Http.js"
 import * as Restore from "./internal/restore.js"
-import type * as Operations from "./Operations.js"
 import type { AskOptions, BroadcastOutcome } from "./Operations.js"
 import { Parking } from "./Parking.js"
 import type { PendingDecisions } from "./Permission.js"
 import { Permission } from "./Permission.js"
 import { Registry } from "./Registry.js"
 import { ReportLog } from "./ReportLog.js"
-import type { ReportNotice, ReportQuery, SubscribeOptions } from "./ReportLog.js"
+import type { ReportQuery, SubscribeOptions } from "./ReportLog.js"
 import { Runs } from "./Run.js"
 import { RunRecords } from "./RunRecord.js"
 import * as Spec from "./Spec.js"
 import { Store } from "./Store.js"
-import type { StoreInfo } from "./Store.js"
 import type { StoreOptions } from "./Store.js"
 import * as StoreConfig from "./StoreConfig.js"
 
+export type { BootReport, FlottaShape } from "./FlottaShape.js"
 export type { AskOptions, BroadcastOutcome } from "./Operations.js"
-
-export interface BootReport {
-  readonly started: ReadonlyArray<string>
-  readonly templates: ReadonlyArray<string>
-  readonly rejected: ReadonlyArray<Spec.Rejected>
-  /** Valid sessions whose start failed (SpawnFailed, AgentAlreadyExists, ...). */
-  readonly failed: ReadonlyArray<
-    { readonly name: string; readonly error: { readonly _tag: string; readonly message: string } }
-  >
-}
 
 /** The agent options a spec describes. */
 export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
@@ -65,53 +46,6 @@ export const specOptions = (spec: Spec.Spec): Agent.AgentOptions => ({
   ...(spec.maxBudgetUsd === undefined ? {} : { maxBudgetUsd: spec.maxBudgetUsd }),
   ...(spec.budgetPer === undefined ? {} : { budgetPer: spec.budgetPer })
 })
-
-/**
- * The fleet's operations, as Effects: the table's (`Operations`, each with the errors any implementation may fail
- * with, a cluster's HostLost and HostUnavailable included), and the members that are not request and response:
- * feeds, subscriptions, and what takes functions or stays on the host that runs it (runs, verifies, worktrees).
- */
-export interface FlottaShape extends Operations.Methods {
-  /** What came back from the store when the fleet started (nothing, for a new store). */
-  readonly restored: Restore.RestoreReport
-  /** The store's kind, place, size, schema version and health. */
-  readonly store: Effect.Effect<StoreInfo>
-  /** Live claude processes now, and the most there may be (`maxLive`). */
-  readonly processes: Effect.Effect<{ readonly live: number; readonly max: number }>
-  /** The credential groups parked now: until when, why, and which agents. */
-  readonly parking: Parking["parked"]
-  readonly reports: (query?: ReportQuery) => Effect.Effect<
-    Effect.Effect.Success<ReturnType<ReportLog["reports"]>>,
-    StoreUnavailable
-  >
-  /** A live feed of the report log, subscribed once this effect has run (see ReportLog.subscribe). */
-  readonly subscribe: (options?: SubscribeOptions) => Effect.Effect<Stream.Stream<ReportNotice>, never, Scope.Scope>
-  readonly stream: (options?: SubscribeOptions) => Stream.Stream<ReportNotice>
-  /** One live agent's feed, from now on; AgentNotFound for a name that is not live. */
-  readonly follow: (
-    name: string,
-    options?: Omit<SubscribeOptions, "agent">
-  ) => Effect.Effect<
-    Stream.Stream<ReportNotice>,
-    AgentNotFound | HostLost | HostUnavailable | StoreUnavailable,
-    Scope.Scope
-  >
-  /** Each new pending approval, live, from the moment the stream runs. */
-  readonly approvalRequests: Approvals["requests"]
-  /** The same, subscribed once this (scoped) effect has run. */
-  readonly subscribeApprovals: Approvals["subscribe"]
-  /** Validates a declarative fleet (`{ fleetDefaults, agents }`, as in a config file) and boots it. */
-  readonly boot: (config: unknown) => Effect.Effect<BootReport, InvalidSpec | StoreUnavailable>
-  /** Starts a validated fleet's sessions and keeps its run templates. */
-  readonly bootFleet: (fleet: Spec.Fleet) => Effect.Effect<BootReport, StoreUnavailable>
-  readonly template: Runs["template"]
-  readonly run: Runs["run"]
-  readonly runAsync: Runs["runAsync"]
-  readonly verify: Runs["verify"]
-  readonly verifyAsync: Runs["verifyAsync"]
-  readonly worktrees: Runs["worktrees"]
-  readonly gcWorktrees: Runs["gcWorktrees"]
-}
 
 const make = Effect.gen(function*() {
   const registry = yield* Registry

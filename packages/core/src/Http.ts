@@ -99,17 +99,20 @@ const contributions = Effect.map(
 ).pipe(Effect.flatten)
 
 /** The contributed routes for a server: those that answer unknown paths (`root`) first, then the rest. */
-export const mountedOn = (
-  server: MountedOn
-): Effect.Effect<{ readonly root: ReadonlyArray<Routes>; readonly rest: ReadonlyArray<Routes> }> =>
-  Effect.map(contributions, (all) => ({
+export const mountedOn = Effect.fn("Http.mountedOn")(function*(server: MountedOn) {
+  return yield* Effect.map(contributions, (all) => ({
     root: all.flatMap((c) => (c.root === true && c.routes !== undefined ? [c.routes(server)] : [])),
     rest: all.flatMap((c) => (c.root !== true && c.routes !== undefined ? [c.routes(server)] : []))
   }))
+})
 
 /** The contributed panels of a dashboard page, in the order they were contributed. */
-export const panels = (page: string): Effect.Effect<ReadonlyArray<Panel>> =>
-  Effect.map(contributions, (all) => all.flatMap((c) => (c.panels ?? []).filter((panel) => panel.page === page)))
+export const panels = Effect.fn("Http.panels")(function*(page: string) {
+  return yield* Effect.map(
+    contributions,
+    (all) => all.flatMap((c) => (c.panels ?? []).filter((panel) => panel.page === page))
+  )
+})
 
 type Method = "GET" | "HEAD" | "POST" | "DELETE" | "PUT" | "PATCH"
 
@@ -117,20 +120,27 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE" | "PUT" | "PATCH"
  * One path's handlers by method, as a single route: any other method gets 405 with `Allow` (a method no route
  * takes, TRACE included, never reaches a handler). `refuse` writes the 405 in the server's own format.
  */
-export const methods = <R>(
-  handlers: Partial<Record<Method, Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>>>,
-  refuse: (status: 405, message: string) => HttpServerResponse.HttpServerResponse
-): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R | HttpServerRequest.HttpServerRequest> => {
-  const allow = Object.keys(handlers).join(", ")
-  const byMethod: Readonly<Record<string, Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> | undefined>> =
-    handlers
-  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const handler = Object.hasOwn(byMethod, request.method) ? byMethod[request.method] : undefined
-    return handler ?? Effect.succeed(
-      HttpServerResponse.setHeader(refuse(405, `${request.method} is not supported here: use ${allow}`), "allow", allow)
-    )
-  })
-}
+export const methods = Effect.fnUntraced(
+  function*<R>(
+    handlers: Partial<Record<Method, Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>>>,
+    refuse: (status: 405, message: string) => HttpServerResponse.HttpServerResponse
+  ) {
+    const allow = Object.keys(handlers).join(", ")
+    const byMethod: Readonly<
+      Record<string, Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> | undefined>
+    > = handlers
+    return yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const handler = Object.hasOwn(byMethod, request.method) ? byMethod[request.method] : undefined
+      return handler ?? Effect.succeed(
+        HttpServerResponse.setHeader(
+          refuse(405, `${request.method} is not supported here: use ${allow}`),
+          "allow",
+          allow
+        )
+      )
+    })
+  }
+)
 
 /** Adds the route `path` (every method) to a router: see `methods`. */
 export const route =
@@ -141,8 +151,8 @@ export const route =
  * The parts' routes as one app: the first part's `notFound` answers a path that no route takes, and a defect is
  * logged and answered with 500. What `serve` serves, and what an in-process client calls (`HttpApp.toWebHandler`).
  */
-export const toApp = (parts: ReadonlyArray<Routes>): Effect.Effect<HttpApp.Default> =>
-  Effect.map(
+export const toApp = Effect.fn("Http.toApp")(function*(parts: ReadonlyArray<Routes>) {
+  return yield* Effect.map(
     HttpRouter.toHttpApp(HttpRouter.concatAll(...parts.map((part) => part.router))),
     (app) =>
       app.pipe(
@@ -158,6 +168,7 @@ export const toApp = (parts: ReadonlyArray<Routes>): Effect.Effect<HttpApp.Defau
         )
       )
   )
+})
 
 /**
  * How long a client is told it may keep an idle connection (`Keep-Alive: timeout=5`), and how long the server
@@ -212,8 +223,8 @@ const readNode = (source: http.IncomingMessage, maxBytes: number) =>
  * The request's body as text, refused over `maxBytes` (by its Content-Length before a byte is read). Off the
  * socket it is read from Node's request; in process (`HttpApp.toWebHandler`) through the platform.
  */
-export const bodyText = (maxBytes: number): Effect.Effect<string, BodyRefused, HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+export const bodyText = Effect.fn("Http.bodyText")(function*(maxBytes: number) {
+  return yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (Number(request.headers["content-length"]) > maxBytes) return Effect.fail(tooLarge(maxBytes))
     const source = request.source
     return source instanceof http.IncomingMessage
@@ -227,6 +238,7 @@ export const bodyText = (maxBytes: number): Effect.Effect<string, BodyRefused, H
         )
       )
   })
+})
 
 /**
  * Headers about the connection, not the response (RFC 9110 §7.6.1): the server's own to write. The MCP SDK sends
@@ -275,10 +287,8 @@ const writeNode = (body: ReadableStream<Uint8Array>, response: http.ServerRespon
  * about the connection. Off the socket it is written straight to Node's response, chunk by chunk (through a
  * platform stream or a pipeline, each MCP tool call cost 0.4 ms more); in process the body passes through.
  */
-export const respondWeb = (
-  response: Response
-): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+export const respondWeb = Effect.fn("Http.respondWeb")(function*(response: Response) {
+  return yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const headers: Record<string, string> = {}
     for (const [name, value] of response.headers) if (!HOP_BY_HOP.has(name)) headers[name] = value
     const options = { status: response.status, headers }
@@ -293,6 +303,7 @@ export const respondWeb = (
     const written = response.body === null ? Effect.sync(() => void node.end()) : writeNode(response.body, node)
     return Effect.as(written, HttpServerResponse.empty(options))
   })
+})
 
 /** Effect's own tracer, which keeps spans in memory only: the one in place when no exporter is. */
 const NATIVE_TRACER = Effect.runSync(Effect.tracer)
@@ -322,38 +333,34 @@ const reasonOf = (error: unknown, port: number, host: string) =>
  * Serves the parts (`toApp`) on `host:port` until the scope closes, and says where it listens.
  * Closing drops open connections: SSE streams and keep-alive sockets would otherwise hold the close forever.
  */
-export const serve = <E>(
-  parts: ReadonlyArray<Routes>,
-  options: ServeOptions<E>
-): Effect.Effect<Bound, E, Scope.Scope> =>
-  Effect.gen(function*() {
-    const node = http.createServer()
-    node.headersTimeout = 30_000
-    node.keepAliveTimeout = IDLE_KEPT_MS
-    if (options.requestTimeout !== undefined) node.requestTimeout = options.requestTimeout
-    const server = yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host }).pipe(
-      Effect.catchTag("ServeError", (error) =>
-        Effect.fail(options.fail(reasonOf(error.cause, options.port, options.host))))
+export const serve = Effect.fn("Http.serve")(function*<E>(parts: ReadonlyArray<Routes>, options: ServeOptions<E>) {
+  const node = http.createServer()
+  node.headersTimeout = 30_000
+  node.keepAliveTimeout = IDLE_KEPT_MS
+  if (options.requestTimeout !== undefined) node.requestTimeout = options.requestTimeout
+  const server = yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host }).pipe(
+    Effect.catchTag(
+      "ServeError",
+      (error) => Effect.fail(options.fail(reasonOf(error.cause, options.port, options.host)))
     )
-    // A span per request only when spans go somewhere (OpenTelemetry): made for nothing, it cost a tool call 0.07 ms.
-    const untraced = (yield* Effect.tracer) === NATIVE_TRACER
-    yield* server.serve(
-      Effect.map(yield* toApp(parts), (response) =>
-        HttpServerResponse.setHeader(response, "keep-alive", `timeout=${IDLE_TOLD_S}`))
-    ).pipe(HttpMiddleware.withTracerDisabledWhenEffect(() =>
-      untraced
-    ))
-    // Runs before the platform's own close, which alone would wait for open streams forever.
-    yield* Effect.addFinalizer(() =>
-      Effect.async<void>((resume) => {
-        node.close(() =>
-          resume(Effect.void)
-        )
-        node.closeAllConnections()
-      })
+  )
+  // A span per request only when spans go somewhere (OpenTelemetry): made for nothing, it cost a tool call 0.07 ms.
+  const untraced = (yield* Effect.tracer) === NATIVE_TRACER
+  yield* server.serve(
+    Effect.map(
+      yield* toApp(parts),
+      (response) => HttpServerResponse.setHeader(response, "keep-alive", `timeout=${IDLE_TOLD_S}`)
     )
-    const address = server.address
-    const host = address._tag === "TcpAddress" ? address.hostname : options.host
-    const port = address._tag === "TcpAddress" ? address.port : options.port
-    return { origin: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, host, port }
-  })
+  ).pipe(HttpMiddleware.withTracerDisabledWhenEffect(() => untraced))
+  // Runs before the platform's own close, which alone would wait for open streams forever.
+  yield* Effect.addFinalizer(() =>
+    Effect.async<void>((resume) => {
+      node.close(() => resume(Effect.void))
+      node.closeAllConnections()
+    })
+  )
+  const address = server.address
+  const host = address._tag === "TcpAddress" ? address.hostname : options.host
+  const port = address._tag === "TcpAddress" ? address.port : options.port
+  return { origin: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, host, port }
+})

@@ -1,241 +1,40 @@
 /**
- * The fleet's request/response operations, each declared once: its name, its input as JSON-able data (durations in
- * ms), its output and error Schemas, its description, and what a surface needs to derive itself (whether it only
- * reads, which agent it acts on, where a cluster runs it). The `Flotta` interface, the Promise facade, the cluster's
- * protocol, the MCP tools and the CLI's calls are derived from this table; streams, subscriptions and options that
- * are functions are not operations and stay members of `Flotta` of their own.
- *
- * Each operation also says how its method's positional arguments (`ask(name, text, { timeout })`) become its input
- * (`encode`) and back (`decode`): one more surface (a wire) is then a loop over the table.
+ * The fleet's request/response operations, each declared once (see `Operation`). The `Flotta` interface, the
+ * Promise facade, the cluster's protocol, the MCP tools and the CLI's calls are derived from this table; streams,
+ * subscriptions and options that are functions are not operations and stay members of `Flotta` of their own. Each
+ * says how its method's positional arguments become its input (`encode`) and back (`decode`).
  */
-import { Duration, Schema } from "effect"
-import type { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { AgentOptions, ForkOptions } from "./Agent.js"
-import { AgentOptions as AgentOptionsData, dataOf, Labels } from "./AgentOptions.js"
+import { dataOf, Labels } from "./AgentOptions.js"
 import type { ListQuery } from "./AgentOptions.js"
-import { AgentInfo, AgentStatusView, ErrorView, TurnRecord, TurnResult } from "./AgentView.js"
+import { AgentInfo, AgentStatusView, TurnRecord, TurnResult } from "./AgentView.js"
 import { ApprovalDecisionSchema, ApprovalSchema } from "./Approvals.js"
 import type { ApprovalDecision, ApprovalQuery as ApprovalQueryType } from "./Approvals.js"
 import { CostQuery, CostReport } from "./Costs.js"
 import { exact } from "./Decode.js"
 import * as Errors from "./Errors.js"
+import {
+  askOptions,
+  byName,
+  ForkInput,
+  millis,
+  NameField,
+  onName,
+  RunName,
+  SpawnInput,
+  turn,
+  TurnErrors,
+  turnOf
+} from "./internal/operationInputs.js"
+import type { Any, AskOptions, Method, Route } from "./Operation.js"
+import { ApprovalQuery, BroadcastOutcome, fails, op, RunQuery, RunView, snake, Unparked } from "./Operation.js"
 import { NoDiff, RunDiff } from "./RunDiff.js"
 import type * as RunList from "./RunList.js"
 import { Outcome } from "./RunOutcome.js"
 
-/** A turn's own time limit, as a method takes it. */
-export interface AskOptions {
-  /** When it expires the turn is interrupted and fails with TurnTimeout. */
-  readonly timeout?: Duration.DurationInput
-}
-
-/** One agent's answer to a broadcast. */
-export const BroadcastOutcome = Schema.Union(
-  Schema.Struct({
-    name: Schema.String,
-    ok: Schema.Literal(true),
-    turnId: Schema.String,
-    text: Schema.String,
-    costUsd: Schema.Number
-  }),
-  Schema.Struct({ name: Schema.String, ok: Schema.Literal(false), error: ErrorView })
-)
-export type BroadcastOutcome = typeof BroadcastOutcome.Type
-
-export const ApprovalQuery: Schema.Schema<ApprovalQueryType> = Schema.Struct({
-  agent: exact(Schema.String),
-  all: exact(Schema.Boolean)
-})
-
-const RunState = Schema.Literal("running", "succeeded", "failed")
-
-export const RunQuery: Schema.Schema<RunList.RunQuery> = Schema.Struct({
-  state: exact(RunState),
-  kind: exact(Schema.Literal("run", "verify")),
-  limit: exact(Schema.Number),
-  labels: exact(Labels)
-})
-
-export const RunView: Schema.Schema<RunList.RunView> = Schema.Struct({
-  name: Schema.String,
-  kind: Schema.Literal("run", "verify"),
-  state: RunState,
-  startedAt: Schema.String,
-  finishedAt: Schema.NullOr(Schema.String),
-  costUsd: Schema.NullOr(Schema.Number),
-  worktree: Schema.NullOr(Schema.String),
-  branch: Schema.NullOr(Schema.String),
-  passed: Schema.NullOr(Schema.Boolean),
-  error: Schema.NullOr(Schema.String),
-  host: exact(Schema.String),
-  labels: exact(Labels)
-})
-
-/** The agents that resume after an unpark. */
-export const Unparked = Schema.Struct({ unparked: Schema.Array(Schema.String) })
-
-/**
- * What any implementation may fail with besides the operation's own errors: a fleet over several hosts loses a
- * host, finds none live, or cannot read the store that says where an agent is.
- */
-const Everywhere = [Errors.HostLost, Errors.HostUnavailable, Errors.StoreUnavailable] as const
-
-/** Where a cluster runs an operation. */
-export type Route =
-  /** On the host of the agent `agent(input)` names (here, when it names none). */
-  | "agent"
-  /** On every live host, the answers merged. */
-  | "fleet"
-  /** On the host that knows the async run (found by asking each). */
-  | "run"
-  /** A start: the cluster places the agent first (its own protocol). */
-  | "start"
-
-export interface Operation<
-  Args extends ReadonlyArray<unknown>,
-  I,
-  II,
-  O,
-  OI,
-  E,
-  EI,
-  V extends boolean = false,
-  R extends Route = Route
-> {
-  readonly name: string
-  readonly description: string
-  readonly input: Schema.Schema<I, II>
-  readonly output: Schema.Schema<O, OI>
-  readonly error: Schema.Schema<E, EI>
-  /** It changes nothing (MCP's readOnlyHint). */
-  readonly readOnly: boolean
-  readonly route: R
-  /** The agent it acts on, if any: a cluster forwards it to that agent's host. */
-  readonly agent: (input: I) => string | undefined
-  /** The method's arguments as the input, and back. */
-  readonly encode: (...args: Args) => I
-  readonly decode: (input: I) => Args
-  /** Its method is a value (an Effect), not a function: it takes nothing. */
-  readonly value: V
-  /**
-   * Its MCP tool's name (`runResult` is `flotta_run_result`), or null when a tool of another operation serves it:
-   * an MCP call is bounded in time, so `flotta_ask` and `flotta_wait` wait in bounded steps instead of blocking.
-   */
-  readonly tool: string | null
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Any = Operation<any, any, any, any, any, any, any, boolean, Route>
-
-/** An operation's MCP tool name: `runResult` is `flotta_run_result`. */
-const snake = (name: string): string => `flotta_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`
-
-/** An operation's errors: its own, and what any implementation may fail with (`Everywhere`). */
-const fails = <const Es extends ReadonlyArray<Schema.Schema.All>>(...errors: Es) =>
-  Schema.Union(...errors, ...Everywhere)
-
-const op = <Args extends ReadonlyArray<unknown>>() =>
-<
-  I,
-  II,
-  O,
-  OI,
-  E,
-  EI,
-  const R extends Route,
-  V extends boolean = false
->(spec: {
-  readonly name: string
-  readonly description: string
-  readonly input: Schema.Schema<I, II>
-  readonly output: Schema.Schema<O, OI>
-  readonly error: Schema.Schema<E, EI>
-  readonly readOnly: boolean
-  readonly route: R
-  readonly agent?: (input: I) => string | undefined
-  readonly encode: (...args: Args) => I
-  readonly decode: (input: I) => Args
-  readonly value?: V
-  readonly tool?: null
-}): Operation<
-  Args,
-  I,
-  II,
-  O,
-  OI,
-  E,
-  EI,
-  V,
-  R
-> => ({
-  name: spec.name,
-  description: spec.description,
-  input: spec.input,
-  output: spec.output,
-  error: spec.error,
-  readOnly: spec.readOnly,
-  route: spec.route,
-  agent: spec.agent ?? (() => undefined),
-  encode: spec.encode,
-  decode: spec.decode,
-  value: (spec.value ?? false) as V,
-  tool: spec.tool === null ? null : snake(spec.name)
-})
-
-const millis = (timeout: Duration.DurationInput | undefined) =>
-  timeout === undefined ? {} : { timeoutMs: Duration.toMillis(timeout) }
-const askOptions = (timeoutMs: number | undefined): AskOptions =>
-  timeoutMs === undefined ? {} : { timeout: Duration.millis(timeoutMs) }
-
-/** An agent's (or run's) name, as an input names it (a name that breaks the rule is simply not found). */
-const NameField = Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({
-  description: "The agent's (or run's) name: 1 to 63 characters of a-z, 0-9, '.', '_' or '-', starting with a " +
-    "letter or digit"
-})
-const Name = Schema.Struct({ name: NameField })
-const byName = { agent: (input: { readonly name: string }) => input.name }
-/** An operation on one agent by its name alone. */
-const onName = {
-  ...byName,
-  route: "agent" as const,
-  input: Name,
-  encode: (name: string) => ({ name }),
-  decode: (input: { readonly name: string }): [name: string] => [input.name]
-}
-const TurnInput = Schema.Struct({ name: Schema.String, text: Schema.String, timeoutMs: exact(Schema.Number) })
-const turn = {
-  ...byName,
-  route: "agent" as const,
-  input: TurnInput,
-  encode: (name: string, text: string, options: AskOptions = {}) => ({ name, text, ...millis(options.timeout) }),
-  decode: (input: typeof TurnInput.Type): [name: string, text: string, options: AskOptions] => [
-    input.name,
-    input.text,
-    askOptions(input.timeoutMs)
-  ]
-}
-const TurnOf = Schema.Struct({ name: Schema.String, turnId: Schema.String })
-const turnOf = {
-  ...byName,
-  route: "agent" as const,
-  input: TurnOf,
-  encode: (name: string, turnId: string) => ({ name, turnId }),
-  decode: (input: typeof TurnOf.Type): [name: string, turnId: string] => [input.name, input.turnId]
-}
-const RunName = {
-  route: "run" as const,
-  input: Name,
-  encode: (name: string) => ({ name }),
-  decode: (input: { readonly name: string }): [name: string] => [input.name]
-}
-const TurnErrors = Errors.TurnErrorSchema.members
-const SpawnInput = Schema.Struct({ name: Schema.String, options: AgentOptionsData })
-const ForkInput = Schema.Struct({
-  source: Schema.String,
-  name: Schema.String,
-  at: exact(Schema.String),
-  options: AgentOptionsData
-})
+export type { Any, ArgsOf, AskOptions, ErrorOf, InputOf, Method, Operation, OutputOf, Route } from "./Operation.js"
+export { ApprovalQuery, BroadcastOutcome, RunQuery, RunView, Unparked } from "./Operation.js"
 
 /** The table. Its keys are the methods' names. */
 export const operations = {
@@ -534,7 +333,7 @@ export const operations = {
   }),
   costs: op<[query?: CostQuery]>()({
     name: "costs",
-    description: "Spend in a window (since, until), grouped by agent, run, routine, model, day or hour.",
+    description: "Spend in a window (since, until), grouped by agent, run, model, day, hour or a label (`label:KEY`).",
     input: CostQuery,
     encode: (query = {}) => query,
     decode: (input) => [input],
@@ -547,17 +346,6 @@ export const operations = {
 
 export type Operations = typeof operations
 export type Name = keyof Operations
-
-export type ArgsOf<Op> = Op extends { readonly decode: (input: never) => infer Args extends ReadonlyArray<unknown> } ?
-  Args
-  : never
-export type InputOf<Op> = Op extends { readonly input: { readonly Type: infer I } } ? I : never
-export type OutputOf<Op> = Op extends { readonly output: { readonly Type: infer O } } ? O : never
-export type ErrorOf<Op> = Op extends { readonly error: { readonly Type: infer E } } ? E : never
-
-/** An operation as a method of `Flotta`: a function of its arguments, or (taking none) an Effect. */
-export type Method<Op> = Op extends { readonly value: true } ? Effect.Effect<OutputOf<Op>, ErrorOf<Op>>
-  : (...args: ArgsOf<Op>) => Effect.Effect<OutputOf<Op>, ErrorOf<Op>>
 
 /** Every operation as a method: what the `Flotta` interface is made of. */
 export type Methods = { readonly [K in Name]: Method<Operations[K]> }
@@ -592,34 +380,19 @@ export const implement = <K extends FunctionName>(
 ): Pick<Methods, K> => byNames<Pick<Methods, K>>(selected.map((name) => [name, make(name, operations[name])]))
 
 /** Runs an operation's method on `fleet` with its positional arguments (none for a method that is an Effect). */
-export const apply = (fleet: Methods, name: Name, args: ReadonlyArray<unknown>): Effect.Effect<unknown, unknown> => {
+export const apply = Effect.fnUntraced(function*(fleet: Methods, name: Name, args: ReadonlyArray<unknown>) {
   const method: unknown = fleet[name]
   // Each method takes its operation's arguments: `args` are those, as the caller's own signature typed them.
-  return operations[name].value
+  return yield* operations[name].value
     ? method as Effect.Effect<unknown, unknown>
     : (method as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>)(...args)
-}
+})
 
 /** Runs an operation's method on `fleet` from its input (the arguments `decode` gives back). */
-export const invoke = (fleet: Methods, name: Name, input: unknown): Effect.Effect<unknown, unknown> => {
+export const invoke = Effect.fnUntraced(function*(fleet: Methods, name: Name, input: unknown) {
   const op: Any = operations[name]
-  return apply(fleet, name, op.value ? [] : op.decode(input))
-}
-
-/** Every operation as a Promise: what the Promise facade is made of (a method that is an Effect takes nothing). */
-export type Promises = {
-  readonly [K in Name]: (
-    ...args: Operations[K]["value"] extends true ? [] : ArgsOf<Operations[K]>
-  ) => Promise<OutputOf<Operations[K]>>
-}
-
-/** The Promise facade's methods, each running its operation through `run` (a failure rejects with its error). */
-export const promises = (
-  run: (call: (fleet: Methods) => Effect.Effect<unknown, unknown>) => Promise<unknown>
-): Promises =>
-  byNames<Promises>(
-    names.map((name) => [name, (...args: ReadonlyArray<unknown>) => run((fleet) => apply(fleet, name, args))])
-  )
+  return yield* apply(fleet, name, op.value ? [] : op.decode(input))
+})
 
 /** The MCP tool that serves an operation: its own (`runResult` is `flotta_run_result`). */
 export const toolName = (name: Exclude<Name, "askResult" | "watch" | "awaitRun">): string => snake(name)

@@ -117,47 +117,43 @@ export const parseHeaders = (text: string): Record<string, string> => {
  * `otlp` wins over every variable; without it, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT` (used as
  * they are) win over `OTEL_EXPORTER_OTLP_ENDPOINT` (a base). The section's headers win over the variable's.
  */
-export const resolve = (
-  section: FileSection | undefined,
-  options: Options = {}
-): Effect.Effect<Option.Option<Settings>, OtlpConfigError> =>
-  Effect.gen(function*() {
-    const base = section?.otlp !== undefined
-      ? Option.some(yield* checked("telemetry.otlp", section.otlp))
-      : yield* env("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed(Option.none<string>()),
-          onSome: (value) => Effect.map(checked("OTEL_EXPORTER_OTLP_ENDPOINT", value), Option.some)
-        }))
-      )
-    const signal = (name: "traces" | "metrics") =>
-      Effect.gen(function*() {
-        if (section?.otlp !== undefined) return signalUrl(section.otlp, name)
-        const variable = `OTEL_EXPORTER_OTLP_${name.toUpperCase()}_ENDPOINT`
-        const own = yield* env(variable)
-        if (Option.isSome(own)) return yield* checked(variable, own.value)
-        return Option.isSome(base) ? signalUrl(base.value, name) : null
-      })
-    const tracesUrl = yield* signal("traces")
-    const metricsUrl = yield* signal("metrics")
-    if (tracesUrl === null && metricsUrl === null) return Option.none()
-    const headersEnv = yield* env("OTEL_EXPORTER_OTLP_HEADERS")
-    const serviceEnv = yield* env("OTEL_SERVICE_NAME")
-    const intervalEnv = yield* env("OTEL_METRIC_EXPORT_INTERVAL")
-    const interval = Option.getOrUndefined(
-      Option.filter(Option.map(intervalEnv, Number), (n) => Number.isFinite(n) && n > 0)
+export const resolve = Effect.fn("Otlp.resolve")(function*(section: FileSection | undefined, options: Options = {}) {
+  const base = section?.otlp !== undefined
+    ? Option.some(yield* checked("telemetry.otlp", section.otlp))
+    : yield* env("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.succeed(Option.none<string>()),
+        onSome: (value) => Effect.map(checked("OTEL_EXPORTER_OTLP_ENDPOINT", value), Option.some)
+      }))
     )
-    return Option.some<Settings>({
-      tracesUrl,
-      metricsUrl,
-      endpoint: Option.getOrNull(base),
-      headers: { ...Option.match(headersEnv, { onNone: () => ({}), onSome: parseHeaders }), ...section?.headers },
-      serviceName: section?.serviceName ?? Option.getOrElse(serviceEnv, () => "flotta"),
-      children: section?.children === true,
-      metricExportIntervalMs: options.metricExportIntervalMs ?? interval ?? 60_000,
-      shutdownTimeout: options.shutdownTimeout ?? "3 seconds"
+  const signal = (name: "traces" | "metrics") =>
+    Effect.gen(function*() {
+      if (section?.otlp !== undefined) return signalUrl(section.otlp, name)
+      const variable = `OTEL_EXPORTER_OTLP_${name.toUpperCase()}_ENDPOINT`
+      const own = yield* env(variable)
+      if (Option.isSome(own)) return yield* checked(variable, own.value)
+      return Option.isSome(base) ? signalUrl(base.value, name) : null
     })
+  const tracesUrl = yield* signal("traces")
+  const metricsUrl = yield* signal("metrics")
+  if (tracesUrl === null && metricsUrl === null) return Option.none()
+  const headersEnv = yield* env("OTEL_EXPORTER_OTLP_HEADERS")
+  const serviceEnv = yield* env("OTEL_SERVICE_NAME")
+  const intervalEnv = yield* env("OTEL_METRIC_EXPORT_INTERVAL")
+  const interval = Option.getOrUndefined(
+    Option.filter(Option.map(intervalEnv, Number), (n) => Number.isFinite(n) && n > 0)
+  )
+  return Option.some<Settings>({
+    tracesUrl,
+    metricsUrl,
+    endpoint: Option.getOrNull(base),
+    headers: { ...Option.match(headersEnv, { onNone: () => ({}), onSome: parseHeaders }), ...section?.headers },
+    serviceName: section?.serviceName ?? Option.getOrElse(serviceEnv, () => "flotta"),
+    children: section?.children === true,
+    metricExportIntervalMs: options.metricExportIntervalMs ?? interval ?? 60_000,
+    shutdownTimeout: options.shutdownTimeout ?? "3 seconds"
   })
+})
 
 const serializeHeaders = (headers: Readonly<Record<string, string>>) =>
   Object.entries(headers).map(([key, value]) => `${key}=${encodeURIComponent(value)}`).join(",")

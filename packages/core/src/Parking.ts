@@ -60,8 +60,9 @@ export const backoff = (
   )
 
 /** Up to `max`, drawn from `Random`: spreads the fleet's agents apart when a limit resets. */
-export const jitter = (max: Duration.DurationInput): Effect.Effect<Duration.Duration> =>
-  Effect.map(Random.nextIntBetween(0, Duration.toMillis(max) + 1), Duration.millis)
+export const jitter = Effect.fn("Parking.jitter")(function*(max: Duration.DurationInput) {
+  return yield* Effect.map(Random.nextIntBetween(0, Duration.toMillis(max) + 1), Duration.millis)
+})
 
 /** A parked group of agents: one set of credentials. */
 export interface ParkedGroup {

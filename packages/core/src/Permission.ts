@@ -111,25 +111,23 @@ const deny = (tool: string, why: string): PermissionDecision => ({
 })
 
 /** The policy's own answer to one request. A policy function that throws or rejects denies. */
-export const answer = (
-  permission: Policy,
-  tool: string,
-  input: Record<string, unknown>
-): Effect.Effect<PolicyAnswer> => {
-  if (permission === "full") return Effect.succeed({ behavior: "allow" })
+export const answer = Effect.fnUntraced(function*(permission: Policy, tool: string, input: Record<string, unknown>) {
+  if (permission === "full") return yield* Effect.succeed({ behavior: "allow" })
   if (permission === "read_only") {
-    return Effect.succeed(
+    return yield* Effect.succeed(
       READ_ONLY_TOOLS.includes(tool) ? { behavior: "allow" } : deny(tool, "is not allowed for a read-only agent")
     )
   }
   if (typeof permission !== "function") {
     // A scoped rule such as `Bash(git *)` is enforced by the CLI itself; what it still asks about is outside it.
     const { allow, ask } = asData(permission)
-    if (allow.includes(tool)) return Effect.succeed({ behavior: "allow" })
-    if (ask.some((rule) => rule === ANY_TOOL || toolOfRule(rule) === tool)) return Effect.succeed({ behavior: "ask" })
-    return Effect.succeed(deny(tool, `is not in this agent's allow list (${allow.join(", ")})`))
+    if (allow.includes(tool)) return yield* Effect.succeed({ behavior: "allow" })
+    if (ask.some((rule) => rule === ANY_TOOL || toolOfRule(rule) === tool)) {
+      return yield* Effect.succeed({ behavior: "ask" })
+    }
+    return yield* Effect.succeed(deny(tool, `is not in this agent's allow list (${allow.join(", ")})`))
   }
-  return Effect.suspend(() => {
+  return yield* Effect.suspend(() => {
     const answer = permission(tool, input)
     if (Effect.isEffect(answer)) return answer
     if (answer instanceof Promise) return Effect.promise(() => answer)
@@ -138,7 +136,7 @@ export const answer = (
     Effect.map(normalize),
     Effect.catchAllCause((cause) => Effect.succeed(deny(tool, `was refused: the permission policy failed (${cause})`)))
   )
-}
+})
 
 /** Guards against a policy returning something that is not a decision: anything unclear denies. */
 const normalize = (decision: PolicyAnswer): PolicyAnswer => {

@@ -30,16 +30,16 @@ import * as Telemetry from "./Telemetry.js"
 export { NAME_PATTERN } from "./AgentView.js"
 
 /** Agent and run names: lower-case, 1 to 63 characters, usable as a directory and a branch name. */
-export const validateName = (name: unknown): Effect.Effect<string, InvalidName> => {
-  if (typeof name !== "string") return new InvalidName({ name: String(name), reason: "a name must be a string" })
+export const validateName = Effect.fn("Registry.validateName")(function*(name: unknown) {
+  if (typeof name !== "string") return yield* new InvalidName({ name: String(name), reason: "a name must be a string" })
   if (!NAME_PATTERN.test(name)) {
-    return new InvalidName({
+    return yield* new InvalidName({
       name,
       reason: `use ${NAME_RULE}`
     })
   }
-  return Effect.succeed(name)
-}
+  return yield* Effect.succeed(name)
+})
 
 /**
  * A name's entry: an agent starting, one live (its own scope, maybe asleep with no process), one kept as its record

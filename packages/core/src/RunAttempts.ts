@@ -49,12 +49,8 @@ const sessionOf = (error: RunError): string | null =>
   "sessionId" in error && typeof error.sessionId === "string" ? error.sessionId : null
 
 /** Runs a prepared run's attempts (options checked, names reserved) and picks the winner. */
-export const run = (
-  deps: AttemptDeps,
-  name: string,
-  options: RunOptions
-): Effect.Effect<RunResult, RunError | NoAttemptPassed> =>
-  Effect.gen(function*() {
+export const run = Effect.fn("RunAttempts.run")(function*(deps: AttemptDeps, name: string, options: RunOptions) {
+  return yield* Effect.gen(function*() {
     const n = options.attempts ?? 1
     const pick = options.pick ?? "first"
     const { attempts: _n, keepAll, maxBudgetUsd, pick: _pick, verify, ...base } = options
@@ -139,11 +135,15 @@ export const run = (
       if (Option.isSome(first)) {
         // The rest stop: a running one is interrupted and given a moment to end with what it spent, one still
         // waiting to start never starts.
-        yield* Effect.forEach(numbers, (i) =>
-          reports.has(i) ? Effect.void : deps.registry.get(attemptName(name, i)).pipe(
-            Effect.flatMap((agent) => agent.interrupt),
-            Effect.catchTag("AgentNotFound", () => Fiber.interrupt(fibers[i - 1]!))
-          ), { discard: true })
+        yield* Effect.forEach(
+          numbers,
+          (i) =>
+            reports.has(i) ? Effect.void : deps.registry.get(attemptName(name, i)).pipe(
+              Effect.flatMap((agent) => agent.interrupt),
+              Effect.catchTag("AgentNotFound", () => Fiber.interrupt(fibers[i - 1]!))
+            ),
+          { discard: true }
+        )
         yield* Fiber.awaitAll(fibers).pipe(Effect.timeout(deps.interruptGrace), Effect.ignore)
         yield* Fiber.interruptAll(fibers)
       }
@@ -214,6 +214,7 @@ export const run = (
     Effect.ensuring(Effect.ignore(deps.reports.post(name, "closed", {}))),
     Effect.withSpan("flotta.attempts", { attributes: { "flotta.run": name, "flotta.attempts": options.attempts ?? 1 } })
   )
+})
 
 /** Commits what an attempt left on its branch and removes its worktree; one that cannot be removed stays. */
 const tidy = (deps: AttemptDeps, repo: string, tree: RunWorktree, message: string) =>

@@ -109,8 +109,9 @@ export const waiting = Effect.fn("RunInbox.waiting")(function*(dir: string) {
 })
 
 /** The records waiting in `dir` (readable ones), oldest first. */
-export const records = (dir: string) =>
-  Effect.map(waiting(dir), (all) => all.flatMap((w) => (w._tag === "Record" ? [w.record] : [])))
+export const records = Effect.fn("RunInbox.records")(function*(dir: string) {
+  return yield* Effect.map(waiting(dir), (all) => all.flatMap((w) => (w._tag === "Record" ? [w.record] : [])))
+})
 
 /** Moves a file into `rejected/`, keeping it. */
 const reject = (dir: string, file: string) =>

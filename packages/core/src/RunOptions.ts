@@ -69,41 +69,43 @@ export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
 export const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
 
 /** Refuses options a run cannot take, naming the field. */
-export const checkOptions = (options: RunOptions): Effect.Effect<void, InvalidSpec> => {
+export const checkOptions = Effect.fn("RunOptions.checkOptions")(function*(options: RunOptions) {
   if (typeof options.prompt !== "string" || options.prompt.trim().length === 0) {
-    return invalid("prompt", "a run needs a non-empty prompt")
+    return yield* invalid("prompt", "a run needs a non-empty prompt")
   }
   if (options.maxTurns !== undefined && !(Number.isInteger(options.maxTurns) && options.maxTurns > 0)) {
-    return invalid("maxTurns", "must be a positive integer")
+    return yield* invalid("maxTurns", "must be a positive integer")
   }
   if (options.maxBudgetUsd !== undefined && !(options.maxBudgetUsd > 0)) {
-    return invalid("maxBudgetUsd", "must be a positive number of dollars")
+    return yield* invalid("maxBudgetUsd", "must be a positive number of dollars")
   }
   if (options.jsonSchema !== undefined && (typeof options.jsonSchema !== "object" || options.jsonSchema === null)) {
-    return invalid("jsonSchema", "must be a JSON Schema object")
+    return yield* invalid("jsonSchema", "must be a JSON Schema object")
   }
   const attempts = options.attempts
   const best = attempts !== undefined || options.verify !== undefined
   if (attempts !== undefined && !(Number.isInteger(attempts) && attempts >= 1 && attempts <= MAX_ATTEMPTS)) {
-    return invalid("attempts", `must be a whole number from 1 to ${MAX_ATTEMPTS}`)
+    return yield* invalid("attempts", `must be a whole number from 1 to ${MAX_ATTEMPTS}`)
   }
   if (options.pick !== undefined && options.pick !== "first" && options.pick !== "cheapest") {
-    return invalid("pick", "must be \"first\" or \"cheapest\"")
+    return yield* invalid("pick", "must be \"first\" or \"cheapest\"")
   }
-  if (options.pick !== undefined && !best) return invalid("pick", "picks among attempts: set attempts too")
-  if (options.keepAll !== undefined && !best) return invalid("keepAll", "keeps attempts' worktrees: set attempts too")
+  if (options.pick !== undefined && !best) return yield* invalid("pick", "picks among attempts: set attempts too")
+  if (options.keepAll !== undefined && !best) {
+    return yield* invalid("keepAll", "keeps attempts' worktrees: set attempts too")
+  }
   if (options.verify !== undefined) {
     const checks = options.verify.checks
-    if (!Array.isArray(checks) || checks.length === 0) return invalid("verify.checks", "give at least one check")
+    if (!Array.isArray(checks) || checks.length === 0) return yield* invalid("verify.checks", "give at least one check")
     if (checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
-      return invalid("verify.checks", "every check must be a non-empty shell command")
+      return yield* invalid("verify.checks", "every check must be a non-empty shell command")
     }
   }
   if (best && options.worktree === false) {
-    return invalid("worktree", "attempts and their checks run each in a worktree of its own: leave worktree on")
+    return yield* invalid("worktree", "attempts and their checks run each in a worktree of its own: leave worktree on")
   }
   if (options.cleanup === true && (options.worktree === undefined || options.worktree === false) && !best) {
-    return invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
+    return yield* invalid("cleanup", "cleanup removes a run's worktree: set worktree too")
   }
-  return Effect.void
-}
+  return yield* Effect.void
+})

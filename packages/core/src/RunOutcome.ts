@@ -126,16 +126,12 @@ export const outcomeOf = (row: RunRow): Exit.Exit<Outcome, RunError | VerifyErro
 }
 
 /** A run's (or verify's) outcome as `store` keeps it: RunNotFound when it has none, TurnPending while it runs. */
-export const storedOutcome = (
-  store: StoreShape,
-  name: string
-): Effect.Effect<Outcome, RunError | VerifyError | RunNotFound | TurnPending> =>
-  Effect.gen(function*() {
-    const row = yield* store.run(name)
-    if (Option.isNone(row)) return yield* new RunNotFound({ name })
-    if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
-    return yield* outcomeOf(row.value)
-  })
+export const storedOutcome = Effect.fn("RunOutcome.storedOutcome")(function*(store: StoreShape, name: string) {
+  const row = yield* store.run(name)
+  if (Option.isNone(row)) return yield* new RunNotFound({ name })
+  if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
+  return yield* outcomeOf(row.value)
+})
 
 /**
  * Keeps an async run in the store: running (with its worktree once it has one), then its outcome, and then posts
@@ -248,20 +244,26 @@ export const finished = (
  * Runs a run to its end and then posts its `run_finished` entry (`post`, the report log's under its name), however
  * it ended; the worktree it is given is passed on to `onWorktree`.
  */
-export const reportingEnd = <E extends RunError>(
-  post: (entry: RunFinished) => Effect.Effect<unknown>,
-  run: (onWorktree: (path: string) => void) => Effect.Effect<RunResult, E>,
-  onWorktree: (path: string) => void = () => undefined
-): Effect.Effect<RunResult, E> =>
-  Effect.flatMap(Clock.currentTimeMillis, (started) => {
-    let worktree: string | undefined
-    const given = (at: string) => {
-      worktree = at
-      onWorktree(at)
-    }
-    return run(given).pipe(
-      Effect.onExit((exit) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => post(finished(exit, { durationMs: now - started, worktree })))
+export const reportingEnd = Effect.fn("RunOutcome.reportingEnd")(
+  function*<E extends RunError>(
+    post: (entry: RunFinished) => Effect.Effect<unknown>,
+    run: (onWorktree: (path: string) => void) => Effect.Effect<RunResult, E>,
+    onWorktree: (path: string) => void = () => undefined
+  ) {
+    return yield* Effect.flatMap(Clock.currentTimeMillis, (started) => {
+      let worktree: string | undefined
+      const given = (at: string) => {
+        worktree = at
+        onWorktree(at)
+      }
+      return run(given).pipe(
+        Effect.onExit((exit) =>
+          Effect.flatMap(
+            Clock.currentTimeMillis,
+            (now) => post(finished(exit, { durationMs: now - started, worktree }))
+          )
+        )
       )
-    )
-  })
+    })
+  }
+)

@@ -5,11 +5,10 @@
 import { Effect } from "effect"
 import * as path from "node:path"
 import { AgentAlreadyExists, InvalidSpec } from "./Errors.js"
-import type { InvalidName } from "./Errors.js"
 import type { GitShape } from "./Git.js"
 import { validateName } from "./Registry.js"
 import type { ReportLog } from "./ReportLog.js"
-import type { VerifyError, VerifyReport } from "./RunOutcome.js"
+import type { VerifyReport } from "./RunOutcome.js"
 import * as Worktrees from "./Worktrees.js"
 
 export type VerifyRequest = Worktrees.VerifyOptions & { readonly name?: string }
@@ -26,49 +25,43 @@ export interface VerifyDeps {
 const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
 
 /** Checks a verify's options and reserves its name. */
-export const prepare = (
-  deps: VerifyDeps,
-  options: VerifyRequest
-): Effect.Effect<string, InvalidSpec | InvalidName | AgentAlreadyExists> =>
-  Effect.gen(function*() {
-    if (typeof options.branch !== "string" || options.branch.length === 0) {
-      return yield* invalid("branch", "name the branch (or commit) to verify")
-    }
-    if (!Array.isArray(options.checks) || options.checks.length === 0) {
-      return yield* invalid("checks", "give at least one shell command to run")
-    }
-    if (options.checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
-      return yield* invalid("checks", "every check must be a non-empty shell command")
-    }
-    const name = yield* validateName(options.name ?? deps.newName("verify"))
-    if (deps.live.has(name)) return yield* new AgentAlreadyExists({ name })
-    deps.live.add(name)
-    return name
-  })
+export const prepare = Effect.fn("RunVerify.prepare")(function*(deps: VerifyDeps, options: VerifyRequest) {
+  if (typeof options.branch !== "string" || options.branch.length === 0) {
+    return yield* invalid("branch", "name the branch (or commit) to verify")
+  }
+  if (!Array.isArray(options.checks) || options.checks.length === 0) {
+    return yield* invalid("checks", "give at least one shell command to run")
+  }
+  if (options.checks.some((c) => typeof c !== "string" || c.trim().length === 0)) {
+    return yield* invalid("checks", "every check must be a non-empty shell command")
+  }
+  const name = yield* validateName(options.name ?? deps.newName("verify"))
+  if (deps.live.has(name)) return yield* new AgentAlreadyExists({ name })
+  deps.live.add(name)
+  return name
+})
 
 /** Runs the checks of a prepared verify, reporting as it goes; its name is freed at the end. */
-export const run = (
-  deps: VerifyDeps,
-  name: string,
-  cwd: string,
-  options: Worktrees.VerifyOptions
-): Effect.Effect<VerifyReport, VerifyError> =>
-  Effect.gen(function*() {
-    const { reports } = deps
-    yield* reports.post(name, "spawned", { kind: "verify", branch: options.branch, checks: options.checks })
-    const result = yield* deps.git.verify(path.resolve(cwd), options)
-    const report: VerifyReport = { kind: "verify", name, ...result }
-    yield* reports.post(name, "result", {
-      passed: result.passed,
-      commit: result.commit,
-      checks: result.checks.map(({ command, exitCode, ok, timedOut }) => ({ command, ok, exitCode, timedOut }))
-    })
-    return report
-  }).pipe(
-    Effect.tapError((error) =>
-      deps.reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
-    ),
-    Effect.ensuring(
-      deps.reports.post(name, "closed", {}).pipe(Effect.zipRight(Effect.sync(() => deps.live.delete(name))))
+export const run = Effect.fn("RunVerify.run")(
+  function*(deps: VerifyDeps, name: string, cwd: string, options: Worktrees.VerifyOptions) {
+    return yield* Effect.gen(function*() {
+      const { reports } = deps
+      yield* reports.post(name, "spawned", { kind: "verify", branch: options.branch, checks: options.checks })
+      const result = yield* deps.git.verify(path.resolve(cwd), options)
+      const report: VerifyReport = { kind: "verify", name, ...result }
+      yield* reports.post(name, "result", {
+        passed: result.passed,
+        commit: result.commit,
+        checks: result.checks.map(({ command, exitCode, ok, timedOut }) => ({ command, ok, exitCode, timedOut }))
+      })
+      return report
+    }).pipe(
+      Effect.tapError((error) =>
+        deps.reports.post(name, "error", { error: { _tag: error._tag, message: error.message } })
+      ),
+      Effect.ensuring(
+        deps.reports.post(name, "closed", {}).pipe(Effect.zipRight(Effect.sync(() => deps.live.delete(name))))
+      )
     )
-  )
+  }
+)

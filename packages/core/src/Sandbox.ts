@@ -362,11 +362,12 @@ export const here = (childPath: string): Machine => ({
 })
 
 /** Fails with `SandboxUnavailable` for agent `name` when the sandbox cannot run on `machine`. */
-export const check = (name: string, machine: Machine): Effect.Effect<void, SandboxUnavailable> =>
-  Option.match(availability(machine), {
+export const check = Effect.fn("Sandbox.check")(function*(name: string, machine: Machine) {
+  return yield* Option.match(availability(machine), {
     onNone: () => Effect.void,
     onSome: (problem) => new SandboxUnavailable({ name, ...problem, missing: [...problem.missing] })
   })
+})
 
 /** A command that runs nothing but the sandbox itself, as the CLI sets it up (for `doctor`), when there is one. */
 export const probe = (platform: NodeJS.Platform): ReadonlyArray<string> | undefined =>

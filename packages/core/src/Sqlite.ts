@@ -8,7 +8,6 @@
  * prepared statements, SQLite's compiler, `SafeIntegers`. The store (`Store.sqlite`) and the cluster's shared
  * SQLite file use it; `openSync` opens a file the same way for tools, tests and benchmarks.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
@@ -46,11 +45,12 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
  * The driver this Node would use, by name, or why none loads (`StoreUnavailable`, with what to run).
  * `location` is what the failure names.
  */
-export const driver = (location: string, choice: DriverChoice = "auto"): Effect.Effect<string, StoreUnavailable> =>
-  Effect.try({
+export const driver = Effect.fn("Sqlite.driver")(function*(location: string, choice: DriverChoice = "auto") {
+  return yield* Effect.try({
     try: () => Driver.load(choice).name,
     catch: (error) => unavailable(location, error)
   })
+})
 
 const unavailable = (location: string, error: unknown) =>
   error instanceof Driver.DriverUnavailable
@@ -95,112 +95,108 @@ export const openSync = (
 }
 
 /** A client for the scope's life: one connection, closed with the scope. */
-export const make = (
-  config: SqliteClientConfig
-): Effect.Effect<SqliteClient, StoreUnavailable | SqlError, Scope.Scope | Reactivity.Reactivity> =>
-  Effect.gen(function*() {
-    const driver = yield* Effect.try({
-      try: () => Driver.load(config.driver),
-      catch: (error) => unavailable(config.filename, error)
-    })
-    const readOnly = config.readOnly === true
-    const fail = (message: string) => (cause: unknown) =>
-      new SqlError({ cause, message: `${message} (${driver.name})` })
-    const db = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => driver.open(config.filename, { readOnly }),
-        catch: fail(`Failed to open ${config.filename}`)
-      }),
-      (db) => Effect.sync(() => db.close())
-    )
-    yield* Effect.try({
-      try: () => setUp(db, { wal: config.wal ?? !readOnly, busyTimeoutMs: config.busyTimeoutMs }),
-      catch: fail(`Failed to set up ${config.filename}`)
-    })
-
-    const prepareCache = yield* Cache.make({
-      capacity: config.prepareCacheSize ?? 200,
-      timeToLive: config.prepareCacheTTL ?? Duration.minutes(10),
-      lookup: (sql: string) => Effect.try({ try: () => db.prepare(sql), catch: fail("Failed to prepare statement") })
-    })
-    // A statement that failed to prepare (a table not there yet, a lock) is prepared again next time.
-    const prepared = (sql: string) => Effect.tapError(prepareCache.get(sql), () => prepareCache.invalidate(sql))
-
-    /**
-     * Runs a statement under the fiber's `SafeIntegers`: a reader answers through `read`, anything else runs and
-     * its result goes through `written` (the raw result for `executeRaw`, nothing for the rest).
-     */
-    const runStatement = <A, B>(
-      statement: SyncStatement,
-      params: ReadonlyArray<unknown>,
-      read: (statement: SyncStatement) => A,
-      written: (result: RunResult) => B
-    ) =>
-      Effect.withFiberRuntime<A | B, SqlError>((fiber) => {
-        try {
-          statement.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-          return Effect.succeed(statement.reader ? read(statement) : written(statement.run(params)))
-        } catch (cause) {
-          return Effect.fail(fail("Failed to execute statement")(cause))
-        }
-      })
-
-    const noRows = (): ReadonlyArray<object> => []
-    const rows = (statement: SyncStatement, params: ReadonlyArray<unknown>) =>
-      runStatement(statement, params, (reader) => reader.all(params), noRows)
-
-    const run = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.flatMap(prepared(sql), (statement) => rows(statement, params))
-
-    const unprepared = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.flatMap(
-        Effect.try({ try: () => db.prepare(sql), catch: fail("Failed to prepare statement") }),
-        (statement) => rows(statement, params)
-      )
-
-    const connection: Connection = {
-      execute: (sql, params, transformRows) =>
-        transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params),
-      executeRaw: (sql, params) =>
-        Effect.flatMap(
-          prepared(sql),
-          (statement) => runStatement(statement, params, (reader) => reader.all(params), (result) => result)
-        ),
-      executeValues: (sql, params) =>
-        Effect.flatMap(
-          prepared(sql),
-          (statement) =>
-            runStatement(statement, params, (reader) =>
-              reader.values(params), (): ReadonlyArray<ReadonlyArray<unknown>> => [])
-        ),
-      executeUnprepared: (sql, params, transformRows) =>
-        transformRows ? Effect.map(unprepared(sql, params), transformRows) : unprepared(sql, params),
-      executeStream: (sql, params, transformRows) =>
-        Stream.fromIterableEffect(transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params))
-    }
-
-    const semaphore = yield* Effect.makeSemaphore(1)
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
-    // A transaction holds the one connection until its scope closes: nothing else runs inside it meanwhile.
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
-        ),
-        connection
-      )
-    )
-
-    const client = yield* SqlClient.make({
-      acquirer,
-      compiler: Statement.makeCompilerSqlite(),
-      transactionAcquirer,
-      spanAttributes: [
-        ...(config.spanAttributes ? Object.entries(config.spanAttributes) : []),
-        ["db.system.name", "sqlite"],
-        ["flotta.sqlite.driver", driver.name]
-      ]
-    })
-    return Object.assign(client, { driver: driver.name, config }) as SqliteClient
+export const make = Effect.fn("Sqlite.make")(function*(config: SqliteClientConfig) {
+  const driver = yield* Effect.try({
+    try: () => Driver.load(config.driver),
+    catch: (error) => unavailable(config.filename, error)
   })
+  const readOnly = config.readOnly === true
+  const fail = (message: string) => (cause: unknown) => new SqlError({ cause, message: `${message} (${driver.name})` })
+  const db = yield* Effect.acquireRelease(
+    Effect.try({
+      try: () => driver.open(config.filename, { readOnly }),
+      catch: fail(`Failed to open ${config.filename}`)
+    }),
+    (db) => Effect.sync(() => db.close())
+  )
+  yield* Effect.try({
+    try: () => setUp(db, { wal: config.wal ?? !readOnly, busyTimeoutMs: config.busyTimeoutMs }),
+    catch: fail(`Failed to set up ${config.filename}`)
+  })
+
+  const prepareCache = yield* Cache.make({
+    capacity: config.prepareCacheSize ?? 200,
+    timeToLive: config.prepareCacheTTL ?? Duration.minutes(10),
+    lookup: (sql: string) => Effect.try({ try: () => db.prepare(sql), catch: fail("Failed to prepare statement") })
+  })
+  // A statement that failed to prepare (a table not there yet, a lock) is prepared again next time.
+  const prepared = (sql: string) => Effect.tapError(prepareCache.get(sql), () => prepareCache.invalidate(sql))
+
+  /**
+   * Runs a statement under the fiber's `SafeIntegers`: a reader answers through `read`, anything else runs and
+   * its result goes through `written` (the raw result for `executeRaw`, nothing for the rest).
+   */
+  const runStatement = <A, B>(
+    statement: SyncStatement,
+    params: ReadonlyArray<unknown>,
+    read: (statement: SyncStatement) => A,
+    written: (result: RunResult) => B
+  ) =>
+    Effect.withFiberRuntime<A | B, SqlError>((fiber) => {
+      try {
+        statement.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
+        return Effect.succeed(statement.reader ? read(statement) : written(statement.run(params)))
+      } catch (cause) {
+        return Effect.fail(fail("Failed to execute statement")(cause))
+      }
+    })
+
+  const noRows = (): ReadonlyArray<object> => []
+  const rows = (statement: SyncStatement, params: ReadonlyArray<unknown>) =>
+    runStatement(statement, params, (reader) => reader.all(params), noRows)
+
+  const run = (sql: string, params: ReadonlyArray<unknown>) =>
+    Effect.flatMap(prepared(sql), (statement) => rows(statement, params))
+
+  const unprepared = (sql: string, params: ReadonlyArray<unknown>) =>
+    Effect.flatMap(
+      Effect.try({ try: () => db.prepare(sql), catch: fail("Failed to prepare statement") }),
+      (statement) => rows(statement, params)
+    )
+
+  const connection: Connection = {
+    execute: (sql, params, transformRows) =>
+      transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params),
+    executeRaw: (sql, params) =>
+      Effect.flatMap(
+        prepared(sql),
+        (statement) => runStatement(statement, params, (reader) => reader.all(params), (result) => result)
+      ),
+    executeValues: (sql, params) =>
+      Effect.flatMap(
+        prepared(sql),
+        (statement) =>
+          runStatement(statement, params, (reader) =>
+            reader.values(params), (): ReadonlyArray<ReadonlyArray<unknown>> => [])
+      ),
+    executeUnprepared: (sql, params, transformRows) =>
+      transformRows ? Effect.map(unprepared(sql, params), transformRows) : unprepared(sql, params),
+    executeStream: (sql, params, transformRows) =>
+      Stream.fromIterableEffect(transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params))
+  }
+
+  const semaphore = yield* Effect.makeSemaphore(1)
+  const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+  // A transaction holds the one connection until its scope closes: nothing else runs inside it meanwhile.
+  const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+    Effect.as(
+      Effect.zipRight(
+        restore(semaphore.take(1)),
+        Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+      ),
+      connection
+    )
+  )
+
+  const client = yield* SqlClient.make({
+    acquirer,
+    compiler: Statement.makeCompilerSqlite(),
+    transactionAcquirer,
+    spanAttributes: [
+      ...(config.spanAttributes ? Object.entries(config.spanAttributes) : []),
+      ["db.system.name", "sqlite"],
+      ["flotta.sqlite.driver", driver.name]
+    ]
+  })
+  return Object.assign(client, { driver: driver.name, config }) as SqliteClient
+})

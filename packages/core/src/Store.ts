@@ -149,13 +149,14 @@ export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): Readonly
  * A stored row the engine cannot do without that does not decode (a turn's outcome, a run's diff): the read fails
  * with `StoreUnavailable`, naming the store and the row, instead of the fleet dying on it.
  */
-export const unreadable = (store: Pick<StoreShape, "info">, what: string): Effect.Effect<never, StoreUnavailable> =>
-  Effect.flatMap(store.info, ({ location }) =>
+export const unreadable = Effect.fn("Store.unreadable")(function*(store: Pick<StoreShape, "info">, what: string) {
+  return yield* Effect.flatMap(store.info, ({ location }) =>
     new StoreUnavailable({
       location,
       reason: `${what} cannot be read`,
       hint: "It was written by a newer flotta or edited by hand: restore the store from a backup"
     }))
+})
 
 /** Where a durable store is: the config's `store` value. */
 export type StoreConfig =

@@ -3,10 +3,9 @@
  * when named, so a fleet in memory never loads a database driver.
  */
 import { Context, Effect, Layer } from "effect"
-import type { Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import { Store } from "./Store.js"
-import type { StoreConfig, StoreOptions, StoreShape } from "./Store.js"
+import type { StoreConfig, StoreOptions } from "./Store.js"
 
 export type { StoreConfig, StoreOptions } from "./Store.js"
 
@@ -30,8 +29,6 @@ export const layer = (config: StoreConfig | undefined, options: StoreOptions = {
 }
 
 /** The effect that opens a store, for tools that read it without a fleet (`flotta reports --store`). */
-export const open = (
-  config: StoreConfig,
-  options: StoreOptions = {}
-): Effect.Effect<StoreShape, StoreError, Scope.Scope> =>
-  Layer.build(layer(config, options)).pipe(Effect.map((context) => Context.get(context, Store)))
+export const open = Effect.fn("StoreConfig.open")(function*(config: StoreConfig, options: StoreOptions = {}) {
+  return yield* Layer.build(layer(config, options)).pipe(Effect.map((context) => Context.get(context, Store)))
+})

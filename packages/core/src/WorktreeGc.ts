@@ -70,12 +70,8 @@ export const gcCommitMessage = (worktree: Worktree) =>
  * to its branch first (kept, and why, when that commit fails or it is on no branch), or with `force` and `discard`
  * removed with its changes dropped. Branches always stay. `gc` is this on git, `Testing.git` in memory.
  */
-export const collect = <E, R>(
-  ops: GcOps<E, R>,
-  cwd: string,
-  options: GcOptions & { readonly busy: ReadonlySet<string> }
-): Effect.Effect<GcResult, E, R> =>
-  Effect.gen(function*() {
+export const collect = Effect.fn("WorktreeGc.collect")(
+  function*<E, R>(ops: GcOps<E, R>, cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) {
     const repo = yield* ops.repoRoot(cwd)
     const removed: Array<string> = []
     const committed: Array<GcResult["committed"][number]> = []
@@ -115,8 +111,10 @@ export const collect = <E, R>(
         continue
       }
       if (options.discard === true) {
-        yield* removing(worktree, () =>
-          discarded.push({ path: worktree.path, branch: worktree.branch, files: files.right }))
+        yield* removing(
+          worktree,
+          () => discarded.push({ path: worktree.path, branch: worktree.branch, files: files.right })
+        )
         continue
       }
       if (worktree.branch.length === 0) {
@@ -137,28 +135,33 @@ export const collect = <E, R>(
       )
     }
     return { removed, committed, discarded, kept }
-  })
+  }
+)
 
 /** A git failure on the worktree at `path`, as `WorktreeFailed`. */
 const failedAt = (at: string) =>
   Effect.mapError((e: { readonly reason: string }) => new WorktreeFailed({ path: at, reason: e.reason }))
 
 /** `collect` on git here: see there. */
-export const gc = (cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) =>
-  collect<NotAGitRepo | WorktreeFailed, CommandExecutor.CommandExecutor | FileSystem.FileSystem>(
-    {
-      repoRoot: Worktrees.repoRoot,
-      list: Worktrees.list,
-      changedFiles: (worktree) => Worktrees.changedFiles(worktree.path).pipe(failedAt(worktree.path)),
-      commitAll: (worktree, message) => Worktrees.commitAll(worktree, message).pipe(failedAt(worktree.path)),
-      remove: (repo, worktreePath) => Worktrees.remove(repo, worktreePath).pipe(failedAt(worktreePath))
-    },
-    cwd,
-    options
-  )
+export const gc = Effect.fn("WorktreeGc.gc")(
+  function*(cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) {
+    return yield* collect<NotAGitRepo | WorktreeFailed, CommandExecutor.CommandExecutor | FileSystem.FileSystem>(
+      {
+        repoRoot: Worktrees.repoRoot,
+        list: Worktrees.list,
+        changedFiles: (worktree) => Worktrees.changedFiles(worktree.path).pipe(failedAt(worktree.path)),
+        commitAll: (worktree, message) => Worktrees.commitAll(worktree, message).pipe(failedAt(worktree.path)),
+        remove: (repo, worktreePath) => Worktrees.remove(repo, worktreePath).pipe(failedAt(worktreePath))
+      },
+      cwd,
+      options
+    )
+  }
+)
 
 /** `discard` drops uncommitted work, so it is refused without `force` (`InvalidSpec`, naming it). */
-export const checkOptions = (options: GcOptions): Effect.Effect<void, InvalidSpec> =>
-  options.discard === true && options.force !== true
+export const checkOptions = Effect.fn("WorktreeGc.checkOptions")(function*(options: GcOptions) {
+  return yield* options.discard === true && options.force !== true
     ? new InvalidSpec({ path: "discard", reason: "it drops uncommitted work, so it needs force: true as well" })
     : Effect.void
+})

@@ -59,26 +59,24 @@ export interface VerifyOptions {
   readonly timeout?: Duration.DurationInput
 }
 
-type Env = CommandExecutor.CommandExecutor | FileSystem.FileSystem
-
 /** Runs git; a non-zero exit is a failure carrying git's own message. */
-export const git = (cwd: string, ...args: ReadonlyArray<string>) =>
-  Proc.run("git", args, { cwd, timeout: "60 seconds" }).pipe(
+export const git = Effect.fn("Worktrees.git")(function*(cwd: string, ...args: ReadonlyArray<string>) {
+  return yield* Proc.run("git", args, { cwd, timeout: "60 seconds" }).pipe(
     Effect.flatMap((outcome) =>
       outcome.exitCode === 0
         ? Effect.succeed(outcome.output.trim())
         : Effect.fail(new Proc.CommandFailed({ command: `git ${args.join(" ")}`, reason: outcome.output.trim() }))
     )
   )
+})
 
 /** The top of the repository that contains `cwd`. */
-export const repoRoot = (cwd: string): Effect.Effect<string, NotAGitRepo, Env> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const exists = yield* fs.exists(cwd).pipe(Effect.orElseSucceed(() => false))
-    if (!exists) return yield* new NotAGitRepo({ cwd })
-    return yield* git(cwd, "rev-parse", "--show-toplevel").pipe(Effect.mapError(() => new NotAGitRepo({ cwd })))
-  })
+export const repoRoot = Effect.fn("Worktrees.repoRoot")(function*(cwd: string) {
+  const fs = yield* FileSystem.FileSystem
+  const exists = yield* fs.exists(cwd).pipe(Effect.orElseSucceed(() => false))
+  if (!exists) return yield* new NotAGitRepo({ cwd })
+  return yield* git(cwd, "rev-parse", "--show-toplevel").pipe(Effect.mapError(() => new NotAGitRepo({ cwd })))
+})
 
 /** Keeps run worktrees out of the user's `git status`, without touching a tracked file. */
 const excludeWorktreesDir = (repo: string) =>
@@ -100,10 +98,10 @@ const excludeWorktreesDir = (repo: string) =>
 /** Where the worktree of a run named `name` goes. */
 export const pathOf = (repo: string, name: string) => path.join(repo, WORKTREES_DIR, name)
 
-export const create = (repo: string, name: string): Effect.Effect<NewWorktree, WorktreeFailed, Env> => {
+export const create = Effect.fn("Worktrees.create")(function*(repo: string, name: string) {
   const worktreePath = pathOf(repo, name)
   const branch = `worktree-${name}`
-  return Effect.gen(function*() {
+  return yield* Effect.gen(function*() {
     yield* excludeWorktreesDir(repo)
     yield* git(repo, "worktree", "add", "-b", branch, worktreePath, "HEAD")
     yield* git(repo, "worktree", "lock", "--reason", `flotta run ${name}`, worktreePath)
@@ -112,7 +110,7 @@ export const create = (repo: string, name: string): Effect.Effect<NewWorktree, W
   }).pipe(
     Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: "reason" in e ? e.reason : String(e) }))
   )
-}
+})
 
 /** The identity flotta commits under when git has none configured (no `user.name` or `user.email`). */
 export const DEFAULT_IDENTITY = { name: "flotta", email: "flotta@localhost" } as const
@@ -132,16 +130,15 @@ const identityFlags = (cwd: string) =>
  * It skips the pre-commit and commit-msg hooks (this saves work, it is no commit of the user's); another hook, a
  * signing key or a lock can still refuse it, and then it fails with git's words.
  */
-export const commitAll = (worktree: Worktree, message: string) =>
-  Effect.gen(function*() {
-    const status = yield* git(worktree.path, "status", "--porcelain")
-    if (status.length > 0) {
-      yield* git(worktree.path, "add", "-A")
-      const identity = yield* identityFlags(worktree.path)
-      yield* git(worktree.path, ...identity, "commit", "-q", "--no-verify", "-m", message)
-    }
-    return yield* git(worktree.path, "rev-parse", "HEAD")
-  })
+export const commitAll = Effect.fn("Worktrees.commitAll")(function*(worktree: Worktree, message: string) {
+  const status = yield* git(worktree.path, "status", "--porcelain")
+  if (status.length > 0) {
+    yield* git(worktree.path, "add", "-A")
+    const identity = yield* identityFlags(worktree.path)
+    yield* git(worktree.path, ...identity, "commit", "-q", "--no-verify", "-m", message)
+  }
+  return yield* git(worktree.path, "rev-parse", "HEAD")
+})
 
 /** git with `env`, its stdout in full (for a numstat: small), stderr only when it fails. */
 const gitOut = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string>, max = Infinity) =>
@@ -197,14 +194,16 @@ const MAX_STATUS_BYTES = 1024 * 1024
  * The files a worktree holds uncommitted changes to: tracked edits (staged or not, deletions too) and new files
  * that are not ignored, each by its path from the worktree's top, sorted.
  */
-export const changedFiles = (worktreePath: string) =>
-  gitOut(worktreePath, {}, ["status", "--porcelain", "-z", "--untracked-files=all"], MAX_STATUS_BYTES).pipe(
-    Effect.map(({ bytes, total }) => {
-      const text = new TextDecoder().decode(bytes)
-      // Cut short (a tree of many thousands of new files): the last record may be partial.
-      return parseStatus(total > bytes.length ? text.slice(0, text.lastIndexOf("\0") + 1) : text)
-    })
-  )
+export const changedFiles = Effect.fn("Worktrees.changedFiles")(function*(worktreePath: string) {
+  return yield* gitOut(worktreePath, {}, ["status", "--porcelain", "-z", "--untracked-files=all"], MAX_STATUS_BYTES)
+    .pipe(
+      Effect.map(({ bytes, total }) => {
+        const text = new TextDecoder().decode(bytes)
+        // Cut short (a tree of many thousands of new files): the last record may be partial.
+        return parseStatus(total > bytes.length ? text.slice(0, text.lastIndexOf("\0") + 1) : text)
+      })
+    )
+})
 
 /** `git status --porcelain -z`: `XY path` records, a rename's or copy's followed by its old path. */
 export const parseStatus = (text: string): ReadonlyArray<string> => {
@@ -223,32 +222,34 @@ export const parseStatus = (text: string): ReadonlyArray<string> => {
  * What a worktree holds against `base`: what its run committed, what it left uncommitted and its new untracked
  * files (ignored ones left out), read through a throwaway index so the worktree's own is never touched.
  */
-export const diff = (worktree: Worktree, base: string, maxPatchBytes: number = RunDiff.MAX_PATCH_BYTES) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const gitDir = yield* git(worktree.path, "rev-parse", "--absolute-git-dir")
-    const env = { GIT_INDEX_FILE: path.join(gitDir, `flotta-diff-${randomBytes(4).toString("hex")}.index`) }
-    const run = (args: ReadonlyArray<string>, max?: number) => gitOut(worktree.path, env, args, max)
+export const diff = Effect.fn("Worktrees.diff")(
+  function*(worktree: Worktree, base: string, maxPatchBytes: number = RunDiff.MAX_PATCH_BYTES) {
     return yield* Effect.gen(function*() {
-      yield* run(["read-tree", "HEAD"])
-      yield* run(["add", "-A"])
-      const flags = ["-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames"]
-      const numstat = yield* run([...flags, "--numstat", "-z", base])
-      const patch = yield* run([...flags, "--binary", base], maxPatchBytes + 1)
-      return RunDiff.changesOf(
-        RunDiff.parseNumstat(new TextDecoder().decode(numstat.bytes)),
-        RunDiff.boundPatch(patch.bytes, patch.total, maxPatchBytes)
-      )
-    }).pipe(Effect.ensuring(fs.remove(env.GIT_INDEX_FILE).pipe(Effect.ignore)))
-  }).pipe(Effect.mapError((e) => new WorktreeFailed({ path: worktree.path, reason: e.reason })))
+      const fs = yield* FileSystem.FileSystem
+      const gitDir = yield* git(worktree.path, "rev-parse", "--absolute-git-dir")
+      const env = { GIT_INDEX_FILE: path.join(gitDir, `flotta-diff-${randomBytes(4).toString("hex")}.index`) }
+      const run = (args: ReadonlyArray<string>, max?: number) => gitOut(worktree.path, env, args, max)
+      return yield* Effect.gen(function*() {
+        yield* run(["read-tree", "HEAD"])
+        yield* run(["add", "-A"])
+        const flags = ["-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames"]
+        const numstat = yield* run([...flags, "--numstat", "-z", base])
+        const patch = yield* run([...flags, "--binary", base], maxPatchBytes + 1)
+        return RunDiff.changesOf(
+          RunDiff.parseNumstat(new TextDecoder().decode(numstat.bytes)),
+          RunDiff.boundPatch(patch.bytes, patch.total, maxPatchBytes)
+        )
+      }).pipe(Effect.ensuring(fs.remove(env.GIT_INDEX_FILE).pipe(Effect.ignore)))
+    }).pipe(Effect.mapError((e) => new WorktreeFailed({ path: worktree.path, reason: e.reason })))
+  }
+)
 
 /** Unlocks and removes a worktree; its branch stays. */
-export const remove = (repo: string, worktreePath: string, force = true) =>
-  Effect.gen(function*() {
-    yield* git(repo, "worktree", "unlock", worktreePath).pipe(Effect.ignore)
-    yield* git(repo, "worktree", "remove", ...(force ? ["--force"] : []), worktreePath)
-    yield* git(repo, "worktree", "prune").pipe(Effect.ignore)
-  })
+export const remove = Effect.fn("Worktrees.remove")(function*(repo: string, worktreePath: string, force = true) {
+  yield* git(repo, "worktree", "unlock", worktreePath).pipe(Effect.ignore)
+  yield* git(repo, "worktree", "remove", ...(force ? ["--force"] : []), worktreePath)
+  yield* git(repo, "worktree", "prune").pipe(Effect.ignore)
+})
 
 interface Porcelain {
   readonly path: string
@@ -270,8 +271,8 @@ const parsePorcelain = (text: string): ReadonlyArray<Porcelain> =>
   })
 
 /** The run worktrees of the repository that contains `cwd`. */
-export const list = (cwd: string): Effect.Effect<ReadonlyArray<WorktreeInfo>, NotAGitRepo | WorktreeFailed, Env> =>
-  Effect.gen(function*() {
+export const list = Effect.fn("Worktrees.list")(function*(cwd: string) {
+  return yield* Effect.gen(function*() {
     const repo = yield* repoRoot(cwd)
     const fs = yield* FileSystem.FileSystem
     const now = yield* Clock.currentTimeMillis
@@ -291,74 +292,74 @@ export const list = (cwd: string): Effect.Effect<ReadonlyArray<WorktreeInfo>, No
         }
       }))
   }).pipe(Effect.catchTag("CommandFailed", (e) => new WorktreeFailed({ path: cwd, reason: e.reason })))
+})
 
 /** Runs each shell check in `dir`, in order, every one whatever the others did (`env` added to theirs). */
-export const checksIn = (
-  dir: string,
-  checks: ReadonlyArray<string>,
-  options: { readonly timeout?: Duration.DurationInput; readonly env?: Record<string, string> } = {}
-): Effect.Effect<ReadonlyArray<CheckResult>, never, CommandExecutor.CommandExecutor> =>
-  Effect.forEach(checks, (command) =>
-    Proc.run("sh", ["-c", command], {
-      cwd: dir,
-      timeout: options.timeout ?? Duration.minutes(10),
-      maxOutput: 4000,
-      ...(options.env === undefined ? {} : { env: options.env })
-    }).pipe(
-      Effect.map((o): CheckResult => ({
-        command,
-        ok: o.exitCode === 0 && !o.timedOut,
-        exitCode: o.exitCode,
-        timedOut: o.timedOut,
-        durationMs: o.durationMs,
-        output: o.output
-      })),
-      Effect.catchTag("CommandFailed", (e) =>
-        Effect.succeed<CheckResult>({
+export const checksIn = Effect.fn("Worktrees.checksIn")(
+  function*(
+    dir: string,
+    checks: ReadonlyArray<string>,
+    options: { readonly timeout?: Duration.DurationInput; readonly env?: Record<string, string> } = {}
+  ) {
+    return yield* Effect.forEach(checks, (command) =>
+      Proc.run("sh", ["-c", command], {
+        cwd: dir,
+        timeout: options.timeout ?? Duration.minutes(10),
+        maxOutput: 4000,
+        ...(options.env === undefined ? {} : { env: options.env })
+      }).pipe(
+        Effect.map((o): CheckResult => ({
           command,
-          ok: false,
-          exitCode: null,
-          timedOut: false,
-          durationMs: 0,
-          output: e.reason
-        }))
-    ))
+          ok: o.exitCode === 0 && !o.timedOut,
+          exitCode: o.exitCode,
+          timedOut: o.timedOut,
+          durationMs: o.durationMs,
+          output: o.output
+        })),
+        Effect.catchTag("CommandFailed", (e) =>
+          Effect.succeed<CheckResult>({
+            command,
+            ok: false,
+            exitCode: null,
+            timedOut: false,
+            durationMs: 0,
+            output: e.reason
+          }))
+      ))
+  }
+)
 
 /** Runs each check in a throwaway worktree of `branch`, removed afterwards whatever happens. */
-export const verify = (
-  cwd: string,
-  options: VerifyOptions
-): Effect.Effect<VerifyResult, NotAGitRepo | BranchNotFound | WorktreeFailed, Env> =>
-  Effect.gen(function*() {
-    const repo = yield* repoRoot(cwd)
-    const commit = yield* git(repo, "rev-parse", "--verify", "--quiet", `${options.branch}^{commit}`).pipe(
-      Effect.mapError(() => new BranchNotFound({ cwd: repo, branch: options.branch }))
-    )
-    const fs = yield* FileSystem.FileSystem
-    return yield* Effect.acquireUseRelease(
-      Effect.gen(function*() {
-        const dir = yield* fs.makeTempDirectory({ directory: os.tmpdir(), prefix: "flotta-verify-" }).pipe(
-          Effect.mapError((e) => new WorktreeFailed({ path: os.tmpdir(), reason: e.message }))
-        )
-        const worktreePath = path.join(dir, "tree")
-        yield* git(repo, "worktree", "add", "--detach", worktreePath, commit).pipe(
-          Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: e.reason }))
-        )
-        return { dir, worktreePath }
-      }),
-      ({ worktreePath }) =>
-        checksIn(worktreePath, options.checks, options.timeout === undefined ? {} : { timeout: options.timeout }),
-      ({ dir, worktreePath }) =>
-        remove(repo, worktreePath).pipe(
-          Effect.ignore,
-          Effect.zipRight(fs.remove(dir, { recursive: true }).pipe(Effect.ignore))
-        )
-    ).pipe(
-      Effect.map((checks) => ({
-        passed: checks.every((c) => c.ok),
-        branch: options.branch,
-        commit,
-        checks
-      }))
-    )
-  })
+export const verify = Effect.fn("Worktrees.verify")(function*(cwd: string, options: VerifyOptions) {
+  const repo = yield* repoRoot(cwd)
+  const commit = yield* git(repo, "rev-parse", "--verify", "--quiet", `${options.branch}^{commit}`).pipe(
+    Effect.mapError(() => new BranchNotFound({ cwd: repo, branch: options.branch }))
+  )
+  const fs = yield* FileSystem.FileSystem
+  return yield* Effect.acquireUseRelease(
+    Effect.gen(function*() {
+      const dir = yield* fs.makeTempDirectory({ directory: os.tmpdir(), prefix: "flotta-verify-" }).pipe(
+        Effect.mapError((e) => new WorktreeFailed({ path: os.tmpdir(), reason: e.message }))
+      )
+      const worktreePath = path.join(dir, "tree")
+      yield* git(repo, "worktree", "add", "--detach", worktreePath, commit).pipe(
+        Effect.mapError((e) => new WorktreeFailed({ path: worktreePath, reason: e.reason }))
+      )
+      return { dir, worktreePath }
+    }),
+    ({ worktreePath }) =>
+      checksIn(worktreePath, options.checks, options.timeout === undefined ? {} : { timeout: options.timeout }),
+    ({ dir, worktreePath }) =>
+      remove(repo, worktreePath).pipe(
+        Effect.ignore,
+        Effect.zipRight(fs.remove(dir, { recursive: true }).pipe(Effect.ignore))
+      )
+  ).pipe(
+    Effect.map((checks) => ({
+      passed: checks.every((c) => c.ok),
+      branch: options.branch,
+      commit,
+      checks
+    }))
+  )
+})

@@ -36,8 +36,8 @@ const FILES: Record<string, { readonly locate: () => string; readonly type: stri
 const cache = new Map<string, Asset>()
 
 /** An asset by name, or none for a name that is not one (a missing file is a broken install: a defect). */
-export const asset = (file: string): Effect.Effect<Option.Option<Asset>> =>
-  Effect.suspend(() => {
+export const asset = Effect.fn("Assets.asset")(function*(file: string) {
+  return yield* Effect.suspend(() => {
     const known = Object.hasOwn(FILES, file) ? FILES[file] : undefined
     if (known === undefined) return Effect.succeedNone
     const cached = cache.get(file)
@@ -50,3 +50,4 @@ export const asset = (file: string): Effect.Effect<Option.Option<Asset>> =>
       })
     )
   })
+})

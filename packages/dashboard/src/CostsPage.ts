@@ -9,7 +9,6 @@
  */
 import * as Costs from "@flotta/core/Costs"
 import type { CostBy, CostQuery, CostReport } from "@flotta/core/Costs"
-import type { InvalidSpec } from "@flotta/core/Errors"
 import { Flotta } from "@flotta/core/Flotta"
 import { Clock, Effect } from "effect"
 import type { Chart } from "./Charts.js"
@@ -17,7 +16,6 @@ import type { Html } from "./Html.js"
 import { html } from "./Html.js"
 import type { Page } from "./PageParts.js"
 import { agentLink, dollars, empty, runLink } from "./PageParts.js"
-import type { Unanswered } from "./Views.js"
 
 export const DAY = 86_400_000
 /** The window when the address names none. */
@@ -93,28 +91,24 @@ export interface CostsView {
 }
 
 /** What the page shows: the totals and, in the chosen window, spend by day and each table's groups. */
-export const view = (params: CostWindowParams): Effect.Effect<CostsView, InvalidSpec | Unanswered, Flotta> =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
-    const [todayReport, week, window, ...groups] = yield* Effect.all([
-      fleet.costs({ since: today, by: "day" }),
-      fleet.costs({ since: "7d", by: "day" }),
-      fleet.costs(costQuery(params, "day")),
-      ...tablesOf(params).map(([by]) => fleet.costs(costQuery(params, by)))
-    ])
-    return { today: todayReport!, week: week!, window: window!, groups }
-  })
+export const view = Effect.fn("CostsPage.view")(function*(params: CostWindowParams) {
+  const fleet = yield* Flotta
+  const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
+  const [todayReport, week, window, ...groups] = yield* Effect.all([
+    fleet.costs({ since: today, by: "day" }),
+    fleet.costs({ since: "7d", by: "day" }),
+    fleet.costs(costQuery(params, "day")),
+    ...tablesOf(params).map(([by]) => fleet.costs(costQuery(params, by)))
+  ])
+  return { today: todayReport!, week: week!, window: window!, groups }
+})
 
 /** A CSV download: the body, and the file name it is saved as. */
-export const csv = (
-  query: URLSearchParams
-): Effect.Effect<{ readonly body: string; readonly filename: string }, InvalidSpec | Unanswered, Flotta> =>
-  Effect.gen(function*() {
-    const by = (query.get("by")?.trim() || "agent") as CostBy
-    const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), by)))
-    return { body: Costs.toCsv(report), filename: `flotta-costs-by-${report.by}.csv` }
-  })
+export const csv = Effect.fn("CostsPage.csv")(function*(query: URLSearchParams) {
+  const by = (query.get("by")?.trim() || "agent") as CostBy
+  const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), by)))
+  return { body: Costs.toCsv(report), filename: `flotta-costs-by-${report.by}.csv` }
+})
 
 const roundUsd = (usd: number) => Math.round(usd * 1e6) / 1e6
 const dayOf = (millis: number) => Math.floor(millis / DAY)
@@ -140,13 +134,10 @@ export const perDay = (report: CostReport, now: number): Chart => {
 }
 
 /** The chart's data (`GET /api/costs`), for the window in the address. */
-export const chartData = (
-  query: URLSearchParams
-): Effect.Effect<{ readonly costPerDay: Chart }, InvalidSpec | Unanswered, Flotta> =>
-  Effect.gen(function*() {
-    const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), "day")))
-    return { costPerDay: perDay(report, yield* Clock.currentTimeMillis) }
-  })
+export const chartData = Effect.fn("CostsPage.chartData")(function*(query: URLSearchParams) {
+  const report = yield* Effect.flatMap(Flotta, (fleet) => fleet.costs(costQuery(paramsOf(query), "day")))
+  return { costPerDay: perDay(report, yield* Clock.currentTimeMillis) }
+})
 
 // ------------------------------------------------------------------------------------------------ markup
 
@@ -216,10 +207,10 @@ const chooser = (params: CostWindowParams) =>
 </form>`
 
 /** The page for the window in the address; a bound `Costs` cannot read is a 400 that says why. */
-export const costsPage = (query: URLSearchParams): Effect.Effect<Page, Unanswered, Flotta> => {
+export const costsPage = Effect.fn("CostsPage.costsPage")(function*(query: URLSearchParams) {
   const params = paramsOf(query)
   const before = chooser(params)
-  return view(params).pipe(
+  return yield* view(params).pipe(
     Effect.map((v): Page => ({
       status: 200,
       title: "Costs",
@@ -246,4 +237,4 @@ ${total("This window", v.window)}
         live: html`<p class="error">The window is not one the cost console reads: ${error.path}: ${error.reason}</p>`
       }))
   )
-}
+})

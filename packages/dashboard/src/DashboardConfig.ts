@@ -52,11 +52,8 @@ export class DashboardConfigError extends Data.TaggedError("DashboardConfigError
 const fail = (reason: string) => new DashboardConfigError({ reason })
 
 /** Applies defaults and checks the settings; `shared` is the MCP server it sits on, when it has no port. */
-export const make = (
-  input: DashboardConfigInput = {},
-  shared?: SharedServer
-): Effect.Effect<DashboardSettings, DashboardConfigError> =>
-  Effect.gen(function*() {
+export const make = Effect.fn("DashboardConfig.make")(
+  function*(input: DashboardConfigInput = {}, shared?: SharedServer) {
     if (shared !== undefined && input.port === undefined && input.host !== undefined) {
       return yield* fail(
         "dashboard.host needs dashboard.port: without a port the dashboard shares the MCP server and its host"
@@ -85,7 +82,8 @@ export const make = (
       allowedOrigins: [...(shared?.allowedOrigins ?? []), ...(input.allowedOrigins ?? []).map(originHostname)],
       allowedHosts: [...(shared?.allowedHosts ?? []), ...(input.allowedHosts ?? [])]
     } satisfies DashboardSettings
-  })
+  }
+)
 
 /** The `dashboard` section of a config file, as written (`enabled: false` turns it off). */
 export const FileSection = Schema.Struct({

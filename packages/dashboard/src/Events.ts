@@ -53,8 +53,8 @@ export const cursorOf = (lastEventId: string | undefined, since: string | null):
 const BACKLOG = 1024
 
 /** The log from `cursor` on, then live, as the response's stream; it ends when the client goes. */
-export const stream = (cursor: number | undefined) =>
-  Effect.map(Flotta, (fleet) =>
+export const stream = Effect.fn("Events.stream")(function*(cursor: number | undefined) {
+  return yield* Effect.map(Flotta, (fleet) =>
     HttpServerResponse.stream(
       Stream.unwrapScoped(Effect.gen(function*() {
         const live = yield* fleet.subscribe({ capacity: 4096 })
@@ -105,3 +105,4 @@ export const stream = (cursor: number | undefined) =>
         headers: { "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" }
       }
     ))
+})

@@ -119,32 +119,31 @@ const pageOf = (request: PageRequest): Effect.Effect<Page, Views.Unanswered, Flo
  * A page, whole or only its live region. A store that cannot be read shows as a 503 page naming it; a defect as a
  * 500 page, logged; the fleet's other errors never do.
  */
-export const render = (request: PageRequest): Effect.Effect<Rendered, never, Flotta> =>
-  Effect.gen(function*() {
-    const rendered = pageOf(request).pipe(
-      Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(storeUnavailable(error))),
-      Effect.catchAllCause((cause) => Effect.as(Effect.logError("dashboard page failed", cause), failed(cause)))
-    )
-    // A fragment goes into a page that already follows the log: it needs no cursor.
-    if (request.fragment) return yield* Effect.map(rendered, (page) => ({ status: page.status, html: page.live.value }))
-    // Read before the data: what happens meanwhile is replayed to the page, never lost.
-    const read = request.page === "login" ? Either.right(0) : yield* Effect.either(Views.cursor)
-    // A store that cannot be read shows as the error page, like any other failure to answer.
-    const cursor = Either.getOrElse(read, () => 0)
-    const page = Either.isLeft(read) ? failed(Cause.fail(read.left)) : yield* rendered
-    return {
-      status: page.status,
-      html: document({
-        title: page.title,
-        page: request.page,
-        cursor,
-        agent: page.agent,
-        before: page.before,
-        live: page.live,
-        after: page.after,
-        flash: request.error,
-        charts: page.charts === true,
-        static: request.page === "login"
-      })
-    }
-  })
+export const render = Effect.fn("Pages.render")(function*(request: PageRequest) {
+  const rendered = pageOf(request).pipe(
+    Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(storeUnavailable(error))),
+    Effect.catchAllCause((cause) => Effect.as(Effect.logError("dashboard page failed", cause), failed(cause)))
+  )
+  // A fragment goes into a page that already follows the log: it needs no cursor.
+  if (request.fragment) return yield* Effect.map(rendered, (page) => ({ status: page.status, html: page.live.value }))
+  // Read before the data: what happens meanwhile is replayed to the page, never lost.
+  const read = request.page === "login" ? Either.right(0) : yield* Effect.either(Views.cursor)
+  // A store that cannot be read shows as the error page, like any other failure to answer.
+  const cursor = Either.getOrElse(read, () => 0)
+  const page = Either.isLeft(read) ? failed(Cause.fail(read.left)) : yield* rendered
+  return {
+    status: page.status,
+    html: document({
+      title: page.title,
+      page: request.page,
+      cursor,
+      agent: page.agent,
+      before: page.before,
+      live: page.live,
+      after: page.after,
+      flash: request.error,
+      charts: page.charts === true,
+      static: request.page === "login"
+    })
+  }
+})

@@ -51,8 +51,8 @@ const kindLinks = (filter: ReportFilter) =>
     })
   }</nav>`
 
-export const reportsPage = (filter: ReportFilter) =>
-  Effect.map(Views.reports(filter), (entries): Page => ({
+export const reportsPage = Effect.fn("ReportsPage.reportsPage")(function*(filter: ReportFilter) {
+  return yield* Effect.map(Views.reports(filter), (entries): Page => ({
     status: 200,
     title: "Reports",
     before: html`<h1>Reports</h1>
@@ -69,3 +69,4 @@ ${kindLinks(filter)}`,
 <tbody>${entries.length === 0 ? empty(5, "No reports match.") : entries.map(reportRow)}</tbody>
 </table>`
   }))
+})

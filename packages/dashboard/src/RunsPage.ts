@@ -109,8 +109,8 @@ const table = (filter: RunsFilter, runs: ReadonlyArray<RunView>) => {
 }
 
 /** The page for the filter in the address; a filter value it does not know is a 400 naming the ones it knows. */
-export const runsPage = (query: URLSearchParams) =>
-  Either.match(Views.runsFilter(query), {
+export const runsPage = Effect.fn("RunsPage.runsPage")(function*(query: URLSearchParams) {
+  return yield* Either.match(Views.runsFilter(query), {
     onLeft: (bad): Effect.Effect<Page> =>
       Effect.succeed({
         status: 400,
@@ -128,3 +128,4 @@ export const runsPage = (query: URLSearchParams) =>
         live: table(filter, runs)
       }))
   })
+})

@@ -92,8 +92,8 @@ export type AgentView =
   | { readonly _tag: "Gone"; readonly name: string; readonly last: ReportEntry | null }
 
 /** An async run's (or verify's) outcome by name; none while it runs, or for a name no async run had. */
-export const runOutcome = (name: string): Effect.Effect<Option.Option<RunOutcomeView>, StoreUnavailable, Flotta> =>
-  Effect.flatMap(Flotta, (fleet) => fleet.runResult(name)).pipe(
+export const runOutcome = Effect.fn("Views.runOutcome")(function*(name: string) {
+  return yield* Effect.flatMap(Flotta, (fleet) => fleet.runResult(name)).pipe(
     Effect.map((result) => Option.some<RunOutcomeView>({ result, error: null })),
     // The run's own failure is its outcome; a store that cannot be read is the page's (503), not the run's.
     Effect.catchAll((error) =>
@@ -104,6 +104,7 @@ export const runOutcome = (name: string): Effect.Effect<Option.Option<RunOutcome
       )
     )
   )
+})
 
 const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktreeOf(info.cwd) : null)
 
@@ -111,43 +112,44 @@ const worktreeOfAgent = (info: AgentInfo) => (info.lifecycle === "run" ? worktre
  * One agent or async run, however it stands now: live, closed (from the store), finished, or gone. `again`: read
  * once more after a live agent went between two reads.
  */
-export const agent = (name: string, again = true): Effect.Effect<AgentView, Unanswered, Flotta> =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const found = yield* Effect.option(fleet.info(name))
-    if (Option.isSome(found) && found.value.status !== "closed") {
-      const live = yield* Effect.all({
-        status: fleet.status(name),
-        transcript: fleet.transcript(name),
-        approvals: fleet.approvals({ agent: name })
-      }).pipe(Effect.option)
-      const info = found.value
-      if (Option.isSome(live)) return { _tag: "Live", info, ...live.value, worktree: worktreeOfAgent(info) } as const
-      // Closed in between: read it again, from the store.
-      if (again) return yield* agent(name, false)
-    } else if (Option.isSome(found)) {
-      const info = found.value
-      return {
-        _tag: "Closed",
-        info,
-        transcript: yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => [])),
-        worktree: worktreeOfAgent(info),
-        run: info.lifecycle === "run" ? Option.getOrNull(yield* runOutcome(name)) : null
-      } as const
-    }
-    const finished = yield* runOutcome(name)
-    if (Option.isSome(finished)) return { _tag: "Finished", name, ...finished.value } as const
-    const last = yield* fleet.reports({ agent: name, last: 1 })
-    return { _tag: "Gone", name, last: last.entries.at(-1) ?? null } as const
-  })
+export const agent: (name: string, again?: boolean) => Effect.Effect<AgentView, Unanswered, Flotta> = Effect.fn(
+  "Views.agent"
+)(function*(name: string, again = true) {
+  const fleet = yield* Flotta
+  const found = yield* Effect.option(fleet.info(name))
+  if (Option.isSome(found) && found.value.status !== "closed") {
+    const live = yield* Effect.all({
+      status: fleet.status(name),
+      transcript: fleet.transcript(name),
+      approvals: fleet.approvals({ agent: name })
+    }).pipe(Effect.option)
+    const info = found.value
+    if (Option.isSome(live)) return { _tag: "Live", info, ...live.value, worktree: worktreeOfAgent(info) } as const
+    // Closed in between: read it again, from the store.
+    if (again) return yield* agent(name, false)
+  } else if (Option.isSome(found)) {
+    const info = found.value
+    return {
+      _tag: "Closed",
+      info,
+      transcript: yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => [])),
+      worktree: worktreeOfAgent(info),
+      run: info.lifecycle === "run" ? Option.getOrNull(yield* runOutcome(name)) : null
+    } as const
+  }
+  const finished = yield* runOutcome(name)
+  if (Option.isSome(finished)) return { _tag: "Finished", name, ...finished.value } as const
+  const last = yield* fleet.reports({ agent: name, last: 1 })
+  return { _tag: "Gone", name, last: last.entries.at(-1) ?? null } as const
+})
 
 /** A run's diff, or why there is none (no worktree: NoDiff; no such run: RunNotFound; or another failure). */
 export type RunDiffView =
   | { readonly _tag: "Diff"; readonly diff: RunDiff }
   | { readonly _tag: "None"; readonly error: string; readonly name: string; readonly message: string }
 
-export const runDiff = (name: string): Effect.Effect<RunDiffView, StoreUnavailable, Flotta> =>
-  Effect.flatMap(Flotta, (fleet) => fleet.diff(name)).pipe(
+export const runDiff = Effect.fn("Views.runDiff")(function*(name: string) {
+  return yield* Effect.flatMap(Flotta, (fleet) => fleet.diff(name)).pipe(
     Effect.map((diff): RunDiffView => ({ _tag: "Diff", diff })),
     Effect.catchAll((error) =>
       error._tag === "StoreUnavailable"
@@ -155,6 +157,7 @@ export const runDiff = (name: string): Effect.Effect<RunDiffView, StoreUnavailab
         : Effect.succeed<RunDiffView>({ _tag: "None", error: error._tag, name, message: error.message })
     )
   )
+})
 
 /** What the run page shows: the run as `runs()` lists it, its outcome, its agent, and its diff. */
 export interface RunPageView {
@@ -169,29 +172,28 @@ export interface RunPageView {
 }
 
 /** Everything known of a run by name; `found` is false when nothing is. */
-export const run = (name: string): Effect.Effect<RunPageView & { readonly found: boolean }, StoreUnavailable, Flotta> =>
-  Effect.gen(function*() {
-    const fleet = yield* Flotta
-    const [listed, outcome, diff] = yield* Effect.all([
-      fleet.runs().pipe(
-        Effect.map((views) => views.find((v) => v.name === name) ?? null),
-        Effect.orElseSucceed(() => null)
-      ),
-      runOutcome(name),
-      runDiff(name)
-    ])
-    const info = listed === null ? yield* Effect.option(fleet.info(name)) : Option.none()
-    const agent = Option.isSome(info) && info.value.lifecycle === "run"
-      ? {
-        info: info.value,
-        last: (yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => []))).at(-1) ??
-          null
-      }
-      : null
-    const found = listed !== null || Option.isSome(outcome) || agent !== null ||
-      !(diff._tag === "None" && diff.error === "RunNotFound")
-    return { name, run: listed, outcome: Option.getOrNull(outcome), agent, diff, found }
-  })
+export const run = Effect.fn("Views.run")(function*(name: string) {
+  const fleet = yield* Flotta
+  const [listed, outcome, diff] = yield* Effect.all([
+    fleet.runs().pipe(
+      Effect.map((views) => views.find((v) => v.name === name) ?? null),
+      Effect.orElseSucceed(() => null)
+    ),
+    runOutcome(name),
+    runDiff(name)
+  ])
+  const info = listed === null ? yield* Effect.option(fleet.info(name)) : Option.none()
+  const agent = Option.isSome(info) && info.value.lifecycle === "run"
+    ? {
+      info: info.value,
+      last: (yield* fleet.transcript(name).pipe(Effect.orElseSucceed((): ReadonlyArray<TurnRecord> => []))).at(-1) ??
+        null
+    }
+    : null
+  const found = listed !== null || Option.isSome(outcome) || agent !== null ||
+    !(diff._tag === "None" && diff.error === "RunNotFound")
+  return { name, run: listed, outcome: Option.getOrNull(outcome), agent, diff, found }
+})
 
 export const RUN_STATES = ["running", "succeeded", "failed"] as const
 export const RUN_KINDS = ["run", "verify"] as const
@@ -227,13 +229,14 @@ export const runsFilter = (query: URLSearchParams): Either.Either<RunsFilter, Ba
 export const RUNS_SHOWN = 200
 
 /** The async runs and verifies under a filter, newest first, at most `RUNS_SHOWN`. */
-export const runs = (filter: RunsFilter): Effect.Effect<ReadonlyArray<RunView>, Unanswered, Flotta> =>
-  Effect.flatMap(Flotta, (fleet) =>
+export const runs = Effect.fn("Views.runs")(function*(filter: RunsFilter) {
+  return yield* Effect.flatMap(Flotta, (fleet) =>
     fleet.runs({
       limit: RUNS_SHOWN,
       ...(filter.state === undefined ? {} : { state: filter.state }),
       ...(filter.kind === undefined ? {} : { kind: filter.kind })
     }))
+})
 
 export const approvals: Effect.Effect<ReadonlyArray<Approval>, Unanswered, Flotta> = Effect.flatMap(
   Flotta,
@@ -273,13 +276,14 @@ export const reportFilter = (query: URLSearchParams): ReportFilter => {
 export const REPORTS_SHOWN = 200
 
 /** The report log's tail under a filter, newest first. */
-export const reports = (filter: ReportFilter): Effect.Effect<ReadonlyArray<ReportEntry>, Unanswered, Flotta> =>
-  Effect.flatMap(Flotta, (fleet) =>
+export const reports = Effect.fn("Views.reports")(function*(filter: ReportFilter) {
+  return yield* Effect.flatMap(Flotta, (fleet) =>
     fleet.reports({
       last: REPORTS_SHOWN,
       ...(filter.agent === undefined ? {} : { agent: filter.agent }),
       ...(filter.kinds.length === 0 ? {} : { kinds: filter.kinds })
     })).pipe(Effect.map((page) => [...page.entries].reverse()))
+})
 
 /**
  * One line about an entry, by its kind's own summary: whichever package loaded in this process declares the kind

@@ -53,38 +53,37 @@ export class McpConfigError extends Data.TaggedError("McpConfigError")<{ readonl
 export { isLoopback }
 
 /** Applies defaults and checks the settings; never reads the environment. */
-export const make = (input: McpConfigInput = {}): Effect.Effect<McpSettings, McpConfigError> =>
-  Effect.gen(function*() {
-    const port = input.port ?? DEFAULT_PORT
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      return yield* new McpConfigError({ reason: `mcp.port must be an integer from 0 to 65535, got ${port}` })
-    }
-    const host = (input.host ?? DEFAULT_HOST).trim()
-    if (host.length === 0) return yield* new McpConfigError({ reason: "mcp.host must not be empty" })
-    const token = redactedToken(input.token)
-    if (Option.isSome(token) && Redacted.value(token.value).trim().length < 16) {
-      return yield* new McpConfigError({ reason: "the MCP token must be at least 16 characters long" })
-    }
-    if (!isLoopback(host) && Option.isNone(token)) {
-      return yield* new McpConfigError({
-        reason: `binding to ${host} exposes the fleet beyond this machine, and no token is configured. ` +
-          "Set mcp.token in the config (or FLOTTA_MCP_TOKEN) to require a bearer token, or bind to 127.0.0.1"
-      })
-    }
-    const maxSessions = input.maxSessions ?? 256
-    if (!Number.isInteger(maxSessions) || maxSessions < 1) {
-      return yield* new McpConfigError({ reason: `mcp.maxSessions must be a positive integer, got ${maxSessions}` })
-    }
-    return {
-      port,
-      host,
-      token,
-      allowedOrigins: (input.allowedOrigins ?? []).map(originHostname),
-      allowedHosts: input.allowedHosts ?? [],
-      maxSessions,
-      sessionIdleTimeout: Duration.decode(input.sessionIdleTimeout ?? Duration.minutes(30))
-    } satisfies McpSettings
-  })
+export const make = Effect.fn("McpConfig.make")(function*(input: McpConfigInput = {}) {
+  const port = input.port ?? DEFAULT_PORT
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    return yield* new McpConfigError({ reason: `mcp.port must be an integer from 0 to 65535, got ${port}` })
+  }
+  const host = (input.host ?? DEFAULT_HOST).trim()
+  if (host.length === 0) return yield* new McpConfigError({ reason: "mcp.host must not be empty" })
+  const token = redactedToken(input.token)
+  if (Option.isSome(token) && Redacted.value(token.value).trim().length < 16) {
+    return yield* new McpConfigError({ reason: "the MCP token must be at least 16 characters long" })
+  }
+  if (!isLoopback(host) && Option.isNone(token)) {
+    return yield* new McpConfigError({
+      reason: `binding to ${host} exposes the fleet beyond this machine, and no token is configured. ` +
+        "Set mcp.token in the config (or FLOTTA_MCP_TOKEN) to require a bearer token, or bind to 127.0.0.1"
+    })
+  }
+  const maxSessions = input.maxSessions ?? 256
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) {
+    return yield* new McpConfigError({ reason: `mcp.maxSessions must be a positive integer, got ${maxSessions}` })
+  }
+  return {
+    port,
+    host,
+    token,
+    allowedOrigins: (input.allowedOrigins ?? []).map(originHostname),
+    allowedHosts: input.allowedHosts ?? [],
+    maxSessions,
+    sessionIdleTimeout: Duration.decode(input.sessionIdleTimeout ?? Duration.minutes(30))
+  } satisfies McpSettings
+})
 
 const exact = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 

@@ -25,7 +25,6 @@ import {
 } from "@modelcontextprotocol/server"
 import type { McpServer as SdkServer } from "@modelcontextprotocol/server"
 import { Clock, Duration, Effect, Option, Runtime, Schedule, Schema } from "effect"
-import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import type { McpSettings } from "./McpConfig.js"
 import { PATH } from "./McpConfig.js"
@@ -67,143 +66,142 @@ const refusal = (status: number, message: string, headers: Record<string, string
 
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
 
-export const make = (settings: McpSettings): Effect.Effect<McpHandler, never, Flotta | Scope.Scope> =>
-  Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<Flotta>()
-    const runFork = Runtime.runFork(runtime)
-    const factory = ServerFactory.make(runtime)
-    const onerror = (error: Error) => {
-      runFork(Effect.logDebug(`MCP: ${error.message}`))
-    }
-    const modern = createMcpHandler(({ requestInfo }) => factory(requestInfo), { legacy: "reject", onerror })
-    const stateless = legacyStatelessFallback(() => factory(), onerror)
-    const sessions = new Map<string, Session>()
+export const make = Effect.fn("McpHandler.make")(function*(settings: McpSettings) {
+  const runtime = yield* Effect.runtime<Flotta>()
+  const runFork = Runtime.runFork(runtime)
+  const factory = ServerFactory.make(runtime)
+  const onerror = (error: Error) => {
+    runFork(Effect.logDebug(`MCP: ${error.message}`))
+  }
+  const modern = createMcpHandler(({ requestInfo }) => factory(requestInfo), { legacy: "reject", onerror })
+  const stateless = legacyStatelessFallback(() => factory(), onerror)
+  const sessions = new Map<string, Session>()
 
-    const guard = HttpGuard.make({
-      host: settings.host,
-      allowedHosts: settings.allowedHosts,
-      allowedOrigins: settings.allowedOrigins,
-      origins: "loopback",
-      originlessPosts: "allow",
-      token: settings.token,
-      requireToken: true,
-      refuse: refusal
-    })
-
-    const closeSession = (id: string, session: Session) =>
-      Effect.promise(() => session.server.close().catch(() => undefined)).pipe(
-        Effect.ensuring(Effect.sync(() => sessions.delete(id)))
-      )
-
-    /** Makes room under the cap: the least recently used session goes. */
-    const evict = Effect.suspend(() => {
-      if (sessions.size < settings.maxSessions) return Effect.void
-      let oldest: [string, Session] | undefined
-      for (const entry of sessions) if (oldest === undefined || entry[1].lastSeen < oldest[1].lastSeen) oldest = entry
-      return oldest === undefined
-        ? Effect.void
-        : Effect.logInfo(`MCP: session cap (${settings.maxSessions}) reached, closing the least recently used`)
-          .pipe(Effect.zipRight(closeSession(oldest[0], oldest[1])))
-    })
-
-    const openSession = Effect.fn("McpHandler.openSession")(function*(request: Request, body: unknown) {
-      yield* evict
-      const server = factory()
-      const now = yield* Clock.currentTimeMillis
-      const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { server, transport, lastSeen: now })
-        },
-        onsessionclosed: (id) => {
-          sessions.delete(id)
-        }
-      })
-      yield* Effect.promise(() => server.connect(transport))
-      server.server.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-      }
-      return yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
-    })
-
-    const serveLegacy = Effect.fn("McpHandler.serveLegacy")(function*(request: Request, body: unknown) {
-      const id = request.headers.get("mcp-session-id")
-      if (id !== null) {
-        const session = sessions.get(id)
-        if (session === undefined) {
-          return jsonRpcError(404, -32001, "Session not found: it ended or expired; initialize a new one")
-        }
-        session.lastSeen = yield* Clock.currentTimeMillis
-        return yield* Effect.promise(() =>
-          session.transport.handleRequest(request, body === undefined ? {} : { parsedBody: body })
-        )
-      }
-      if (isInitializeRequest(body)) return yield* openSession(request, body)
-      // A client that keeps no session id: served statelessly (no cancellation, no GET stream).
-      return yield* Effect.promise(() => stateless(request))
-    })
-
-    /** One request, as the SDK takes it, to its era: a modern revision in the version header needs no body. */
-    const dispatch = (request: Request, body: unknown): Effect.Effect<Response> => {
-      const version = request.headers.get("mcp-protocol-version")
-      if (version !== null && version >= MODERN_ERA) return Effect.promise(() => modern.fetch(request))
-      return Effect.promise(() => body === undefined ? isLegacyRequest(request) : isLegacyRequest(request, body))
-        .pipe(
-          Effect.flatMap((legacy) => legacy ? serveLegacy(request, body) : Effect.promise(() => modern.fetch(request)))
-        )
-    }
-
-    const endpoint = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const text = request.method === "POST" ? yield* Http.bodyText(MAX_BODY) : undefined
-      const abort = new AbortController()
-      const web = new Request(`http://${request.headers["host"] ?? "localhost"}${request.url}`, {
-        method: request.method,
-        headers: request.headers,
-        signal: abort.signal,
-        ...(text === undefined || text.length === 0 ? {} : { body: text })
-      })
-      const body = text === undefined ? undefined : Option.getOrUndefined(decodeJson(text))
-      const response = yield* dispatch(web, body).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
-      return yield* Http.respondWeb(response)
-    }).pipe(
-      Effect.catchTag("BodyRefused", (refused) =>
-        // A body over the bound was not read to its end: the connection cannot carry another request.
-        Effect.succeed(refusal(refused.status, refused.reason, refused.status === 413 ? { connection: "close" } : {}))),
-      Effect.catchAllCause((cause) =>
-        Effect.logError("MCP: request failed", cause).pipe(Effect.as(refusal(500, "Internal error")))
-      )
-    )
-
-    const routes: Http.Routes = {
-      router: HttpRouter.empty.pipe(
-        Http.route(PATH, Http.methods({ POST: endpoint, GET: endpoint, DELETE: endpoint }, refusal)),
-        HttpRouter.use(guard)
-      ),
-      notFound: guard(Effect.succeed(refusal(404, `Not found: the endpoint is ${PATH}`)))
-    }
-
-    // Clients often never DELETE their session: close the idle ones.
-    const idleMs = Duration.toMillis(settings.sessionIdleTimeout)
-    const sweep = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const stale = [...sessions].filter(([, s]) => now - s.lastSeen >= idleMs)
-      if (stale.length > 0) yield* Effect.logDebug(`MCP: closing ${stale.length} idle session(s)`)
-      yield* Effect.forEach(stale, ([id, s]) => closeSession(id, s), { discard: true })
-    })
-    yield* sweep.pipe(
-      Effect.schedule(Schedule.spaced(Duration.millis(Math.max(1000, Math.min(60_000, idleMs / 4))))),
-      Effect.forkScoped
-    )
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach([...sessions], ([id, s]) => closeSession(id, s), { concurrency: "unbounded", discard: true })
-        .pipe(Effect.zipRight(Effect.promise(() => modern.close().catch(() => undefined))))
-    )
-
-    const fetch = HttpApp.toWebHandlerRuntime(runtime)(yield* Http.toApp([routes]))
-    return {
-      fetch: (request: Request) => fetch(request),
-      sessions: () => sessions.size,
-      routes
-    } satisfies McpHandler
+  const guard = HttpGuard.make({
+    host: settings.host,
+    allowedHosts: settings.allowedHosts,
+    allowedOrigins: settings.allowedOrigins,
+    origins: "loopback",
+    originlessPosts: "allow",
+    token: settings.token,
+    requireToken: true,
+    refuse: refusal
   })
+
+  const closeSession = (id: string, session: Session) =>
+    Effect.promise(() => session.server.close().catch(() => undefined)).pipe(
+      Effect.ensuring(Effect.sync(() => sessions.delete(id)))
+    )
+
+  /** Makes room under the cap: the least recently used session goes. */
+  const evict = Effect.suspend(() => {
+    if (sessions.size < settings.maxSessions) return Effect.void
+    let oldest: [string, Session] | undefined
+    for (const entry of sessions) if (oldest === undefined || entry[1].lastSeen < oldest[1].lastSeen) oldest = entry
+    return oldest === undefined
+      ? Effect.void
+      : Effect.logInfo(`MCP: session cap (${settings.maxSessions}) reached, closing the least recently used`)
+        .pipe(Effect.zipRight(closeSession(oldest[0], oldest[1])))
+  })
+
+  const openSession = Effect.fn("McpHandler.openSession")(function*(request: Request, body: unknown) {
+    yield* evict
+    const server = factory()
+    const now = yield* Clock.currentTimeMillis
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { server, transport, lastSeen: now })
+      },
+      onsessionclosed: (id) => {
+        sessions.delete(id)
+      }
+    })
+    yield* Effect.promise(() => server.connect(transport))
+    server.server.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+    }
+    return yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
+  })
+
+  const serveLegacy = Effect.fn("McpHandler.serveLegacy")(function*(request: Request, body: unknown) {
+    const id = request.headers.get("mcp-session-id")
+    if (id !== null) {
+      const session = sessions.get(id)
+      if (session === undefined) {
+        return jsonRpcError(404, -32001, "Session not found: it ended or expired; initialize a new one")
+      }
+      session.lastSeen = yield* Clock.currentTimeMillis
+      return yield* Effect.promise(() =>
+        session.transport.handleRequest(request, body === undefined ? {} : { parsedBody: body })
+      )
+    }
+    if (isInitializeRequest(body)) return yield* openSession(request, body)
+    // A client that keeps no session id: served statelessly (no cancellation, no GET stream).
+    return yield* Effect.promise(() => stateless(request))
+  })
+
+  /** One request, as the SDK takes it, to its era: a modern revision in the version header needs no body. */
+  const dispatch = (request: Request, body: unknown): Effect.Effect<Response> => {
+    const version = request.headers.get("mcp-protocol-version")
+    if (version !== null && version >= MODERN_ERA) return Effect.promise(() => modern.fetch(request))
+    return Effect.promise(() => body === undefined ? isLegacyRequest(request) : isLegacyRequest(request, body))
+      .pipe(
+        Effect.flatMap((legacy) => legacy ? serveLegacy(request, body) : Effect.promise(() => modern.fetch(request)))
+      )
+  }
+
+  const endpoint = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const text = request.method === "POST" ? yield* Http.bodyText(MAX_BODY) : undefined
+    const abort = new AbortController()
+    const web = new Request(`http://${request.headers["host"] ?? "localhost"}${request.url}`, {
+      method: request.method,
+      headers: request.headers,
+      signal: abort.signal,
+      ...(text === undefined || text.length === 0 ? {} : { body: text })
+    })
+    const body = text === undefined ? undefined : Option.getOrUndefined(decodeJson(text))
+    const response = yield* dispatch(web, body).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
+    return yield* Http.respondWeb(response)
+  }).pipe(
+    Effect.catchTag("BodyRefused", (refused) =>
+      // A body over the bound was not read to its end: the connection cannot carry another request.
+      Effect.succeed(refusal(refused.status, refused.reason, refused.status === 413 ? { connection: "close" } : {}))),
+    Effect.catchAllCause((cause) =>
+      Effect.logError("MCP: request failed", cause).pipe(Effect.as(refusal(500, "Internal error")))
+    )
+  )
+
+  const routes: Http.Routes = {
+    router: HttpRouter.empty.pipe(
+      Http.route(PATH, Http.methods({ POST: endpoint, GET: endpoint, DELETE: endpoint }, refusal)),
+      HttpRouter.use(guard)
+    ),
+    notFound: guard(Effect.succeed(refusal(404, `Not found: the endpoint is ${PATH}`)))
+  }
+
+  // Clients often never DELETE their session: close the idle ones.
+  const idleMs = Duration.toMillis(settings.sessionIdleTimeout)
+  const sweep = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const stale = [...sessions].filter(([, s]) => now - s.lastSeen >= idleMs)
+    if (stale.length > 0) yield* Effect.logDebug(`MCP: closing ${stale.length} idle session(s)`)
+    yield* Effect.forEach(stale, ([id, s]) => closeSession(id, s), { discard: true })
+  })
+  yield* sweep.pipe(
+    Effect.schedule(Schedule.spaced(Duration.millis(Math.max(1000, Math.min(60_000, idleMs / 4))))),
+    Effect.forkScoped
+  )
+  yield* Effect.addFinalizer(() =>
+    Effect.forEach([...sessions], ([id, s]) => closeSession(id, s), { concurrency: "unbounded", discard: true })
+      .pipe(Effect.zipRight(Effect.promise(() => modern.close().catch(() => undefined))))
+  )
+
+  const fetch = HttpApp.toWebHandlerRuntime(runtime)(yield* Http.toApp([routes]))
+  return {
+    fetch: (request: Request) => fetch(request),
+    sessions: () => sessions.size,
+    routes
+  } satisfies McpHandler
+})

@@ -7,7 +7,6 @@
 import { Flotta } from "@flotta/core/Flotta"
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio"
 import { Effect, Layer, Logger, Runtime } from "effect"
-import type { Scope } from "effect"
 import type { Readable, Writable } from "node:stream"
 import * as ServerFactory from "./ServerFactory.js"
 
@@ -49,39 +48,39 @@ const consoleToStderr = Effect.acquireRelease(
  * Serves MCP on stdio until the client closes its end (stdin ends) or the scope closes. The connection's SDK
  * server is closed when it returns.
  */
-export const serve = (options: StdioOptions = {}): Effect.Effect<void, never, Flotta | Scope.Scope> =>
-  Effect.gen(function*() {
-    const stdin = options.stdin ?? process.stdin
-    const stdout = options.stdout ?? process.stdout
-    if (stdout === process.stdout) yield* consoleToStderr
-    const runtime = yield* Effect.runtime<Flotta>()
-    const runFork = Runtime.runFork(runtime)
-    const factory = ServerFactory.make(runtime)
-    const ended = Effect.async<void>((resume) => {
-      const done = () => resume(Effect.void)
-      if (stdin.readableEnded || stdin.destroyed) return done()
-      stdin.once("end", done)
-      stdin.once("close", done)
-      return Effect.sync(() => {
-        stdin.off("end", done)
-        stdin.off("close", done)
-      })
+export const serve = Effect.fn("Stdio.serve")(function*(options: StdioOptions = {}) {
+  const stdin = options.stdin ?? process.stdin
+  const stdout = options.stdout ?? process.stdout
+  if (stdout === process.stdout) yield* consoleToStderr
+  const runtime = yield* Effect.runtime<Flotta>()
+  const runFork = Runtime.runFork(runtime)
+  const factory = ServerFactory.make(runtime)
+  const ended = Effect.async<void>((resume) => {
+    const done = () => resume(Effect.void)
+    if (stdin.readableEnded || stdin.destroyed) return done()
+    stdin.once("end", done)
+    stdin.once("close", done)
+    return Effect.sync(() => {
+      stdin.off("end", done)
+      stdin.off("close", done)
     })
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        serveStdio(() => factory(), {
-          transport: new StdioServerTransport(stdin, stdout),
-          onerror: (error) => {
-            runFork(Effect.logDebug(`MCP stdio: ${error.message}`))
-          }
-        })
-      ),
-      (handle) => Effect.promise(() => handle.close().catch(() => undefined))
-    )
-    yield* Effect.logDebug("MCP server serving stdio")
-    yield* ended
   })
+  yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      serveStdio(() => factory(), {
+        transport: new StdioServerTransport(stdin, stdout),
+        onerror: (error) => {
+          runFork(Effect.logDebug(`MCP stdio: ${error.message}`))
+        }
+      })
+    ),
+    (handle) => Effect.promise(() => handle.close().catch(() => undefined))
+  )
+  yield* Effect.logDebug("MCP server serving stdio")
+  yield* ended
+})
 
 /** Serves stdio with a given fleet service. */
-export const serveWith = (fleet: Flotta, options: StdioOptions = {}): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.provideService(serve(options), Flotta, fleet)
+export const serveWith = Effect.fn("Stdio.serveWith")(function*(fleet: Flotta, options: StdioOptions = {}) {
+  return yield* Effect.provideService(serve(options), Flotta, fleet)
+})

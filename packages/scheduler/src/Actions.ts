@@ -189,208 +189,207 @@ export interface Actions {
   ) => Effect.Effect<void, Failure>
 }
 
-export const make = (deps: {
+export const make = Effect.fn("Actions.make")(function*(deps: {
   readonly fleet: FleetOps
   readonly reports: Pick<ReportLog, "reports">
   readonly record: Recorder
   /** Whether the scheduler is paused now: a scheduled dispatch starts no more runs once it is. */
   readonly paused: Effect.Effect<boolean>
-}): Effect.Effect<Actions> =>
-  Effect.gen(function*() {
-    const { fleet, record, reports } = deps
-    // Dispatches choose their tasks one at a time, so two fires never take the same task.
-    const dispatchLock = (yield* Effect.makeSemaphore(1)).withPermits(1)
-    /** Task keys a dispatch in this process has taken (the report log has the rest). */
-    const claimed = new Set<string>()
+}) {
+  const { fleet, record, reports } = deps
+  // Dispatches choose their tasks one at a time, so two fires never take the same task.
+  const dispatchLock = (yield* Effect.makeSemaphore(1)).withPermits(1)
+  /** Task keys a dispatch in this process has taken (the report log has the rest). */
+  const claimed = new Set<string>()
 
-    const perform: Actions["perform"] = (target, fireId, trigger, budget, tally) => {
-      /** What is left of this fire's budget. */
-      const remaining = () => (budget === undefined ? undefined : budget - tally.costUsd)
-      const bounded = () => {
-        const left = remaining()
-        return left === undefined ? {} : { maxBudgetUsd: Math.max(left, 0.0001) }
-      }
-      // A best-of-N run answers with its winner's cost and what all its attempts spent (`totalCostUsd`).
-      const spend = <A extends { readonly costUsd: number; readonly totalCostUsd?: number }>(
-        effect: Effect.Effect<A, Failure>
-      ) =>
-        effect.pipe(
-          Effect.tap((a) => Effect.sync(() => (tally.costUsd += a.totalCostUsd ?? a.costUsd))),
-          Effect.tapError((e) => Effect.sync(() => (tally.costUsd += costOf(e))))
-        )
+  const perform: Actions["perform"] = (target, fireId, trigger, budget, tally) => {
+    /** What is left of this fire's budget. */
+    const remaining = () => (budget === undefined ? undefined : budget - tally.costUsd)
+    const bounded = () => {
+      const left = remaining()
+      return left === undefined ? {} : { maxBudgetUsd: Math.max(left, 0.0001) }
+    }
+    // A best-of-N run answers with its winner's cost and what all its attempts spent (`totalCostUsd`).
+    const spend = <A extends { readonly costUsd: number; readonly totalCostUsd?: number }>(
+      effect: Effect.Effect<A, Failure>
+    ) =>
+      effect.pipe(
+        Effect.tap((a) => Effect.sync(() => (tally.costUsd += a.totalCostUsd ?? a.costUsd))),
+        Effect.tapError((e) => Effect.sync(() => (tally.costUsd += costOf(e))))
+      )
 
-      const checkTemplate = (routine: string, name: string) =>
-        Effect.flatMap(fleet.template(name), (spec): Effect.Effect<Spec, Failure> => {
-          if (spec === undefined) {
-            return new InvalidSpec({ path: "template", reason: `no run template named "${name}"` })
-          }
-          if (Permission.canWrite(spec.permission) && (spec.worktree === undefined || spec.worktree === false)) {
-            return new RoutineRefused({
-              name: routine,
-              reason: `run template "${name}" can write but has no worktree: write work must be worktree-isolated`
-            })
-          }
-          return Effect.succeed(spec)
+    const checkTemplate = (routine: string, name: string) =>
+      Effect.flatMap(fleet.template(name), (spec): Effect.Effect<Spec, Failure> => {
+        if (spec === undefined) {
+          return new InvalidSpec({ path: "template", reason: `no run template named "${name}"` })
+        }
+        if (Permission.canWrite(spec.permission) && (spec.worktree === undefined || spec.worktree === false)) {
+          return new RoutineRefused({
+            name: routine,
+            reason: `run template "${name}" can write but has no worktree: write work must be worktree-isolated`
+          })
+        }
+        return Effect.succeed(spec)
+      })
+
+    /** What the event says (a trigger's fire only). */
+    const text = target._tag === "Routine" ? target.text : undefined
+
+    const scan = (owner: Owner | null, params: ScanParams) =>
+      Effect.gen(function*() {
+        const name = runName(owner?.name ?? "scan")
+        tally.runs.push(name)
+        const result = yield* spend(fleet.run({
+          name,
+          prompt: withEvent(params.prompt ?? defaultScanPrompt(params.focus), text),
+          ...(owner === null ? {} : { labels: labelsOf(owner) }),
+          appendSystemPrompt: scanInstructions(params.focus),
+          permission: "read_only",
+          jsonSchema: TASKS_JSON_SCHEMA,
+          ...placement(params),
+          ...bounded()
+        }))
+        const decoded = decodeAt(TaskList, result.structuredOutput ?? null, "output", "ignore")
+        if (Either.isLeft(decoded)) {
+          return yield* new InvalidScanOutput({
+            name,
+            reason: decoded.left.map((i) => `${i.path}: ${i.message}`).join("; ")
+          })
+        }
+        const entry = yield* record(Events.findings, {
+          routine: owner?.name ?? null,
+          fireId,
+          run: name,
+          tasks: decoded.right.tasks
         })
+        const tasks = tasksOf(decoded.right.tasks)
+        tally.result = { ...tally.result, tasks }
+        return { tasks, seq: entry.seq }
+      })
 
-      /** What the event says (a trigger's fire only). */
-      const text = target._tag === "Routine" ? target.text : undefined
-
-      const scan = (owner: Owner | null, params: ScanParams) =>
-        Effect.gen(function*() {
-          const name = runName(owner?.name ?? "scan")
+    const dispatch = (routine: DispatchRoutine) =>
+      Effect.gen(function*() {
+        const template = yield* checkTemplate(routine.name, routine.template)
+        const { seq, tasks } = yield* scan(routine, routine)
+        const deferred: Array<{ title: string; key: string; reason: string }> = []
+        const chosen = yield* dispatchLock(Effect.gen(function*() {
+          const log = yield* schedulerEntries(reports, [
+            ReportKinds.findings,
+            ReportKinds.dispatch,
+            ReportKinds.fireResult
+          ])
+          // New means: never found before this scan, or found and left over by an earlier fire; never dispatched.
+          const found = new Set<string>()
+          const dispatched = new Set<string>()
+          const left = new Set<string>()
+          for (const entry of log) {
+            Option.map(decodeFindings(entry), (f) => {
+              if (f.seq < seq) tasksOf(f.data.tasks).forEach((t) => found.add(t.key))
+            })
+            Option.map(decodeDispatch(entry), (d) => dispatched.add(d.data.key))
+            Option.map(decodeFireResult(entry), (r) => r.data.deferred?.forEach((d) => left.add(d.key)))
+          }
+          const seen = new Set<string>()
+          const fresh = tasks.filter((t) => {
+            if (seen.has(t.key)) return false
+            seen.add(t.key)
+            return !dispatched.has(t.key) && !claimed.has(t.key) && (!found.has(t.key) || left.has(t.key))
+          })
+          const chosen = fresh.slice(0, routine.maxDispatch)
+          for (const t of fresh.slice(routine.maxDispatch)) {
+            deferred.push({ title: t.title, key: t.key, reason: `maxDispatch (${routine.maxDispatch})` })
+          }
+          chosen.forEach((t) => claimed.add(t.key))
+          return chosen
+        }))
+        const outcomes: Array<DispatchOutcome> = []
+        // A pause stops the schedule's dispatches, and a trigger's unless the routine may fire at any time.
+        const obeysPause = trigger === "schedule" ||
+          ((trigger === "webhook" || trigger === "github") && routine.triggerAnyTime !== true)
+        for (const [i, task] of chosen.entries()) {
+          const left = remaining()
+          const paused = obeysPause && (yield* deps.paused)
+          if (paused || (left !== undefined && left <= 0.0001)) {
+            for (const t of chosen.slice(i)) {
+              claimed.delete(t.key)
+              deferred.push({ title: t.title, key: t.key, reason: paused ? "paused" : "budget" })
+            }
+            break
+          }
+          const name = runName(routine.template)
           tally.runs.push(name)
+          yield* record(Events.dispatch, {
+            routine: routine.name,
+            fireId,
+            key: task.key,
+            title: task.title,
+            run: name
+          })
+          const before = tally.costUsd
+          const exit = yield* Effect.exit(spend(fleet.run({
+            name,
+            template: routine.template,
+            prompt: dispatchPrompt(template.prompt, task),
+            labels: labelsOf(routine),
+            ...bounded()
+          })))
+          claimed.delete(task.key)
+          outcomes.push({
+            title: task.title,
+            key: task.key,
+            run: name,
+            ok: Exit.isSuccess(exit),
+            costUsd: tally.costUsd - before,
+            ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {})
+          })
+        }
+        tally.result = { ...tally.result, dispatched: outcomes, deferred }
+        // The fire fails only when every dispatched run failed.
+        const failed = outcomes.find((o) => !o.ok)
+        if (failed !== undefined && outcomes.every((o) => !o.ok)) {
+          return yield* Effect.fail<Failure>(failed.error!)
+        }
+      })
+
+    if (target._tag === "Scan") return Effect.asVoid(scan(null, target.options))
+    const routine = target.routine
+    switch (routine.action) {
+      case "scan":
+        return Effect.asVoid(scan(routine, routine))
+      case "dispatch_scan":
+        return dispatch(routine)
+      case "run":
+        return Effect.gen(function*() {
+          const spec = routine.template === undefined
+            ? undefined
+            : yield* checkTemplate(routine.name, routine.template)
+          const name = runName(routine.name)
+          tally.runs.push(name)
+          // The event's text joins the routine's prompt, or else its template's.
+          const base = routine.prompt ?? spec?.prompt
           const result = yield* spend(fleet.run({
             name,
-            prompt: withEvent(params.prompt ?? defaultScanPrompt(params.focus), text),
-            ...(owner === null ? {} : { labels: labelsOf(owner) }),
-            appendSystemPrompt: scanInstructions(params.focus),
-            permission: "read_only",
-            jsonSchema: TASKS_JSON_SCHEMA,
-            ...placement(params),
+            ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
+            ...(text === undefined ? {} : { prompt: base === undefined ? text : withEvent(base, text) }),
+            labels: labelsOf(routine),
+            ...placement(routine),
             ...bounded()
           }))
-          const decoded = decodeAt(TaskList, result.structuredOutput ?? null, "output", "ignore")
-          if (Either.isLeft(decoded)) {
-            return yield* new InvalidScanOutput({
-              name,
-              reason: decoded.left.map((i) => `${i.path}: ${i.message}`).join("; ")
-            })
-          }
-          const entry = yield* record(Events.findings, {
-            routine: owner?.name ?? null,
-            fireId,
-            run: name,
-            tasks: decoded.right.tasks
-          })
-          const tasks = tasksOf(decoded.right.tasks)
-          tally.result = { ...tally.result, tasks }
-          return { tasks, seq: entry.seq }
+          tally.result = { ...tally.result, text: result.text }
         })
-
-      const dispatch = (routine: DispatchRoutine) =>
-        Effect.gen(function*() {
-          const template = yield* checkTemplate(routine.name, routine.template)
-          const { seq, tasks } = yield* scan(routine, routine)
-          const deferred: Array<{ title: string; key: string; reason: string }> = []
-          const chosen = yield* dispatchLock(Effect.gen(function*() {
-            const log = yield* schedulerEntries(reports, [
-              ReportKinds.findings,
-              ReportKinds.dispatch,
-              ReportKinds.fireResult
-            ])
-            // New means: never found before this scan, or found and left over by an earlier fire; never dispatched.
-            const found = new Set<string>()
-            const dispatched = new Set<string>()
-            const left = new Set<string>()
-            for (const entry of log) {
-              Option.map(decodeFindings(entry), (f) => {
-                if (f.seq < seq) tasksOf(f.data.tasks).forEach((t) => found.add(t.key))
-              })
-              Option.map(decodeDispatch(entry), (d) => dispatched.add(d.data.key))
-              Option.map(decodeFireResult(entry), (r) => r.data.deferred?.forEach((d) => left.add(d.key)))
-            }
-            const seen = new Set<string>()
-            const fresh = tasks.filter((t) => {
-              if (seen.has(t.key)) return false
-              seen.add(t.key)
-              return !dispatched.has(t.key) && !claimed.has(t.key) && (!found.has(t.key) || left.has(t.key))
-            })
-            const chosen = fresh.slice(0, routine.maxDispatch)
-            for (const t of fresh.slice(routine.maxDispatch)) {
-              deferred.push({ title: t.title, key: t.key, reason: `maxDispatch (${routine.maxDispatch})` })
-            }
-            chosen.forEach((t) => claimed.add(t.key))
-            return chosen
-          }))
-          const outcomes: Array<DispatchOutcome> = []
-          // A pause stops the schedule's dispatches, and a trigger's unless the routine may fire at any time.
-          const obeysPause = trigger === "schedule" ||
-            ((trigger === "webhook" || trigger === "github") && routine.triggerAnyTime !== true)
-          for (const [i, task] of chosen.entries()) {
-            const left = remaining()
-            const paused = obeysPause && (yield* deps.paused)
-            if (paused || (left !== undefined && left <= 0.0001)) {
-              for (const t of chosen.slice(i)) {
-                claimed.delete(t.key)
-                deferred.push({ title: t.title, key: t.key, reason: paused ? "paused" : "budget" })
-              }
-              break
-            }
-            const name = runName(routine.template)
-            tally.runs.push(name)
-            yield* record(Events.dispatch, {
-              routine: routine.name,
-              fireId,
-              key: task.key,
-              title: task.title,
-              run: name
-            })
-            const before = tally.costUsd
-            const exit = yield* Effect.exit(spend(fleet.run({
-              name,
-              template: routine.template,
-              prompt: dispatchPrompt(template.prompt, task),
-              labels: labelsOf(routine),
-              ...bounded()
-            })))
-            claimed.delete(task.key)
-            outcomes.push({
-              title: task.title,
-              key: task.key,
-              run: name,
-              ok: Exit.isSuccess(exit),
-              costUsd: tally.costUsd - before,
-              ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {})
-            })
-          }
-          tally.result = { ...tally.result, dispatched: outcomes, deferred }
-          // The fire fails only when every dispatched run failed.
-          const failed = outcomes.find((o) => !o.ok)
-          if (failed !== undefined && outcomes.every((o) => !o.ok)) {
-            return yield* Effect.fail<Failure>(failed.error!)
-          }
+      case "prompt":
+        return Effect.gen(function*() {
+          const turnId = yield* fleet.prompt(
+            routine.agent,
+            withEvent(routine.prompt, text),
+            routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }
+          )
+          tally.result = { ...tally.result, turnId }
+          const result = yield* spend(fleet.wait(routine.agent, turnId))
+          tally.result = { ...tally.result, text: result.text }
         })
-
-      if (target._tag === "Scan") return Effect.asVoid(scan(null, target.options))
-      const routine = target.routine
-      switch (routine.action) {
-        case "scan":
-          return Effect.asVoid(scan(routine, routine))
-        case "dispatch_scan":
-          return dispatch(routine)
-        case "run":
-          return Effect.gen(function*() {
-            const spec = routine.template === undefined
-              ? undefined
-              : yield* checkTemplate(routine.name, routine.template)
-            const name = runName(routine.name)
-            tally.runs.push(name)
-            // The event's text joins the routine's prompt, or else its template's.
-            const base = routine.prompt ?? spec?.prompt
-            const result = yield* spend(fleet.run({
-              name,
-              ...Struct.pick(routine, "template", "prompt", "permission", "worktree"),
-              ...(text === undefined ? {} : { prompt: base === undefined ? text : withEvent(base, text) }),
-              labels: labelsOf(routine),
-              ...placement(routine),
-              ...bounded()
-            }))
-            tally.result = { ...tally.result, text: result.text }
-          })
-        case "prompt":
-          return Effect.gen(function*() {
-            const turnId = yield* fleet.prompt(
-              routine.agent,
-              withEvent(routine.prompt, text),
-              routine.timeoutMs === undefined ? {} : { timeout: Duration.millis(routine.timeoutMs) }
-            )
-            tally.result = { ...tally.result, turnId }
-            const result = yield* spend(fleet.wait(routine.agent, turnId))
-            tally.result = { ...tally.result, text: result.text }
-          })
-      }
     }
+  }
 
-    return { perform }
-  })
+  return { perform }
+})

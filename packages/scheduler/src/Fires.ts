@@ -8,11 +8,10 @@
  */
 import { decodeAt } from "@flotta/core/Decode"
 import { InvalidSpec } from "@flotta/core/Errors"
-import type { StoreUnavailable } from "@flotta/core/Errors"
 import * as ReportEvent from "@flotta/core/ReportEvent"
 import type { ReportLog } from "@flotta/core/ReportLog"
 import { Clock, Deferred, Effect, Either, Exit, FiberSet, Option, Queue, Ref } from "effect"
-import type { Redacted, Scope } from "effect"
+import type { Redacted } from "effect"
 import type { Actions, Tally } from "./Actions.js"
 import { budgetOf, capText, EPSILON, failureView, ScanOptionsSchema } from "./Actions.js"
 import * as Calendar from "./Calendar.js"
@@ -47,13 +46,8 @@ const decodeFireResult = ReportEvent.decodeAs(Events.fireResult)
  * Each routine's state at boot: nothing worked yet (the boot cursor), and today's spend as the report log
  * has it since the last `resume` that lifted its rail.
  */
-export const routinesAtBoot = (
-  reports: Pick<ReportLog, "reports">,
-  zone: TimeZone,
-  routines: ReadonlyArray<Routine>,
-  bootAt: number
-): Effect.Effect<Map<string, RoutineState>, StoreUnavailable> =>
-  Effect.gen(function*() {
+export const routinesAtBoot = Effect.fn("Fires.routinesAtBoot")(
+  function*(reports: Pick<ReportLog, "reports">, zone: TimeZone, routines: ReadonlyArray<Routine>, bootAt: number) {
     const today = localDay(zone, bootAt)
     const history = yield* schedulerEntries(reports, [ReportKinds.fireResult, ReportKinds.override])
     const overrides = history.flatMap((entry) => Option.toArray(decodeOverride(entry)))
@@ -86,150 +80,140 @@ export const routinesAtBoot = (
       })
     }
     return states
-  })
+  }
+)
 
-export const make = (shared: Shared, actions: Actions): Effect.Effect<Fires, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { locked, poke, record, state, zone } = shared
-    // Fires run in the scheduler's scope: closing it interrupts the ones in flight.
-    const fires = yield* FiberSet.make()
+export const make = Effect.fn("Fires.make")(function*(shared: Shared, actions: Actions) {
+  const { locked, poke, record, state, zone } = shared
+  // Fires run in the scheduler's scope: closing it interrupts the ones in flight.
+  const fires = yield* FiberSet.make()
 
-    /** Ends a fire: frees the routine, adds its spend, and pauses it when the spend crosses the daily rail. */
-    const finish = (target: Target, outcome: FireOutcome) =>
-      locked(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const day = localDay(zone, now)
-        const s = yield* Ref.get(state)
-        let crossed: { spentUsd: number; dailyBudgetUsd: number } | undefined
-        if (target._tag === "Routine") {
-          const r = s.routines.get(target.routine.name)!
-          // A fire that ends on a new day counts toward that day.
-          const spentUsd = (r.spentDay === day ? r.spentUsd : 0) + outcome.costUsd
-          const railed = r.spentDay === day && r.railed
-          const daily = r.routine.dailyBudgetUsd
-          if (daily !== undefined && !railed && spentUsd >= daily - EPSILON) {
-            crossed = { spentUsd, dailyBudgetUsd: daily }
-          }
-          yield* Ref.set(
-            state,
-            withRoutine(s, {
-              ...r,
-              running: null,
-              spentDay: day,
-              spentUsd,
-              railed: railed || crossed !== undefined,
-              lastFire: { fireId: outcome.fireId, at: outcome.finishedAt, ok: outcome.ok, costUsd: outcome.costUsd }
-            })
-          )
-        } else {
-          const adhoc = new Map(s.adhoc)
-          adhoc.delete(outcome.fireId)
-          yield* Ref.set(state, { ...s, adhoc })
+  /** Ends a fire: frees the routine, adds its spend, and pauses it when the spend crosses the daily rail. */
+  const finish = (target: Target, outcome: FireOutcome) =>
+    locked(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const day = localDay(zone, now)
+      const s = yield* Ref.get(state)
+      let crossed: { spentUsd: number; dailyBudgetUsd: number } | undefined
+      if (target._tag === "Routine") {
+        const r = s.routines.get(target.routine.name)!
+        // A fire that ends on a new day counts toward that day.
+        const spentUsd = (r.spentDay === day ? r.spentUsd : 0) + outcome.costUsd
+        const railed = r.spentDay === day && r.railed
+        const daily = r.routine.dailyBudgetUsd
+        if (daily !== undefined && !railed && spentUsd >= daily - EPSILON) {
+          crossed = { spentUsd, dailyBudgetUsd: daily }
         }
-        yield* record(Events.fireResult, { ...outcome, day: formatDate(day) })
-        if (crossed !== undefined) {
-          yield* record(Events.rail, {
-            routine: outcome.routine,
-            action: "paused",
-            ...crossed,
-            day: formatDate(day),
-            until: iso(dayStart(zone, day + 1))
+        yield* Ref.set(
+          state,
+          withRoutine(s, {
+            ...r,
+            running: null,
+            spentDay: day,
+            spentUsd,
+            railed: railed || crossed !== undefined,
+            lastFire: { fireId: outcome.fireId, at: outcome.finishedAt, ok: outcome.ok, costUsd: outcome.costUsd }
           })
-        }
-      })).pipe(Effect.zipRight(Queue.offer(poke, undefined)))
+        )
+      } else {
+        const adhoc = new Map(s.adhoc)
+        adhoc.delete(outcome.fireId)
+        yield* Ref.set(state, { ...s, adhoc })
+      }
+      yield* record(Events.fireResult, { ...outcome, day: formatDate(day) })
+      if (crossed !== undefined) {
+        yield* record(Events.rail, {
+          routine: outcome.routine,
+          action: "paused",
+          ...crossed,
+          day: formatDate(day),
+          until: iso(dayStart(zone, day + 1))
+        })
+      }
+    })).pipe(Effect.zipRight(Queue.offer(poke, undefined)))
 
-    const start: Fires["start"] = (target, trigger, now, detail) =>
-      Effect.gen(function*() {
-        const fireId = `fire-${hex(4)}`
-        const routineName = target._tag === "Routine" ? target.routine.name : null
-        const action: RoutineAction = target._tag === "Routine" ? target.routine.action : "scan"
-        const running: Running = { fireId, routine: routineName, action, trigger, since: now }
-        const s = yield* Ref.get(state)
-        let budget: number | undefined
-        if (target._tag === "Routine") {
-          const r = s.routines.get(target.routine.name)!
-          budget = budgetOf(r)
-          // A fire restarts the routine's interval, whatever triggered it.
-          yield* Ref.set(state, withRoutine(s, { ...r, running, workedMs: 0 }))
-        } else {
-          budget = target.options.maxBudgetUsd
-          const adhoc = new Map(s.adhoc)
-          adhoc.set(fireId, running)
-          yield* Ref.set(state, { ...s, adhoc })
-        }
-        const done = yield* Deferred.make<FireOutcome>()
-        const tally: Tally = { costUsd: 0, runs: [], result: {} }
-        const conclude = (exit: Exit.Exit<void, Failure>) =>
-          Effect.gen(function*() {
-            const finishedAt = yield* Clock.currentTimeMillis
-            const outcome: FireOutcome = {
-              fireId,
-              routine: routineName,
-              action,
-              trigger,
-              startedAt: iso(now),
-              finishedAt: iso(finishedAt),
-              ok: Exit.isSuccess(exit),
-              costUsd: tally.costUsd,
-              ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {}),
-              runs: tally.runs,
-              ...tally.result
-            }
-            yield* finish(target, outcome)
-            yield* Deferred.succeed(done, outcome)
-          })
-        const body = Effect.gen(function*() {
-          yield* record(Events.fire, {
+  const start: Fires["start"] = (target, trigger, now, detail) =>
+    Effect.gen(function*() {
+      const fireId = `fire-${hex(4)}`
+      const routineName = target._tag === "Routine" ? target.routine.name : null
+      const action: RoutineAction = target._tag === "Routine" ? target.routine.action : "scan"
+      const running: Running = { fireId, routine: routineName, action, trigger, since: now }
+      const s = yield* Ref.get(state)
+      let budget: number | undefined
+      if (target._tag === "Routine") {
+        const r = s.routines.get(target.routine.name)!
+        budget = budgetOf(r)
+        // A fire restarts the routine's interval, whatever triggered it.
+        yield* Ref.set(state, withRoutine(s, { ...r, running, workedMs: 0 }))
+      } else {
+        budget = target.options.maxBudgetUsd
+        const adhoc = new Map(s.adhoc)
+        adhoc.set(fireId, running)
+        yield* Ref.set(state, { ...s, adhoc })
+      }
+      const done = yield* Deferred.make<FireOutcome>()
+      const tally: Tally = { costUsd: 0, runs: [], result: {} }
+      const conclude = (exit: Exit.Exit<void, Failure>) =>
+        Effect.gen(function*() {
+          const finishedAt = yield* Clock.currentTimeMillis
+          const outcome: FireOutcome = {
             fireId,
             routine: routineName,
             action,
             trigger,
-            localTime: formatLocal(zone, now),
-            ...(budget === undefined ? {} : { budgetUsd: budget }),
-            ...(detail === undefined ? {} : { detail })
-          })
-          return yield* actions.perform(target, fireId, trigger, budget, tally)
+            startedAt: iso(now),
+            finishedAt: iso(finishedAt),
+            ok: Exit.isSuccess(exit),
+            costUsd: tally.costUsd,
+            ...(Exit.isFailure(exit) ? { error: failureView(exit.cause) } : {}),
+            runs: tally.runs,
+            ...tally.result
+          }
+          yield* finish(target, outcome)
+          yield* Deferred.succeed(done, outcome)
         })
-        yield* FiberSet.run(
-          fires,
-          body.pipe(
-            Effect.onExit(conclude),
-            Effect.withSpan("scheduler.fire", {
-              attributes: { "flotta.scheduler.fireId": fireId, "flotta.scheduler.action": action, trigger }
-            }),
-            Effect.ignore
-          )
-        )
-        return { fireId, done }
+      const body = Effect.gen(function*() {
+        yield* record(Events.fire, {
+          fireId,
+          routine: routineName,
+          action,
+          trigger,
+          localTime: formatLocal(zone, now),
+          ...(budget === undefined ? {} : { budgetUsd: budget }),
+          ...(detail === undefined ? {} : { detail })
+        })
+        return yield* actions.perform(target, fireId, trigger, budget, tally)
       })
+      yield* FiberSet.run(
+        fires,
+        body.pipe(
+          Effect.onExit(conclude),
+          Effect.withSpan("scheduler.fire", {
+            attributes: { "flotta.scheduler.fireId": fireId, "flotta.scheduler.action": action, trigger }
+          }),
+          Effect.ignore
+        )
+      )
+      return { fireId, done }
+    })
 
-    return { start }
-  })
+  return { start }
+})
 
 /** A routine's state by name, or RoutineNotFound naming the routines there are. */
-export const findRoutine = (
-  shared: Pick<Shared, "state">,
-  name: string
-): Effect.Effect<RoutineState, RoutineNotFound> =>
-  Effect.gen(function*() {
-    const s: State = yield* Ref.get(shared.state)
-    const r = s.routines.get(name)
-    if (r === undefined) return yield* new RoutineNotFound({ name, known: [...s.routines.keys()] })
-    return r
-  })
+export const findRoutine = Effect.fn("Fires.findRoutine")(function*(shared: Pick<Shared, "state">, name: string) {
+  const s: State = yield* Ref.get(shared.state)
+  const r = s.routines.get(name)
+  if (r === undefined) return yield* new RoutineNotFound({ name, known: [...s.routines.keys()] })
+  return r
+})
 
 /**
  * What a fire by hand or by trigger must pass (call it holding the lock): no fire of the routine is running,
  * and its daily rail does not hold. A refusal is recorded as a `skip` (with `extra` in it) and fails.
  */
-export const admit = (
-  shared: Shared,
-  r: RoutineState,
-  trigger: FireTrigger,
-  now: number,
-  extra: Record<string, unknown> = {}
-): Effect.Effect<void, RoutineBusy | RoutineRailed> =>
-  Effect.gen(function*() {
+export const admit = Effect.fn("Fires.admit")(
+  function*(shared: Shared, r: RoutineState, trigger: FireTrigger, now: number, extra: Record<string, unknown> = {}) {
     const { record, zone } = shared
     const name = r.routine.name
     const skip = (reason: string, more: Record<string, unknown> = {}) =>
@@ -247,7 +231,8 @@ export const admit = (
         until: iso(Calendar.nextMidnight(zone, now))
       })
     }
-  })
+  }
+)
 
 /** The manual fires: they ignore cadence and hours (and a pause), and wait for the outcome. */
 export const manual = (shared: Shared, fires: Fires, steer: Steer) => {

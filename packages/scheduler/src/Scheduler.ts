@@ -68,113 +68,112 @@ export const fromFlotta = (fleet: Flotta): Actions.FleetOps => ({
 })
 
 /** A running scheduler over the given fleet operations and report log, in the current scope. */
-export const make = (options: SchedulerOptions, deps: SchedulerDeps) =>
-  Effect.gen(function*() {
-    const { fleet, reports, store } = deps
-    const { hours, start, tickMs, zone } = options.schedule
-    const rejected = options.rejected ?? []
-    const lock = yield* Effect.makeSemaphore(1)
-    const poke = yield* Queue.sliding<void>(1)
-    const record = recorder(reports)
+export const make = Effect.fn("Scheduler.make")(function*(options: SchedulerOptions, deps: SchedulerDeps) {
+  const { fleet, reports, store } = deps
+  const { hours, start, tickMs, zone } = options.schedule
+  const rejected = options.rejected ?? []
+  const lock = yield* Effect.makeSemaphore(1)
+  const poke = yield* Queue.sliding<void>(1)
+  const record = recorder(reports)
 
-    const bootAt = yield* Clock.currentTimeMillis
-    const atBoot = yield* Fires.routinesAtBoot(reports, zone, options.routines, bootAt)
-    const settings: Persist.Settings = { zone, hours, start }
-    // A store that cannot give the state back (StoreUnavailable) is a fresh start, not a failed one.
-    const loaded = store === undefined
-      ? Either.right(Option.none())
-      : yield* store.loadState(Persist.STATE_KEY).pipe(
-        Effect.map(Either.right),
-        Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(Either.left(error.message)))
-      )
-    const resumed = Persist.restore({ loaded, settings, atBoot, bootAt })
-    const routines = resumed.routines
-    const state = yield* Ref.make<State>({
-      mode: resumed.mode,
-      overrides: resumed.overrides,
-      workDays: resumed.workDays,
-      working: false,
-      // The boot cursor: cadences count from now, so the time the host was down is not working time.
-      lastEval: bootAt,
-      routines,
-      adhoc: new Map()
-    })
-
-    // Saves what changed, standing at the current instant. Every change happens under the lock, and every
-    // locked section ends here, so the store always has the state as the last change left it.
-    let lastSaved: string | undefined
-    const save = store === undefined ? Effect.void : Effect.gen(function*() {
-      const value = Persist.encode(settings, yield* Ref.get(state), yield* Clock.currentTimeMillis)
-      const json = JSON.stringify(value)
-      if (json === lastSaved) return
-      yield* Effect.sync(() => store.saveState(Persist.STATE_KEY, value)).pipe(
-        Effect.tap(() => Effect.sync(() => (lastSaved = json))),
-        Effect.catchAllDefect((defect) => Effect.logWarning("the scheduler's state could not be saved", defect))
-      )
-    })
-    const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(Effect.ensuring(effect, save))
-    const shared: Shared = { zone, hours, tickMs, state, locked, record, poke }
-
-    const actions = yield* Actions.make({
-      fleet,
-      reports,
-      record,
-      paused: Effect.map(Ref.get(state), (s) => s.mode === "paused")
-    })
-    const fires = yield* Fires.make(shared, actions)
-    const heartbeat = Heartbeat.make(shared, fires)
-    const status = statusOf(shared, rejected)
-    const overrides = Overrides.make(shared, heartbeat.steer, status)
-    const manual = Fires.manual(shared, fires, heartbeat.steer)
-    const triggers = Fires.triggers(shared, fires, heartbeat.steer)
-
-    yield* record(Events.started, {
-      mode: resumed.mode,
-      timezone: describeZone(zone),
-      localTime: formatLocal(zone, bootAt),
-      routines: options.routines.map((r) => r.name),
-      rejected: rejected.map(({ message, path }) => ({ path, message })),
-      spentToday: Object.fromEntries(
-        [...routines.values()].filter((r) => r.spentUsd > 0).map((r) => [r.routine.name, r.spentUsd])
-      ),
-      railed: [...routines.values()].filter((r) => r.railed).map((r) => r.routine.name)
-    })
-    if (resumed.report !== undefined) yield* record(Events.resumed, resumed.report)
-    for (const problem of resumed.problems) yield* Effect.logWarning(`scheduler state: ${problem}`)
-    for (const o of resumed.expired) {
-      yield* record(Events.override, { action: o.kind, phase: "expired", ...overrideView(o) })
-    }
-    for (const { instant, routine } of resumed.missed) {
-      yield* record(Events.skip, {
-        routine,
-        reason: "the host was down",
-        trigger: "schedule",
-        localTime: formatLocal(zone, instant)
-      })
-    }
-    // The boot cursor: cadences count from now, so nothing fires the instant the node starts.
-    yield* shared.locked(heartbeat.evaluate(bootAt))
-    yield* Effect.forkScoped(heartbeat.run)
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        // The worked time up to the close is saved (the heartbeat and the fires in flight stop after this).
-        yield* locked(Effect.void)
-        if (!(yield* Ref.get(state)).working) return
-        const now = yield* Clock.currentTimeMillis
-        yield* record(Events.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
-      })
+  const bootAt = yield* Clock.currentTimeMillis
+  const atBoot = yield* Fires.routinesAtBoot(reports, zone, options.routines, bootAt)
+  const settings: Persist.Settings = { zone, hours, start }
+  // A store that cannot give the state back (StoreUnavailable) is a fresh start, not a failed one.
+  const loaded = store === undefined
+    ? Either.right(Option.none())
+    : yield* store.loadState(Persist.STATE_KEY).pipe(
+      Effect.map(Either.right),
+      Effect.catchTag("StoreUnavailable", (error) => Effect.succeed(Either.left(error.message)))
     )
-
-    return {
-      status: Effect.withSpan(status, "Scheduler.status"),
-      ...overrides,
-      ...manual,
-      ...triggers,
-      findings: Effect.fn("Scheduler.findings")(function*(query: FindingsQuery = {}) {
-        return yield* readFindings(reports, query)
-      })
-    } satisfies Steering
+  const resumed = Persist.restore({ loaded, settings, atBoot, bootAt })
+  const routines = resumed.routines
+  const state = yield* Ref.make<State>({
+    mode: resumed.mode,
+    overrides: resumed.overrides,
+    workDays: resumed.workDays,
+    working: false,
+    // The boot cursor: cadences count from now, so the time the host was down is not working time.
+    lastEval: bootAt,
+    routines,
+    adhoc: new Map()
   })
+
+  // Saves what changed, standing at the current instant. Every change happens under the lock, and every
+  // locked section ends here, so the store always has the state as the last change left it.
+  let lastSaved: string | undefined
+  const save = store === undefined ? Effect.void : Effect.gen(function*() {
+    const value = Persist.encode(settings, yield* Ref.get(state), yield* Clock.currentTimeMillis)
+    const json = JSON.stringify(value)
+    if (json === lastSaved) return
+    yield* Effect.sync(() => store.saveState(Persist.STATE_KEY, value)).pipe(
+      Effect.tap(() => Effect.sync(() => (lastSaved = json))),
+      Effect.catchAllDefect((defect) => Effect.logWarning("the scheduler's state could not be saved", defect))
+    )
+  })
+  const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(Effect.ensuring(effect, save))
+  const shared: Shared = { zone, hours, tickMs, state, locked, record, poke }
+
+  const actions = yield* Actions.make({
+    fleet,
+    reports,
+    record,
+    paused: Effect.map(Ref.get(state), (s) => s.mode === "paused")
+  })
+  const fires = yield* Fires.make(shared, actions)
+  const heartbeat = Heartbeat.make(shared, fires)
+  const status = statusOf(shared, rejected)
+  const overrides = Overrides.make(shared, heartbeat.steer, status)
+  const manual = Fires.manual(shared, fires, heartbeat.steer)
+  const triggers = Fires.triggers(shared, fires, heartbeat.steer)
+
+  yield* record(Events.started, {
+    mode: resumed.mode,
+    timezone: describeZone(zone),
+    localTime: formatLocal(zone, bootAt),
+    routines: options.routines.map((r) => r.name),
+    rejected: rejected.map(({ message, path }) => ({ path, message })),
+    spentToday: Object.fromEntries(
+      [...routines.values()].filter((r) => r.spentUsd > 0).map((r) => [r.routine.name, r.spentUsd])
+    ),
+    railed: [...routines.values()].filter((r) => r.railed).map((r) => r.routine.name)
+  })
+  if (resumed.report !== undefined) yield* record(Events.resumed, resumed.report)
+  for (const problem of resumed.problems) yield* Effect.logWarning(`scheduler state: ${problem}`)
+  for (const o of resumed.expired) {
+    yield* record(Events.override, { action: o.kind, phase: "expired", ...overrideView(o) })
+  }
+  for (const { instant, routine } of resumed.missed) {
+    yield* record(Events.skip, {
+      routine,
+      reason: "the host was down",
+      trigger: "schedule",
+      localTime: formatLocal(zone, instant)
+    })
+  }
+  // The boot cursor: cadences count from now, so nothing fires the instant the node starts.
+  yield* shared.locked(heartbeat.evaluate(bootAt))
+  yield* Effect.forkScoped(heartbeat.run)
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      // The worked time up to the close is saved (the heartbeat and the fires in flight stop after this).
+      yield* locked(Effect.void)
+      if (!(yield* Ref.get(state)).working) return
+      const now = yield* Clock.currentTimeMillis
+      yield* record(Events.stop, { reason: "the scheduler shut down", localTime: formatLocal(zone, now) })
+    })
+  )
+
+  return {
+    status: Effect.withSpan(status, "Scheduler.status"),
+    ...overrides,
+    ...manual,
+    ...triggers,
+    findings: Effect.fn("Scheduler.findings")(function*(query: FindingsQuery = {}) {
+      return yield* readFindings(reports, query)
+    })
+  } satisfies Steering
+})
 
 /**
  * The running scheduler: every steering operation and `findings()`, and for the webhooks layer `trigger` (a fire

@@ -205,8 +205,8 @@ export const routineProblem = (config: SchedulerConfig | undefined, name: string
 }
 
 /** `read` for a config that must have a `schedule` section: its absence is `InvalidSpec` too. */
-export const required = (config: unknown): Effect.Effect<SchedulerConfig, InvalidSpec> =>
-  Effect.suspend(() =>
+export const required = Effect.fn("SchedulerConfig.required")(function*(config: unknown) {
+  return yield* Effect.suspend(() =>
     Either.match(read(config), {
       onLeft: Effect.fail,
       onRight: Option.match({
@@ -215,3 +215,4 @@ export const required = (config: unknown): Effect.Effect<SchedulerConfig, Invali
       })
     })
   )
+})

@@ -167,11 +167,8 @@ export const collectFindings = (entries: ReadonlyArray<ReportEntry>, query: Find
 }
 
 /** Every entry of the given scheduler kinds, oldest first, reading the whole log page by page. */
-export const schedulerEntries = (
-  reports: Pick<ReportLog, "reports">,
-  kinds: ReadonlyArray<string>
-): Effect.Effect<ReadonlyArray<ReportEntry>, StoreUnavailable> =>
-  Effect.gen(function*() {
+export const schedulerEntries = Effect.fn("Steering.schedulerEntries")(
+  function*(reports: Pick<ReportLog, "reports">, kinds: ReadonlyArray<string>) {
     const out: Array<ReportEntry> = []
     let since = 0
     while (true) {
@@ -180,8 +177,15 @@ export const schedulerEntries = (
       if (page.entries.length === 0 || page.next <= since) return out
       since = page.next
     }
-  })
+  }
+)
 
 /** The found-work view, from the report log alone. */
-export const readFindings = (reports: Pick<ReportLog, "reports">, query: FindingsQuery = {}) =>
-  Effect.map(schedulerEntries(reports, [ReportKinds.findings]), (entries) => collectFindings(entries, query))
+export const readFindings = Effect.fn("Steering.readFindings")(
+  function*(reports: Pick<ReportLog, "reports">, query: FindingsQuery = {}) {
+    return yield* Effect.map(
+      schedulerEntries(reports, [ReportKinds.findings]),
+      (entries) => collectFindings(entries, query)
+    )
+  }
+)

@@ -106,8 +106,8 @@ export const scrub = (target: Pick<Target, "url" | "shown">, reason: string): st
 const retryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
 
 /** POSTs a body to a target once, signed; succeeds on a 2xx with the status. */
-export const post = (target: Target, body: string, id: string): Effect.Effect<number, DeliveryFailed> =>
-  Effect.tryPromise({
+export const post = Effect.fn("Delivery.post")(function*(target: Target, body: string, id: string) {
+  return yield* Effect.tryPromise({
     try: (signal) =>
       fetch(target.url, {
         method: "POST",
@@ -153,6 +153,7 @@ export const post = (target: Target, body: string, id: string): Effect.Effect<nu
       )
     )
   )
+})
 
 /** A test event (`flotta notify test`): a `notify_test` entry, sent now, not kept. */
 export const testEntry = (at: Date): ReportEntry => ({

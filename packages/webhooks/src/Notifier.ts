@@ -8,13 +8,11 @@
  * failing, `notify_recovered` when it takes one again, `notify_dead` for each dead letter (never sent anywhere).
  */
 import * as EngineEvents from "@flotta/core/EngineEvents"
-import type { StoreUnavailable } from "@flotta/core/Errors"
 import { ReportLog } from "@flotta/core/ReportLog"
 import type { ReportEntry } from "@flotta/core/ReportLog"
 import { Store } from "@flotta/core/Store"
 import type { StoreShape } from "@flotta/core/Store"
 import { Clock, Context, Duration, Effect, Option, Queue, Ref, Schedule, Schema, Stream } from "effect"
-import type { Scope } from "effect"
 import * as Delivery from "./Delivery.js"
 import type { NotifyEvent, Target } from "./WebhooksConfig.js"
 import * as Events from "./WebhooksEvents.js"
@@ -66,15 +64,15 @@ const statusOf = (target: Target, state: TargetState): TargetStatus => ({
 })
 
 /** The targets' state as the store has it (doctor reads a store with no fleet running). */
-export const storedStatus = (
-  store: Pick<StoreShape, "loadState">,
-  targets: ReadonlyArray<Target>
-): Effect.Effect<ReadonlyArray<Option.Option<TargetStatus>>, StoreUnavailable> =>
-  Effect.forEach(targets, (target) =>
-    Effect.map(
-      store.loadState(stateKey(target)),
-      (stored) => Option.map(Option.flatMap(stored, decodeState), (state) => statusOf(target, state))
-    ))
+export const storedStatus = Effect.fn("Notifier.storedStatus")(
+  function*(store: Pick<StoreShape, "loadState">, targets: ReadonlyArray<Target>) {
+    return yield* Effect.forEach(targets, (target) =>
+      Effect.map(
+        store.loadState(stateKey(target)),
+        (stored) => Option.map(Option.flatMap(stored, decodeState), (state) => statusOf(target, state))
+      ))
+  }
+)
 
 /** Whether a target takes an entry. */
 export const wants = (target: Target, entry: Pick<ReportEntry, "kind">) =>
@@ -100,11 +98,8 @@ export const DEFAULT_RETRY: Schedule.Schedule<unknown, Delivery.DeliveryFailed> 
 const iso = (millis: number) => new Date(millis).toISOString()
 
 /** The running notifications: one fiber per target for the life of the scope. */
-export const make = (
-  targets: ReadonlyArray<Target>,
-  options: NotifierOptions = {}
-): Effect.Effect<Notifier["Type"], StoreUnavailable, ReportLog | Store | Scope.Scope> =>
-  Effect.gen(function*() {
+export const make = Effect.fn("Notifier.make")(
+  function*(targets: ReadonlyArray<Target>, options: NotifierOptions = {}) {
     const log = yield* ReportLog
     const store = yield* Store
     const deadAfter = Duration.toMillis(options.deadAfter ?? "1 day")
@@ -241,7 +236,8 @@ export const make = (
       targets: followers.map(({ target }) => target),
       status: Effect.forEach(followers, ({ state, target }) => Effect.map(Ref.get(state), (s) => statusOf(target, s)))
     }
-  })
+  }
+)
 
 /** The notifications a fleet sends: its targets and each one's delivery state. */
 export class Notifier extends Context.Tag("@flotta/webhooks/Notifier")<Notifier, {

@@ -6,7 +6,6 @@
  * Slack webhook's path is its key).
  */
 import type { ErrorView } from "@flotta/core/AgentView"
-import type { StoreUnavailable } from "@flotta/core/Errors"
 import type { Flotta } from "@flotta/core/Flotta"
 import type * as Http from "@flotta/core/Http"
 import { agentLink, at, empty, html, pill, runLink } from "@flotta/core/Markup"
@@ -120,14 +119,15 @@ export const triggerRow = (raw: ReportEntry): TriggerRow => {
 }
 
 /** The last triggers (and requests refused), newest first: the report log's `trigger` and `trigger_refused`. */
-export const triggers = (fleet: Pick<Flotta, "reports">): Effect.Effect<ReadonlyArray<TriggerRow>, StoreUnavailable> =>
-  fleet.reports({
+export const triggers = Effect.fn("Panel.triggers")(function*(fleet: Pick<Flotta, "reports">) {
+  return yield* fleet.reports({
     agent: HOOKS_AGENT,
     kinds: [WebhooksEvents.trigger.kind, WebhooksEvents.triggerRefused.kind],
     last: TRIGGERS_SHOWN
   }).pipe(
     Effect.map((page) => page.entries.map(triggerRow).reverse())
   )
+})
 
 /** An entry of a shape this page does not know, in a line. */
 const summary = (data: unknown): string => {

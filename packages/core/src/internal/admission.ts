@@ -5,16 +5,15 @@
  */
 import { Effect, Queue } from "effect"
 
-export const make = (slots: number) =>
-  Effect.gen(function*() {
-    const tokens = yield* Queue.bounded<void>(slots)
-    yield* Queue.offerAll(tokens, Array.from({ length: slots }, () => undefined))
-    /** Runs `effect` once a slot is free (the wait is interruptible; the slot is always given back). */
-    return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(
-          restore(Queue.take(tokens)),
-          restore(effect).pipe(Effect.ensuring(Queue.offer(tokens, undefined)))
-        )
+export const make = Effect.fn("admission.make")(function*(slots: number) {
+  const tokens = yield* Queue.bounded<void>(slots)
+  yield* Queue.offerAll(tokens, Array.from({ length: slots }, () => undefined))
+  /** Runs `effect` once a slot is free (the wait is interruptible; the slot is always given back). */
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.zipRight(
+        restore(Queue.take(tokens)),
+        restore(effect).pipe(Effect.ensuring(Queue.offer(tokens, undefined)))
       )
-  })
+    )
+})

@@ -7,7 +7,6 @@
 import { Effect, Option } from "effect"
 import type { AgentInfo, AgentRow, TurnRecord, TurnRow } from "../AgentView.js"
 import { AgentNotFound } from "../Errors.js"
-import type { StoreUnavailable } from "../Errors.js"
 import { ownTurns } from "../Store.js"
 import type { StoreShape } from "../Store.js"
 import { infoOf as recordInfo } from "./dormant.js"
@@ -19,8 +18,9 @@ export interface Closed {
 }
 
 /** The row of the closed agent of that name, when the store has one. */
-export const rowOf = (store: StoreShape, name: string): Effect.Effect<Option.Option<AgentRow>, StoreUnavailable> =>
-  Effect.map(store.agent(name), Option.filter((row) => row.status === "closed"))
+export const rowOf = Effect.fn("closedAgent.rowOf")(function*(store: StoreShape, name: string) {
+  return yield* Effect.map(store.agent(name), Option.filter((row) => row.status === "closed"))
+})
 
 /** A closed agent's info, from its row and its own turns: as a sleeper's, but closed. */
 export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo => ({
@@ -31,12 +31,8 @@ export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo 
 })
 
 /** The closed agent of that name as the store has it, or none (never seen, live, or removed by retention). */
-export const read = (
-  store: StoreShape,
-  name: string,
-  historyLimit: number
-): Effect.Effect<Option.Option<Closed>, StoreUnavailable> =>
-  Effect.flatMap(
+export const read = Effect.fn("closedAgent.read")(function*(store: StoreShape, name: string, historyLimit: number) {
+  return yield* Effect.flatMap(
     rowOf(store, name),
     (found) =>
       Option.isNone(found) ? Effect.succeedNone : Effect.map(store.turns(name), (all) => {
@@ -47,23 +43,23 @@ export const read = (
         })
       })
   )
+})
 
 /** `AgentNotFound` for a name no live agent has; it says when and why the agent was closed, if the store says. */
-export const notFound = (
-  store: StoreShape,
-  name: string,
-  live: ReadonlyArray<string>
-): Effect.Effect<never, AgentNotFound | StoreUnavailable> =>
-  Effect.flatMap(rowOf(store, name), (row) =>
-    Effect.fail(
-      new AgentNotFound({
-        name,
-        live,
-        ...(Option.isNone(row) ? {} : {
-          closed: {
-            reason: row.value.closedReason ?? "closed",
-            ...(row.value.closedAt === undefined ? {} : { at: row.value.closedAt })
-          }
+export const notFound = Effect.fn("closedAgent.notFound")(
+  function*(store: StoreShape, name: string, live: ReadonlyArray<string>) {
+    return yield* Effect.flatMap(rowOf(store, name), (row) =>
+      Effect.fail(
+        new AgentNotFound({
+          name,
+          live,
+          ...(Option.isNone(row) ? {} : {
+            closed: {
+              reason: row.value.closedReason ?? "closed",
+              ...(row.value.closedAt === undefined ? {} : { at: row.value.closedAt })
+            }
+          })
         })
-      })
-    ))
+      ))
+  }
+)

@@ -31,11 +31,8 @@ export const forkOptions = (options: AgentOptions): AgentOptions => {
   return kept
 }
 
-export const forkPointOf = (
-  source: ForkSource,
-  at: string | undefined
-): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> =>
-  Effect.suspend((): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> => {
+export const forkPointOf = Effect.fn("forkPoint.forkPointOf")(function*(source: ForkSource, at: string | undefined) {
+  return yield* Effect.suspend((): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> => {
     const { name, options } = source
     const cannot = (turnId: string | null, reason: string) => new CannotFork({ source: name, turnId, reason })
     if (source.lifecycle === "run") {
@@ -69,3 +66,4 @@ export const forkPointOf = (
         ? Effect.succeed({ origin: { agent: name, turnId, sessionId: session.value, messageId }, options })
         : cannot(turnId, "its stored outcome could not be read"))
   })
+})

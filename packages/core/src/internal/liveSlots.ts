@@ -30,74 +30,73 @@ export interface LiveSlots {
   readonly max: number
 }
 
-export const make = (max: number): Effect.Effect<LiveSlots> =>
-  Effect.gen(function*() {
-    let live = 0
-    const members = new Map<string, Member>()
-    let changed = Deferred.unsafeMake<void>(FiberId.none)
-    const kick = () => {
-      const done = changed
-      changed = Deferred.unsafeMake<void>(FiberId.none)
-      Deferred.unsafeDone(done, Exit.void)
-    }
-    const turn = yield* Queue.bounded<void>(1)
-    yield* Queue.offer(turn, undefined)
+export const make = Effect.fn("liveSlots.make")(function*(max: number) {
+  let live = 0
+  const members = new Map<string, Member>()
+  let changed = Deferred.unsafeMake<void>(FiberId.none)
+  const kick = () => {
+    const done = changed
+    changed = Deferred.unsafeMake<void>(FiberId.none)
+    Deferred.unsafeDone(done, Exit.void)
+  }
+  const turn = yield* Queue.bounded<void>(1)
+  yield* Queue.offer(turn, undefined)
 
-    /** The session idle the longest, if any (`passed`: ones that said no this time). */
-    const longestIdle = (passed: ReadonlySet<Member>) => {
-      let pick: { readonly member: Member; readonly since: number } | undefined
-      for (const member of members.values()) {
-        const since = passed.has(member) ? null : member.idleSince()
-        if (since !== null && (pick === undefined || since < pick.since)) pick = { member, since }
+  /** The session idle the longest, if any (`passed`: ones that said no this time). */
+  const longestIdle = (passed: ReadonlySet<Member>) => {
+    let pick: { readonly member: Member; readonly since: number } | undefined
+    for (const member of members.values()) {
+      const since = passed.has(member) ? null : member.idleSince()
+      if (since !== null && (pick === undefined || since < pick.since)) pick = { member, since }
+    }
+    return pick?.member
+  }
+
+  const release = Effect.sync(() => {
+    live--
+    kick()
+  })
+
+  const take = (passed: Set<Member>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (live < max) {
+        live++
+        return Effect.void
       }
-      return pick?.member
-    }
-
-    const release = Effect.sync(() => {
-      live--
-      kick()
+      const wait = changed
+      const victim = longestIdle(passed)
+      if (victim === undefined) return Effect.zipRight(Deferred.await(wait), take(new Set()))
+      return victim.hibernate(`to make room: ${max} live processes at most (maxLive)`).pipe(
+        // Its process is ending: its slot comes back when it has. One no longer idle is passed over.
+        Effect.flatMap((hibernated) => {
+          if (hibernated) return Effect.zipRight(Deferred.await(wait), take(new Set()))
+          passed.add(victim)
+          return take(passed)
+        })
+      )
     })
 
-    const take = (passed: Set<Member>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (live < max) {
-          live++
-          return Effect.void
-        }
-        const wait = changed
-        const victim = longestIdle(passed)
-        if (victim === undefined) return Effect.zipRight(Deferred.await(wait), take(new Set()))
-        return victim.hibernate(`to make room: ${max} live processes at most (maxLive)`).pipe(
-          // Its process is ending: its slot comes back when it has. One no longer idle is passed over.
-          Effect.flatMap((hibernated) => {
-            if (hibernated) return Effect.zipRight(Deferred.await(wait), take(new Set()))
-            passed.add(victim)
-            return take(passed)
-          })
-        )
-      })
-
-    const acquire = (scope: Scope.Scope) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(
-          restore(Queue.take(turn)),
-          restore(take(new Set())).pipe(
-            Effect.zipRight(Scope.addFinalizer(scope, release)),
-            Effect.ensuring(Queue.offer(turn, undefined))
-          )
+  const acquire = (scope: Scope.Scope) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.zipRight(
+        restore(Queue.take(turn)),
+        restore(take(new Set())).pipe(
+          Effect.zipRight(Scope.addFinalizer(scope, release)),
+          Effect.ensuring(Queue.offer(turn, undefined))
         )
       )
+    )
 
-    return {
-      acquire,
-      join: (name, member) => {
-        members.set(name, member)
-        return () => {
-          if (members.get(name) === member) members.delete(name)
-        }
-      },
-      kick,
-      live: () => live,
-      max
-    }
-  })
+  return {
+    acquire,
+    join: (name, member) => {
+      members.set(name, member)
+      return () => {
+        if (members.get(name) === member) members.delete(name)
+      }
+    },
+    kick,
+    live: () => live,
+    max
+  } satisfies LiveSlots
+})

@@ -25,24 +25,23 @@ export const AUTO_COMPACT_SHARE = 0.9
 export const DEFAULT_CONTEXT_WINDOW = 200_000
 
 /** Compacts the conversation into one summary of its prompts, and says so as the CLI does. */
-export const compact = (
-  session: Session,
-  trigger: "manual" | "auto",
-  emit: (frame: TurnFrame) => Effect.Effect<void>
-) =>
-  Effect.suspend(() => {
-    const preTokens = tokensOf(session.prompts)
-    const summary = session.prompts.length === 0 ? [] : [`Summary: ${session.prompts.join(" | ")}`]
-    session.prompts.splice(0, session.prompts.length, ...summary)
-    return emit({
-      _tag: "Compacted",
-      frame: {
-        type: "system",
-        subtype: "compact_boundary",
-        compact_metadata: { trigger, pre_tokens: preTokens, post_tokens: tokensOf(session.prompts) }
-      }
+export const compact = Effect.fn("memorySession.compact")(
+  function*(session: Session, trigger: "manual" | "auto", emit: (frame: TurnFrame) => Effect.Effect<void>) {
+    return yield* Effect.suspend(() => {
+      const preTokens = tokensOf(session.prompts)
+      const summary = session.prompts.length === 0 ? [] : [`Summary: ${session.prompts.join(" | ")}`]
+      session.prompts.splice(0, session.prompts.length, ...summary)
+      return emit({
+        _tag: "Compacted",
+        frame: {
+          type: "system",
+          subtype: "compact_boundary",
+          compact_metadata: { trigger, pre_tokens: preTokens, post_tokens: tokensOf(session.prompts) }
+        }
+      })
     })
-  })
+  }
+)
 
 /** Starts a new session: a new id, and no conversation (the old one stays on the disk, under its own id). */
 export const clear = (session: Session, sessions: Map<string, Array<string>>) => {

@@ -49,9 +49,9 @@ export const promptsUpTo = (id: string): number | undefined => {
 let toolCounter = 0
 
 /** One turn: the model's replies until a result, a crash or a hang. */
-export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => {
+export const runTurn = Effect.fnUntraced(function*(ctx: TurnContext, text: string) {
   const { contextWindow, costPerCall, emit, exit, flags, model, session, sessions, start, state } = ctx
-  return Effect.gen(function*() {
+  return yield* Effect.gen(function*() {
     const startedAt = yield* Clock.currentTimeMillis
     const command = kindOf(text)
     if (command !== "prompt") {
@@ -277,7 +277,7 @@ export const runTurn = (ctx: TurnContext, text: string): Effect.Effect<void> => 
       }
     }
   })
-}
+})
 
 const NOT_OFFERED = "No such tool available: "
 

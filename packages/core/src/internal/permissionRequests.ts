@@ -102,8 +102,8 @@ export const controlHandler = (ctx: AgentContext, deps: AgentDeps): ControlHandl
 }
 
 /** Records a permission decision in the turn in flight (the transcript) and the report log. */
-export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
-  Effect.clockWith((clock) =>
+export const recordPermission = Effect.fnUntraced(function*(ctx: AgentContext, record: PermissionRecord) {
+  return yield* Effect.clockWith((clock) =>
     Effect.sync(() => {
       const turn = ctx.active?.turn
       turn?.record.permissions.push(record)
@@ -111,3 +111,4 @@ export const recordPermission = (ctx: AgentContext, record: PermissionRecord) =>
       ctx.reports.unsafePost(ctx.name, "permission", record, turn?.id, clock.unsafeCurrentTimeMillis())
     })
   )
+})

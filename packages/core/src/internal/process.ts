@@ -30,17 +30,13 @@ const tail = (max: number) => {
   }
 }
 
-export const run = (
-  command: string,
-  args: ReadonlyArray<string>,
-  options: {
-    readonly cwd: string
-    readonly timeout?: Duration.DurationInput
-    readonly env?: Record<string, string>
-    readonly maxOutput?: number
-  }
-): Effect.Effect<Outcome, CommandFailed, CommandExecutor.CommandExecutor> =>
-  Effect.scoped(Effect.gen(function*() {
+export const run = Effect.fn("process.run")(function*(command: string, args: ReadonlyArray<string>, options: {
+  readonly cwd: string
+  readonly timeout?: Duration.DurationInput
+  readonly env?: Record<string, string>
+  readonly maxOutput?: number
+}) {
+  return yield* Effect.scoped(Effect.gen(function*() {
     const executor = yield* CommandExecutor.CommandExecutor
     const started = yield* Clock.currentTimeMillis
     const proc = yield* executor.start(
@@ -69,3 +65,4 @@ export const run = (
       durationMs: (yield* Clock.currentTimeMillis) - started
     }
   }))
+})

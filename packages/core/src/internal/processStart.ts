@@ -6,7 +6,6 @@
 import { Deferred, Duration, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ClaudeProcess, ControlHandler, ExitInfo, TurnFrame } from "../ClaudeProcess.js"
 import { SpawnFailed } from "../Errors.js"
-import type { SandboxUnavailable } from "../Errors.js"
 import { buildArgs } from "./agentOptions.js"
 import type { AgentContext, AgentDeps, ProcessEnd, Running } from "./agentState.js"
 import * as Turn from "./turn.js"
@@ -37,12 +36,8 @@ const ready = (ctx: AgentContext, process: ClaudeProcess) => {
 }
 
 /** Starts a process for the agent's current session (resuming it when it has a conversation). */
-export const startProcess = (
-  ctx: AgentContext,
-  deps: AgentDeps,
-  onControlRequest: ControlHandler
-): Effect.Effect<Running, SpawnFailed | SandboxUnavailable> =>
-  Effect.gen(function*() {
+export const startProcess = Effect.fn("processStart.startProcess")(
+  function*(ctx: AgentContext, deps: AgentDeps, onControlRequest: ControlHandler) {
     const { name, state } = ctx
     const clock = yield* Effect.clock
     const processScope = yield* Scope.fork(ctx.scope, ExecutionStrategy.sequential)
@@ -75,4 +70,5 @@ export const startProcess = (
     const process = yield* started.pipe(Effect.onError(() => Scope.close(processScope, Exit.void)))
     self.running = { process, scope: processScope, ended }
     return self.running
-  })
+  }
+)

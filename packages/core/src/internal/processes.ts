@@ -44,18 +44,17 @@ const signal = (pid: number, name: NodeJS.Signals) => {
  * Ends a process left behind (SIGTERM, then SIGKILL after `graceMs`) and returns once it is gone. False when
  * it was not running.
  */
-export const end = (pid: number, ticks: string | null, graceMs = 5_000): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
-    if (!isAlive(pid, ticks)) return false
-    signal(pid, "SIGTERM")
-    const gone = Effect.suspend(() => (isAlive(pid, ticks) ? Effect.fail("alive" as const) : Effect.void))
-    const waited = yield* gone.pipe(
-      Effect.retry({ times: Math.ceil(graceMs / 50), schedule: sleep50 }),
-      Effect.either
-    )
-    if (waited._tag === "Left") {
-      signal(pid, "SIGKILL")
-      yield* gone.pipe(Effect.retry({ times: 200, schedule: sleep50 }), Effect.ignore)
-    }
-    return true
-  })
+export const end = Effect.fn("processes.end")(function*(pid: number, ticks: string | null, graceMs = 5_000) {
+  if (!isAlive(pid, ticks)) return false
+  signal(pid, "SIGTERM")
+  const gone = Effect.suspend(() => (isAlive(pid, ticks) ? Effect.fail("alive" as const) : Effect.void))
+  const waited = yield* gone.pipe(
+    Effect.retry({ times: Math.ceil(graceMs / 50), schedule: sleep50 }),
+    Effect.either
+  )
+  if (waited._tag === "Left") {
+    signal(pid, "SIGKILL")
+    yield* gone.pipe(Effect.retry({ times: 200, schedule: sleep50 }), Effect.ignore)
+  }
+  return true
+})

@@ -10,7 +10,6 @@ import { Clock, Effect, Schema } from "effect"
 import { errorView } from "../AgentView.js"
 import type { AgentRow, TurnRow } from "../AgentView.js"
 import { AgentClosed, HostRestarted, TurnErrorSchema } from "../Errors.js"
-import type { StoreUnavailable } from "../Errors.js"
 import type { Registry } from "../Registry.js"
 import type { ReportLog } from "../ReportLog.js"
 import type { Runs } from "../Run.js"
@@ -35,81 +34,78 @@ export interface RestoreReport {
 
 const encodeError = Schema.encodeSync(TurnErrorSchema)
 
-export const restore = (deps: {
+export const restore = Effect.fn("restore.restore")(function*(deps: {
   readonly store: StoreShape
   readonly registry: Registry
   readonly runs: Runs
   readonly reports: ReportLog
-}): Effect.Effect<RestoreReport, StoreUnavailable> =>
-  Effect.gen(function*() {
-    const { registry, reports, store } = deps
-    const live = (yield* store.agents).filter((row) => row.status !== "closed")
-    const interruptedRuns = yield* deps.runs.restore
-    if (live.length === 0) {
-      return { restored: [], closed: [], interruptedTurns: [], interruptedRuns, orphansEnded: [] }
+}) {
+  const { registry, reports, store } = deps
+  const live = (yield* store.agents).filter((row) => row.status !== "closed")
+  const interruptedRuns = yield* deps.runs.restore
+  if (live.length === 0) {
+    return { restored: [], closed: [], interruptedTurns: [], interruptedRuns, orphansEnded: [] }
+  }
+  const now = yield* Clock.currentTimeMillis
+  const at = iso(now)
+
+  // 1. No resume while an orphan of the same session lives: it would go on writing that session's file.
+  const orphansEnded = (yield* Effect.forEach(live, (row) =>
+    row.process === null
+      ? Effect.succeed([])
+      : Processes.end(row.process.pid, row.process.startTicks).pipe(
+        Effect.tap((ended) => ended ? reports.post(row.name, "orphan_ended", { pid: row.process!.pid }) : Effect.void),
+        Effect.map((ended) => (ended ? [{ name: row.name, pid: row.process!.pid }] : []))
+      ), { concurrency: "unbounded" })).flat()
+
+  const interruptedTurns: Array<{ name: string; turnId: string }> = []
+  /** Ends a stored turn with `error`: in the store and the log. */
+  const settle = (row: TurnRow, error: HostRestarted | AgentClosed) => {
+    const settled: TurnRow = {
+      ...row,
+      record: { ...row.record, status: "failed", error: errorView(error), finishedAt: at },
+      error: encodeError(error)
     }
-    const now = yield* Clock.currentTimeMillis
-    const at = iso(now)
+    store.saveTurn(settled)
+    return Effect.as(reports.post(row.agent, "error", { error: errorView(error) }, row.record.turnId), settled)
+  }
 
-    // 1. No resume while an orphan of the same session lives: it would go on writing that session's file.
-    const orphansEnded = (yield* Effect.forEach(live, (row) =>
-      row.process === null
-        ? Effect.succeed([])
-        : Processes.end(row.process.pid, row.process.startTicks).pipe(
-          Effect.tap((ended) =>
-            ended ? reports.post(row.name, "orphan_ended", { pid: row.process!.pid }) : Effect.void
-          ),
-          Effect.map((ended) => (ended ? [{ name: row.name, pid: row.process!.pid }] : []))
-        ), { concurrency: "unbounded" })).flat()
+  const close = (row: AgentRow, reason: string, turns: ReadonlyArray<TurnRow>) =>
+    Effect.gen(function*() {
+      store.saveAgent({ ...row, status: "closed", closedReason: reason, closedAt: at, process: null })
+      const closed = new AgentClosed({ name: row.name, reason })
+      for (const turn of turns) if (turn.record.status === "queued") yield* settle(turn, closed)
+      yield* reports.post(row.name, "closed", { reason })
+      return { _tag: "Closed" as const, name: row.name, reason }
+    })
 
-    const interruptedTurns: Array<{ name: string; turnId: string }> = []
-    /** Ends a stored turn with `error`: in the store and the log. */
-    const settle = (row: TurnRow, error: HostRestarted | AgentClosed) => {
-      const settled: TurnRow = {
-        ...row,
-        record: { ...row.record, status: "failed", error: errorView(error), finishedAt: at },
-        error: encodeError(error)
-      }
-      store.saveTurn(settled)
-      return Effect.as(reports.post(row.agent, "error", { error: errorView(error) }, row.record.turnId), settled)
-    }
-
-    const close = (row: AgentRow, reason: string, turns: ReadonlyArray<TurnRow>) =>
-      Effect.gen(function*() {
-        store.saveAgent({ ...row, status: "closed", closedReason: reason, closedAt: at, process: null })
-        const closed = new AgentClosed({ name: row.name, reason })
-        for (const turn of turns) if (turn.record.status === "queued") yield* settle(turn, closed)
-        yield* reports.post(row.name, "closed", { reason })
-        return { _tag: "Closed" as const, name: row.name, reason }
+  // 2. Each agent on its own: one that fails to come back closes and the others go on.
+  const outcomes = yield* Effect.forEach(live, (row) =>
+    Effect.gen(function*() {
+      const turns = yield* Effect.forEach(ownTurns(row, yield* store.turns(row.name)), (turn) => {
+        if (turn.record.status !== "running") return Effect.succeed(turn)
+        interruptedTurns.push({ name: row.name, turnId: turn.record.turnId })
+        return settle(turn, new HostRestarted({ name: row.name, turnId: turn.record.turnId }))
       })
+      if (row.lifecycle === "run") return yield* close(row, "the host restarted during the run", turns)
+      if (row.notRestorable !== null) return yield* close(row, `not restored: ${row.notRestorable}`, turns)
+      const spawned = yield* Effect.either(registry.spawn(row.name, optionsOf(row), { row, turns }))
+      if (spawned._tag === "Left") {
+        return yield* close(row, `could not be restored: ${spawned.left.message}`, turns)
+      }
+      const queued = turns.filter((turn) => turn.record.status === "queued").length
+      yield* reports.post(row.name, "restored", { sessionId: row.sessionId, queued })
+      return { _tag: "Restored" as const, name: row.name, sessionId: row.sessionId, queued }
+    }), { concurrency: "unbounded" })
 
-    // 2. Each agent on its own: one that fails to come back closes and the others go on.
-    const outcomes = yield* Effect.forEach(live, (row) =>
-      Effect.gen(function*() {
-        const turns = yield* Effect.forEach(ownTurns(row, yield* store.turns(row.name)), (turn) => {
-          if (turn.record.status !== "running") return Effect.succeed(turn)
-          interruptedTurns.push({ name: row.name, turnId: turn.record.turnId })
-          return settle(turn, new HostRestarted({ name: row.name, turnId: turn.record.turnId }))
-        })
-        if (row.lifecycle === "run") return yield* close(row, "the host restarted during the run", turns)
-        if (row.notRestorable !== null) return yield* close(row, `not restored: ${row.notRestorable}`, turns)
-        const spawned = yield* Effect.either(registry.spawn(row.name, optionsOf(row), { row, turns }))
-        if (spawned._tag === "Left") {
-          return yield* close(row, `could not be restored: ${spawned.left.message}`, turns)
-        }
-        const queued = turns.filter((turn) => turn.record.status === "queued").length
-        yield* reports.post(row.name, "restored", { sessionId: row.sessionId, queued })
-        return { _tag: "Restored" as const, name: row.name, sessionId: row.sessionId, queued }
-      }), { concurrency: "unbounded" })
-
-    const restored = outcomes.flatMap((o) => (o._tag === "Restored" ? [o] : []))
-    const closed = outcomes.flatMap((o) => (o._tag === "Closed" ? [o] : []))
-    for (const c of closed) yield* Effect.logWarning(`agent "${c.name}" was not restored: ${c.reason}`)
-    return {
-      restored: restored.map(({ name, queued, sessionId }) => ({ name, sessionId, queued })),
-      closed: closed.map(({ name, reason }) => ({ name, reason })),
-      interruptedTurns,
-      interruptedRuns,
-      orphansEnded
-    }
-  })
+  const restored = outcomes.flatMap((o) => (o._tag === "Restored" ? [o] : []))
+  const closed = outcomes.flatMap((o) => (o._tag === "Closed" ? [o] : []))
+  for (const c of closed) yield* Effect.logWarning(`agent "${c.name}" was not restored: ${c.reason}`)
+  return {
+    restored: restored.map(({ name, queued, sessionId }) => ({ name, sessionId, queued })),
+    closed: closed.map(({ name, reason }) => ({ name, reason })),
+    interruptedTurns,
+    interruptedRuns,
+    orphansEnded
+  }
+})

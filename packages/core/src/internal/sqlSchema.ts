@@ -133,25 +133,24 @@ export const causeText = (error: unknown): string => {
  * The schema version a store has (0 when it has none yet). The table is looked up first: a statement that
  * fails is remembered by the client's statement cache, so the query itself must never fail.
  */
-export const schemaVersion = (sql: SqlClient, kind: Dialect["kind"]) =>
-  Effect.gen(function*() {
-    const exists = kind === "sqlite"
-      ? yield* sql`select 1 as one from sqlite_master where type = 'table' and name = ${MIGRATIONS_TABLE}`
-      : yield* sql`select 1 as one from information_schema.tables
+export const schemaVersion = Effect.fn("sqlSchema.schemaVersion")(function*(sql: SqlClient, kind: Dialect["kind"]) {
+  const exists = kind === "sqlite"
+    ? yield* sql`select 1 as one from sqlite_master where type = 'table' and name = ${MIGRATIONS_TABLE}`
+    : yield* sql`select 1 as one from information_schema.tables
           where table_schema = current_schema() and table_name = ${MIGRATIONS_TABLE}`
-    if (exists.length === 0) return 0
-    const rows = yield* sql<{ readonly v: number | string | null }>`select max(migration_id) as v from ${
-      sql(MIGRATIONS_TABLE)
-    }`
-    return Number(rows[0]?.v ?? 0)
-  })
+  if (exists.length === 0) return 0
+  const rows = yield* sql<{ readonly v: number | string | null }>`select max(migration_id) as v from ${
+    sql(MIGRATIONS_TABLE)
+  }`
+  return Number(rows[0]?.v ?? 0)
+})
 
 /**
  * Brings the schema up to this flotta's version through the Migrator. A newer schema is refused before
  * anything is written.
  */
-export const migrate = (sql: SqlClient, kind: Dialect["kind"], location: string) =>
-  Effect.gen(function*() {
+export const migrate = Effect.fn("sqlSchema.migrate")(
+  function*(sql: SqlClient, kind: Dialect["kind"], location: string) {
     const found = yield* schemaVersion(sql, kind).pipe(
       Effect.mapError((e) =>
         new StoreUnavailable({
@@ -181,4 +180,5 @@ export const migrate = (sql: SqlClient, kind: Dialect["kind"], location: string)
         })
       )
     )
-  })
+  }
+)

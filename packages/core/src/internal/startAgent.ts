@@ -4,13 +4,12 @@
  * has answered `initialize`; closing the agent's scope stops the process.
  */
 import { Deferred, Duration, Effect, Exit, Schema } from "effect"
-import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { AgentRow, ForkOrigin } from "../AgentView.js"
 import * as ClaudeCli from "../ClaudeCli.js"
 import { TurnErrorSchema } from "../Errors.js"
-import type { AgentClosed, SandboxUnavailable, SpawnFailed, StoreUnavailable } from "../Errors.js"
+import type { AgentClosed, SandboxUnavailable, SpawnFailed } from "../Errors.js"
 import * as Parking from "../Parking.js"
 import * as Permission from "../Permission.js"
 import * as Sandbox from "../Sandbox.js"
@@ -35,14 +34,8 @@ const encodeError = Schema.encodeSync(TurnErrorSchema)
  * store gives back after a restart (`restored`), or a fork of another's conversation (`fork`).
  * Closing the scope stops the process; `shutdown` also fails the agent's turns.
  */
-export const startAgent = (
-  name: string,
-  options: AgentOptions,
-  deps: AgentDeps,
-  restored?: Restored,
-  fork?: ForkOrigin
-): Effect.Effect<Handle.Made, SpawnFailed | SandboxUnavailable | StoreUnavailable, Scope.Scope> =>
-  Effect.gen(function*() {
+export const startAgent = Effect.fn("startAgent.startAgent")(
+  function*(name: string, options: AgentOptions, deps: AgentDeps, restored?: Restored, fork?: ForkOrigin) {
     const { reports, settings } = deps
     const scope = yield* Effect.scope
     const clock = yield* Effect.clock
@@ -251,4 +244,5 @@ export const startAgent = (
     // Asleep with turns that waited through the restart: it wakes for them.
     if (asleep && ctx.queue.length > 0) Supervisor.wakeUp(ctx.sleep!, "queued turns")
     return made
-  })
+  }
+)

@@ -60,13 +60,14 @@ export const wakeUp = (sleep: Sleep, reason: string) => {
 }
 
 /** Fails every turn that waits in the queue. */
-export const failWaiting = (ctx: AgentContext, error: AgentClosed) =>
-  Effect.clockWith((clock) =>
+export const failWaiting = Effect.fn("supervisor.failWaiting")(function*(ctx: AgentContext, error: AgentClosed) {
+  return yield* Effect.clockWith((clock) =>
     Effect.sync(() => {
       const now = clock.unsafeCurrentTimeMillis()
       for (const turn of ctx.queue.splice(0)) Turn.unsafeFail(ctx, turn, error, now)
     })
   )
+})
 
 /** Closes the agent for good: queued turns fail with `AgentClosed`. */
 const giveUp = (ctx: AgentContext, reason: string) =>
@@ -87,140 +88,139 @@ const NO_CONVERSATION = /No conversation found with session ID/
  * with `--resume`, through the same admission as any start. `first` is undefined for an agent that starts asleep
  * (a restart of the host brought it back hibernated).
  */
-export const supervise = (ctx: AgentContext, first: Running | undefined): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
-    // The span this fiber was started under (the spawn's), which each restart's span links to.
-    const spawnSpan = Option.match(yield* Effect.option(Effect.currentParentSpan), {
-      onNone: () => [],
-      onSome: (span) => [{ _tag: "SpanLink", span, attributes: {} } as const]
-    })
-    const startSpan = (span: string, attributes: Record<string, unknown>) =>
-      Effect.withSpan(span, { root: true, links: spawnSpan, attributes: { "flotta.agent": ctx.name, ...attributes } })
+export const supervise = Effect.fn("supervisor.supervise")(function*(ctx: AgentContext, first: Running | undefined) {
+  const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
+  // The span this fiber was started under (the spawn's), which each restart's span links to.
+  const spawnSpan = Option.match(yield* Effect.option(Effect.currentParentSpan), {
+    onNone: () => [],
+    onSome: (span) => [{ _tag: "SpanLink", span, attributes: {} } as const]
+  })
+  const startSpan = (span: string, attributes: Record<string, unknown>) =>
+    Effect.withSpan(span, { root: true, links: spawnSpan, attributes: { "flotta.agent": ctx.name, ...attributes } })
 
-    /** Starts processes until one comes up (the new one) or the restart budget is spent (undefined: closed). */
-    const restart = (firstReason: string) =>
-      Effect.gen(function*() {
-        let reason = firstReason
-        while (true) {
-          const attempt = yield* Effect.either(restarts.next(undefined))
-          if (Either.isLeft(attempt)) {
-            yield* giveUp(
-              ctx,
-              `restarted ${ctx.settings.maxRestarts} times in ${Duration.format(ctx.settings.restartWindow)}; ` +
-                `last: ${reason}`
-            )
-            return undefined
-          }
-          // Its own trace, linked to the agent's spawn: a restart hours later is not part of the spawn's trace.
-          const next = yield* Effect.either(ctx.startProcess.pipe(
-            startSpan("flotta.restart", { "flotta.restart.attempt": attempt.right, "flotta.restart.reason": reason })
-          ))
-          ctx.state.restarts++
-          if (Either.isRight(next)) {
-            ctx.state.process = next.right
-            ctx.saveAgent()
-            yield* ctx.reports.post(ctx.name, "restarted", {
-              pid: next.right.process.pid,
-              sessionId: ctx.state.sessionId,
-              attempt: attempt.right
-            })
-            return next.right
-          }
-          reason = next.left.message
-          yield* ctx.reports.post(ctx.name, "crashed", {
-            reason,
-            exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
-            stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
-          })
-          // Killed before the CLI wrote its conversation (or the file is gone): there is nothing to resume, so the
-          // next start begins a new session instead of failing the same way until the agent is closed.
-          if (next.left._tag === "SpawnFailed" && ctx.state.resumable && NO_CONVERSATION.test(next.left.stderr)) {
-            const lost = ctx.state.sessionId
-            ctx.state.sessionId = randomUUID()
-            ctx.state.resumable = false
-            ctx.saveAgent()
-            yield* ctx.reports.post(ctx.name, "session_lost", {
-              sessionId: lost,
-              newSessionId: ctx.state.sessionId,
-              reason: "the CLI has no conversation to resume: the next start begins a new one"
-            })
-          }
+  /** Starts processes until one comes up (the new one) or the restart budget is spent (undefined: closed). */
+  const restart = (firstReason: string) =>
+    Effect.gen(function*() {
+      let reason = firstReason
+      while (true) {
+        const attempt = yield* Effect.either(restarts.next(undefined))
+        if (Either.isLeft(attempt)) {
+          yield* giveUp(
+            ctx,
+            `restarted ${ctx.settings.maxRestarts} times in ${Duration.format(ctx.settings.restartWindow)}; ` +
+              `last: ${reason}`
+          )
+          return undefined
         }
-      })
-
-    /** Sleeps until woken, then starts again (a start that fails is a crash: restarts follow). */
-    const wakeUp = (sleep: Sleep) =>
-      Effect.gen(function*() {
-        const why = yield* Deferred.await(sleep.wake)
-        ctx.state.status = "starting"
-        const woke = yield* Effect.either(
-          ctx.startProcess.pipe(startSpan("flotta.wake", { "flotta.wake.reason": why }))
-        )
-        ctx.sleep = null
-        if (Either.isRight(woke)) {
-          Deferred.unsafeDone(sleep.up, Exit.void)
-          ctx.state.process = woke.right
+        // Its own trace, linked to the agent's spawn: a restart hours later is not part of the spawn's trace.
+        const next = yield* Effect.either(ctx.startProcess.pipe(
+          startSpan("flotta.restart", { "flotta.restart.attempt": attempt.right, "flotta.restart.reason": reason })
+        ))
+        ctx.state.restarts++
+        if (Either.isRight(next)) {
+          ctx.state.process = next.right
           ctx.saveAgent()
-          yield* ctx.reports.post(ctx.name, "woken", {
-            pid: woke.right.process.pid,
+          yield* ctx.reports.post(ctx.name, "restarted", {
+            pid: next.right.process.pid,
             sessionId: ctx.state.sessionId,
-            reason: why
+            attempt: attempt.right
           })
-          return woke.right
+          return next.right
         }
-        Deferred.unsafeDone(sleep.up, Exit.fail(woke.left))
-        const reason = woke.left.message
+        reason = next.left.message
         yield* ctx.reports.post(ctx.name, "crashed", {
           reason,
-          exitCode: woke.left._tag === "SpawnFailed" ? woke.left.exitCode : null,
-          stderr: woke.left._tag === "SpawnFailed" ? woke.left.stderr : ""
+          exitCode: next.left._tag === "SpawnFailed" ? next.left.exitCode : null,
+          stderr: next.left._tag === "SpawnFailed" ? next.left.stderr : ""
         })
-        return yield* restart(reason)
-      })
+        // Killed before the CLI wrote its conversation (or the file is gone): there is nothing to resume, so the
+        // next start begins a new session instead of failing the same way until the agent is closed.
+        if (next.left._tag === "SpawnFailed" && ctx.state.resumable && NO_CONVERSATION.test(next.left.stderr)) {
+          const lost = ctx.state.sessionId
+          ctx.state.sessionId = randomUUID()
+          ctx.state.resumable = false
+          ctx.saveAgent()
+          yield* ctx.reports.post(ctx.name, "session_lost", {
+            sessionId: lost,
+            newSessionId: ctx.state.sessionId,
+            reason: "the CLI has no conversation to resume: the next start begins a new one"
+          })
+        }
+      }
+    })
 
-    let running = first
-    while (true) {
-      if (running === undefined) {
-        running = yield* wakeUp(ctx.sleep!)
-        if (running === undefined) return
+  /** Sleeps until woken, then starts again (a start that fails is a crash: restarts follow). */
+  const wakeUp = (sleep: Sleep) =>
+    Effect.gen(function*() {
+      const why = yield* Deferred.await(sleep.wake)
+      ctx.state.status = "starting"
+      const woke = yield* Effect.either(
+        ctx.startProcess.pipe(startSpan("flotta.wake", { "flotta.wake.reason": why }))
+      )
+      ctx.sleep = null
+      if (Either.isRight(woke)) {
+        Deferred.unsafeDone(sleep.up, Exit.void)
+        ctx.state.process = woke.right
+        ctx.saveAgent()
+        yield* ctx.reports.post(ctx.name, "woken", {
+          pid: woke.right.process.pid,
+          sessionId: ctx.state.sessionId,
+          reason: why
+        })
+        return woke.right
       }
-      ctx.state.process = running
-      // A turn may be in flight already: a prompt can come before this fiber first runs.
-      ctx.state.status = ctx.active === undefined ? "idle" : "working"
-      const now = yield* Clock.currentTimeMillis
-      ctx.state.lastActiveAt = now
-      yield* Turn.pumpNow(ctx)
-      if (ctx.active === undefined) ctx.onIdle(now)
-      const end = yield* Deferred.await(running.ended)
-      // The old process's cleanup waits, but one that hangs (a dead child's pipes) must not keep the agent down:
-      // past the kill escalation's own graces it goes on in the background.
-      const closeOld = Scope.close(running.scope, Exit.void).pipe(Effect.disconnect, Effect.timeoutOption(CLEANUP))
-      if (end._tag === "Hibernated") {
-        // Asleep: its process ends cleanly, and its slot comes back; it starts again once woken.
-        ctx.state.process = undefined
-        yield* closeOld
-        ctx.state.processCost = 0
-        ctx.state.processModelCosts = {}
-        if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.down, Exit.void)
-        running = undefined
-        continue
-      }
-      ctx.state.process = undefined
-      ctx.state.status = "restarting"
-      const stderr = end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
-      const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
-      // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
-      yield* ctx.expireApprovals("crashed")
-      const closed = yield* closeOld
-      if (Option.isNone(closed)) {
-        yield* Effect.logWarning(`the old claude process's cleanup took over ${Duration.format(CLEANUP)}; restarting`)
-      }
-      ctx.state.processCost = 0
-      ctx.state.processModelCosts = {}
-      const reason = Turn.crashReason(end)
-      yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
-      running = yield* restart(reason)
+      Deferred.unsafeDone(sleep.up, Exit.fail(woke.left))
+      const reason = woke.left.message
+      yield* ctx.reports.post(ctx.name, "crashed", {
+        reason,
+        exitCode: woke.left._tag === "SpawnFailed" ? woke.left.exitCode : null,
+        stderr: woke.left._tag === "SpawnFailed" ? woke.left.stderr : ""
+      })
+      return yield* restart(reason)
+    })
+
+  let running = first
+  while (true) {
+    if (running === undefined) {
+      running = yield* wakeUp(ctx.sleep!)
       if (running === undefined) return
     }
-  })
+    ctx.state.process = running
+    // A turn may be in flight already: a prompt can come before this fiber first runs.
+    ctx.state.status = ctx.active === undefined ? "idle" : "working"
+    const now = yield* Clock.currentTimeMillis
+    ctx.state.lastActiveAt = now
+    yield* Turn.pumpNow(ctx)
+    if (ctx.active === undefined) ctx.onIdle(now)
+    const end = yield* Deferred.await(running.ended)
+    // The old process's cleanup waits, but one that hangs (a dead child's pipes) must not keep the agent down:
+    // past the kill escalation's own graces it goes on in the background.
+    const closeOld = Scope.close(running.scope, Exit.void).pipe(Effect.disconnect, Effect.timeoutOption(CLEANUP))
+    if (end._tag === "Hibernated") {
+      // Asleep: its process ends cleanly, and its slot comes back; it starts again once woken.
+      ctx.state.process = undefined
+      yield* closeOld
+      ctx.state.processCost = 0
+      ctx.state.processModelCosts = {}
+      if (ctx.sleep !== null) Deferred.unsafeDone(ctx.sleep.down, Exit.void)
+      running = undefined
+      continue
+    }
+    ctx.state.process = undefined
+    ctx.state.status = "restarting"
+    const stderr = end._tag === "Exited" ? end.exit.stderr : running.process.stderrTail()
+    const exitCode = end._tag === "Exited" ? end.exit.exitCode : null
+    // Its turn in flight has failed already (Turn.crash); whatever it says now is nobody's.
+    yield* ctx.expireApprovals("crashed")
+    const closed = yield* closeOld
+    if (Option.isNone(closed)) {
+      yield* Effect.logWarning(`the old claude process's cleanup took over ${Duration.format(CLEANUP)}; restarting`)
+    }
+    ctx.state.processCost = 0
+    ctx.state.processModelCosts = {}
+    const reason = Turn.crashReason(end)
+    yield* ctx.reports.post(ctx.name, "crashed", { reason, exitCode, stderr })
+    running = yield* restart(reason)
+    if (running === undefined) return
+  }
+})

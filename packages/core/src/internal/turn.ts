@@ -81,8 +81,11 @@ export const unsafeFail = (ctx: AgentContext, turn: Turn, error: TurnError, now:
   if (active?.turn === turn) end(ctx, active, now, error)
 }
 
-export const fail = (ctx: AgentContext, turn: Turn, error: TurnError) =>
-  Effect.clockWith((clock) => Effect.sync(() => unsafeFail(ctx, turn, error, clock.unsafeCurrentTimeMillis())))
+export const fail = Effect.fnUntraced(function*(ctx: AgentContext, turn: Turn, error: TurnError) {
+  return yield* Effect.clockWith((clock) =>
+    Effect.sync(() => unsafeFail(ctx, turn, error, clock.unsafeCurrentTimeMillis()))
+  )
+})
 
 /** Ends a turn with its `result` frame: a success, or the typed error the frame means. */
 const finish = (ctx: AgentContext, active: Active, frame: Protocol.ResultFrame, now: number) => {
@@ -220,14 +223,15 @@ export const onFrame = (ctx: AgentContext, running: Running, frame: TurnFrame, n
 }
 
 /** Asks the process to interrupt its turn, without waiting for the answer (the result frame says the rest). */
-export const sendInterrupt = (ctx: AgentContext, running: Running) =>
-  running.process.request({ subtype: "interrupt" }).pipe(
+export const sendInterrupt = Effect.fnUntraced(function*(ctx: AgentContext, running: Running) {
+  return yield* running.process.request({ subtype: "interrupt" }).pipe(
     Effect.timeout("5 seconds"),
     Effect.ignore,
     // Interruptible even when asked from a finalizer (a cancelled caller's): the agent's scope must stop it.
     Effect.interruptible,
     Effect.forkIn(ctx.scope)
   )
+})
 
 /**
  * Keeps the turn's clock: an alarm at the next instant something may be due (the deadline, the end of an
@@ -387,4 +391,6 @@ export const resume = (ctx: AgentContext, now: number) => {
   release(now)
 }
 
-export const pumpNow = (ctx: AgentContext) => Clock.currentTimeMillis.pipe(Effect.map((now) => pump(ctx, now)))
+export const pumpNow = Effect.fnUntraced(function*(ctx: AgentContext) {
+  return yield* Clock.currentTimeMillis.pipe(Effect.map((now) => pump(ctx, now)))
+})

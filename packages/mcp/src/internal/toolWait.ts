@@ -53,57 +53,57 @@ const answer = <A, E, R, Subject extends object, Pending extends { readonly mess
   })
 
 /** The turn to wait for when none is named: the agent's most recent one. */
-export const latestTurn = (fleet: Flotta, name: string) =>
-  Effect.gen(function*() {
-    const turns = yield* fleet.transcript(name)
-    const last = turns[turns.length - 1]
-    if (last === undefined) {
-      return yield* Effect.fail<Failure>({ _tag: "NoResult", message: `"${name}" has no turn yet` })
-    }
-    return last.turnId
-  })
+export const latestTurn = Effect.fn("toolWait.latestTurn")(function*(fleet: Flotta, name: string) {
+  const turns = yield* fleet.transcript(name)
+  const last = turns[turns.length - 1]
+  if (last === undefined) {
+    return yield* Effect.fail<Failure>({ _tag: "NoResult", message: `"${name}" has no turn yet` })
+  }
+  return last.turnId
+})
 
 /** Whether `name` is an async run or verify the fleet knows (running or finished). */
-export const isRun = (fleet: Flotta, name: string) =>
-  fleet.runResult(name).pipe(
+export const isRun = Effect.fn("toolWait.isRun")(function*(fleet: Flotta, name: string) {
+  return yield* fleet.runResult(name).pipe(
     Effect.as(true),
     Effect.catchAll((e) => Effect.succeed(e._tag !== "RunNotFound"))
   )
+})
 
 /** Waits for one turn within the bound, with progress; a failed turn is a failure of the call. */
-export const waitTurn = (
-  fleet: Flotta,
-  name: string,
-  turnId: string,
-  boundSeconds: number | undefined,
-  ctx: ToolContext
-) =>
-  answer(
-    bounded(fleet.watch(name, turnId), waitBound(boundSeconds), {
-      ctx,
-      describe: (waitedMs) => Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message }) => message)
-    }),
-    { name, kind: "turn" as const, turnId },
-    () => `agent ${name}: turn ${turnId} finished`,
-    (waitedMs) =>
-      Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message, status }) => ({
-        ...(status === undefined ? {} : { status }),
-        message: `${message}; call flotta_wait again with this turnId`
-      }))
-  )
+export const waitTurn = Effect.fn("toolWait.waitTurn")(
+  function*(fleet: Flotta, name: string, turnId: string, boundSeconds: number | undefined, ctx: ToolContext) {
+    return yield* answer(
+      bounded(fleet.watch(name, turnId), waitBound(boundSeconds), {
+        ctx,
+        describe: (waitedMs) => Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message }) => message)
+      }),
+      { name, kind: "turn" as const, turnId },
+      () => `agent ${name}: turn ${turnId} finished`,
+      (waitedMs) =>
+        Effect.map(describeTurn(fleet, name, turnId, waitedMs), ({ message, status }) => ({
+          ...(status === undefined ? {} : { status }),
+          message: `${message}; call flotta_wait again with this turnId`
+        }))
+    )
+  }
+)
 
 /** Waits for an async run (or verify) within the bound, with progress; a failed run is a failure of the call. */
-export const waitRun = (fleet: Flotta, name: string, boundSeconds: number | undefined, ctx: ToolContext) =>
-  answer(
-    bounded(fleet.awaitRun(name), waitBound(boundSeconds), {
-      ctx,
-      describe: (waitedMs) => describeRun(fleet, name, waitedMs)
-    }),
-    { name, kind: "run" as const },
-    (result) => `${result.kind} ${name} finished`,
-    (waitedMs) =>
-      Effect.map(describeRun(fleet, name, waitedMs), (message) => ({ message: `${message}; call flotta_wait again` }))
-  )
+export const waitRun = Effect.fn("toolWait.waitRun")(
+  function*(fleet: Flotta, name: string, boundSeconds: number | undefined, ctx: ToolContext) {
+    return yield* answer(
+      bounded(fleet.awaitRun(name), waitBound(boundSeconds), {
+        ctx,
+        describe: (waitedMs) => describeRun(fleet, name, waitedMs)
+      }),
+      { name, kind: "run" as const },
+      (result) => `${result.kind} ${name} finished`,
+      (waitedMs) =>
+        Effect.map(describeRun(fleet, name, waitedMs), (message) => ({ message: `${message}; call flotta_wait again` }))
+    )
+  }
+)
 
 const errorView = (error: Failure) => ({ _tag: error._tag, message: error.message })
 

@@ -53,22 +53,21 @@ const ticker = (started: number, bound: Duration.Duration, progress: Progress): 
 }
 
 /** Runs `effect` to its end, sending progress meanwhile (none at or past `bound`). */
-export const withProgress = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  bound: Duration.Duration,
-  progress: Progress
-): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Clock.currentTimeMillis, (started) => Effect.raceFirst(effect, ticker(started, bound, progress)))
+export const withProgress = Effect.fn("wait.withProgress")(
+  function*<A, E, R>(effect: Effect.Effect<A, E, R>, bound: Duration.Duration, progress: Progress) {
+    return yield* Effect.flatMap(
+      Clock.currentTimeMillis,
+      (started) => Effect.raceFirst(effect, ticker(started, bound, progress))
+    )
+  }
+)
 
 /** Waits for `effect` at most `bound`, with progress when given; its failure is the wait's. */
-export const bounded = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  bound: Duration.Duration,
-  progress?: Progress
-): Effect.Effect<Waited<A>, E, R> =>
-  Effect.gen(function*() {
+export const bounded = Effect.fn("wait.bounded")(
+  function*<A, E, R>(effect: Effect.Effect<A, E, R>, bound: Duration.Duration, progress?: Progress) {
     const started = yield* Clock.currentTimeMillis
     const timed = Effect.timeoutOption(effect, bound)
     const outcome = yield* (progress === undefined ? timed : withProgress(timed, bound, progress))
     return { outcome, waitedMs: (yield* Clock.currentTimeMillis) - started }
-  })
+  }
+)

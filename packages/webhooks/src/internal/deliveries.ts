@@ -5,7 +5,6 @@
  */
 import type { HttpServerResponse } from "@effect/platform"
 import { HttpServerResponse as Response } from "@effect/platform"
-import type { StoreUnavailable } from "@flotta/core/Errors"
 import type { StoreShape } from "@flotta/core/Store"
 import { Effect, Option, Schema } from "effect"
 
@@ -24,11 +23,8 @@ export interface Deliveries {
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 }
 
-export const make = (
-  store: Pick<StoreShape, "loadState" | "saveState">,
-  repeated: (id: string) => Effect.Effect<void>
-): Effect.Effect<Deliveries, StoreUnavailable> =>
-  Effect.gen(function*() {
+export const make = Effect.fn("deliveries.make")(
+  function*(store: Pick<StoreShape, "loadState" | "saveState">, repeated: (id: string) => Effect.Effect<void>) {
     const loaded = Option.flatMap(yield* store.loadState(STATE_KEY), Schema.decodeUnknownOption(Kept))
     const ids: Array<string> = Option.match(loaded, { onNone: () => [], onSome: (kept) => [...kept.ids] })
     const seen = new Set(ids)
@@ -52,5 +48,6 @@ export const make = (
               store.saveState(STATE_KEY, { ids })
             }))
         }))
-    }
-  })
+    } satisfies Deliveries
+  }
+)
