@@ -223,7 +223,7 @@ const readNode = (source: http.IncomingMessage, maxBytes: number) =>
  * The request's body as text, refused over `maxBytes` (by its Content-Length before a byte is read). Off the
  * socket it is read from Node's request; in process (`HttpApp.toWebHandler`) through the platform.
  */
-export const bodyText = Effect.fn("Http.bodyText")(function*(maxBytes: number) {
+export const bodyText = Effect.fnUntraced(function*(maxBytes: number) {
   return yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (Number(request.headers["content-length"]) > maxBytes) return Effect.fail(tooLarge(maxBytes))
     const source = request.source
@@ -287,7 +287,7 @@ const writeNode = (body: ReadableStream<Uint8Array>, response: http.ServerRespon
  * about the connection. Off the socket it is written straight to Node's response, chunk by chunk (through a
  * platform stream or a pipeline, each MCP tool call cost 0.4 ms more); in process the body passes through.
  */
-export const respondWeb = Effect.fn("Http.respondWeb")(function*(response: Response) {
+export const respondWeb = Effect.fnUntraced(function*(response: Response) {
   return yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const headers: Record<string, string> = {}
     for (const [name, value] of response.headers) if (!HOP_BY_HOP.has(name)) headers[name] = value
