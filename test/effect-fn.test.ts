@@ -2,7 +2,8 @@
  * One idiom: every exported function of a src module that returns an Effect is built with `Effect.fn` (a span
  * named `Module.name`), or `Effect.fnUntraced` on the hot paths that must not pay for a span per call. Read from
  * the syntax (no type checker, so it stays fast): a function is taken to return an Effect when its declared return
- * type is `Effect.Effect<…>`, or when its body is an `Effect.*` call or an `Effect.*(…).pipe(…)`.
+ * type is `Effect.Effect<…>`, or when its body is (or a `return` of its own gives) an `Effect.*` call or an
+ * `Effect.*(…).pipe(…)`.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -32,9 +33,22 @@ const isEffectCall = (node: ts.Node): boolean => {
   return false
 }
 
+/** The expressions a function's own `return`s give (not those of the functions inside it). */
+const returned = (body: ts.Block): ReadonlyArray<ts.Expression> => {
+  const found: Array<ts.Expression> = []
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node)) return
+    if (ts.isReturnStatement(node) && node.expression !== undefined) found.push(node.expression)
+    ts.forEachChild(node, visit)
+  }
+  body.statements.forEach(visit)
+  return found
+}
+
 const returnsEffect = (fn: ts.ArrowFunction | ts.FunctionExpression | ts.FunctionDeclaration, file: ts.SourceFile) => {
   if (fn.type !== undefined && /^Effect\.Effect\b/.test(fn.type.getText(file))) return true
-  return fn.body !== undefined && !ts.isBlock(fn.body) && isEffectCall(fn.body)
+  if (fn.body === undefined) return false
+  return ts.isBlock(fn.body) ? returned(fn.body).some(isEffectCall) : isEffectCall(fn.body)
 }
 
 /** The exported functions that return an Effect without being built with Effect.fn, as `file:line name`. */
@@ -75,9 +89,11 @@ describe("one idiom for Effect functions", () => {
         `export function d(x: number): Effect.Effect<number> { return Effect.succeed(x) }`,
         `export const e = Effect.fn("M.e")(function*(x: number) { return x })`,
         `export const f = (x: number) => x + 1`,
+        `export const h = (x: number) => { if (x > 0) return Effect.succeed(x); return Effect.fail("no") }`,
+        `export const i = (x: number) => { const g = () => Effect.succeed(x); return g }`,
         `const g = (x: number) => Effect.succeed(x)`
       ].join("\n")
     )
-    expect(plainEffectFunctions(probe).map((found) => found.split(" ")[1])).toEqual(["a", "b", "c", "d"])
+    expect(plainEffectFunctions(probe).map((found) => found.split(" ")[1])).toEqual(["a", "b", "c", "d", "h"])
   })
 })

@@ -134,13 +134,15 @@ export const connect = Effect.fn("Connection.connect")(function*(flags: Connecti
  * A client of the serve at `url`, once it has answered: its discovery request (`server/discover`) tells a serve
  * that is up and takes the token from one that is not there or refuses it.
  */
-export const connectTo = ({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) => {
-  const client = McpClient.make(url, token)
-  return Effect.as(
-    Effect.mapError(client.request("server/discover"), failureOf(url, Option.isSome(token))),
-    client
-  )
-}
+export const connectTo = Effect.fn("Connection.connectTo")(
+  function*({ token, url }: { readonly url: string; readonly token: Option.Option<string> }) {
+    const client = McpClient.make(url, token)
+    return yield* Effect.as(
+      Effect.mapError(client.request("server/discover"), failureOf(url, Option.isSome(token))),
+      client
+    )
+  }
+)
 
 /** A tool's result, as MCP has it. */
 const ToolResult = Schema.Struct({

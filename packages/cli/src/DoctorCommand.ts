@@ -114,24 +114,26 @@ const credentials = Effect.gen(function*() {
 })
 
 /** The store's line: what it is, or that the first serve will make it. */
-export const storeLine = (
-  inspected: StoreAccess.Inspection,
-  say: { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> }
-) => {
-  switch (inspected._tag) {
-    case "Memory":
-      return say.ok("store: memory (serve and repl keep no state across restarts)")
-    case "NotCreated":
-      return say.ok(
-        `store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` or \`flotta run\` makes it, on ` +
-          `${inspected.driver})`
-      )
-    case "Found":
-      return (inspected.info.health.state === "ok" ? say.ok : say.warn)(
-        `store: ${Views.describeStoreWithHealth(inspected.info)}`
-      )
+export const storeLine = Effect.fn("DoctorCommand.storeLine")(
+  function*(
+    inspected: StoreAccess.Inspection,
+    say: { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> }
+  ) {
+    switch (inspected._tag) {
+      case "Memory":
+        return yield* say.ok("store: memory (serve and repl keep no state across restarts)")
+      case "NotCreated":
+        return yield* say.ok(
+          `store: sqlite ${inspected.location}: not created yet (the first \`flotta serve\` or \`flotta run\` makes it, on ` +
+            `${inspected.driver})`
+        )
+      case "Found":
+        return yield* (inspected.info.health.state === "ok" ? say.ok : say.warn)(
+          `store: ${Views.describeStoreWithHealth(inspected.info)}`
+        )
+    }
   }
-}
+)
 
 type Say = { readonly ok: (text: string) => Effect.Effect<void>; readonly warn: (text: string) => Effect.Effect<void> }
 

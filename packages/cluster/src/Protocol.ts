@@ -15,7 +15,7 @@ import { AgentOptions } from "@flotta/core/AgentOptions"
 import * as AgentView from "@flotta/core/AgentView"
 import { CostBy, CostReport } from "@flotta/core/Costs"
 import * as Operations from "@flotta/core/Operations"
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import { Predicate, Schema } from "effect"
 
 /** Moved to core's Errors (every implementation of Flotta may fail with them); kept here for compatibility. */
@@ -119,22 +119,24 @@ export const unreachable = <E>(error: E): error is Extract<E, Unreachable> =>
 export type Reached<E> = Exclude<E, Extract<E, Unreachable>>
 
 /** An agent operation's call on its host's client: the client has one method per operation, by its name. */
-export const callAgent = <K extends AgentOp>(
-  client: Effect.Effect.Success<typeof AgentEntity.client> extends (id: string) => infer C ? C : never,
-  name: K,
-  input: Operations.InputOf<Ops[K]>,
-  callId: string
-) => {
-  const method: unknown = client[name]
-  // The client has the RPC of each operation under its name, with the table's input, output and errors.
-  return (method as (payload: {
-    readonly input: Operations.InputOf<Ops[K]>
-    readonly callId: string
-  }) => Effect.Effect<
-    Operations.OutputOf<Ops[K]>,
-    Operations.ErrorOf<Ops[K]> | MailboxFull | AlreadyProcessingMessage | PersistenceError
-  >)({ input, callId })
-}
+export const callAgent = Effect.fnUntraced(
+  function*<K extends AgentOp>(
+    client: Effect.Effect.Success<typeof AgentEntity.client> extends (id: string) => infer C ? C : never,
+    name: K,
+    input: Operations.InputOf<Ops[K]>,
+    callId: string
+  ) {
+    const method: unknown = client[name]
+    // The client has the RPC of each operation under its name, with the table's input, output and errors.
+    return yield* (method as (payload: {
+      readonly input: Operations.InputOf<Ops[K]>
+      readonly callId: string
+    }) => Effect.Effect<
+      Operations.OutputOf<Ops[K]>,
+      Operations.ErrorOf<Ops[K]> | MailboxFull | AlreadyProcessingMessage | PersistenceError
+    >)({ input, callId })
+  }
+)
 
 /**
  * Handlers built by name over the table (an entity's `of` takes them spread): each answers its operation with

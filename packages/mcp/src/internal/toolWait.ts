@@ -114,31 +114,33 @@ const isMissing = (error: Failure) => error._tag === "AgentNotFound" || error._t
  * Prompts every named agent and waits for each reply within one bound, with progress on how many answered.
  * Each agent's entry is its reply, its error, or `done: false` with the turn id to wait for.
  */
-export const waitBroadcast = (
-  fleet: Flotta,
-  names: ReadonlyArray<string>,
-  prompt: (name: string) => Effect.Effect<string, Failure>,
-  boundSeconds: number | undefined,
-  ctx: ToolContext
-) => {
-  const bound = waitBound(boundSeconds)
-  let answered = 0
-  const one = (name: string) =>
-    Effect.gen(function*() {
-      const turnId = yield* prompt(name)
-      const { outcome } = yield* bounded(Effect.either(fleet.watch(name, turnId)), bound)
-      if (Option.isNone(outcome)) return { name, done: false, ok: true, turnId }
-      const reply = outcome.value
-      if (Either.isLeft(reply) && isMissing(reply.left)) return yield* Effect.fail(reply.left)
-      answered++
-      if (Either.isLeft(reply)) return { name, done: true, ok: false, turnId, error: errorView(reply.left) }
-      return { name, done: true, ok: true, turnId, text: reply.right.text, costUsd: reply.right.costUsd }
-    }).pipe(
-      Effect.catchAll((error: Failure) => Effect.succeed({ name, done: true, ok: false, error: errorView(error) }))
-    )
-  return withProgress(Effect.forEach(names, one, { concurrency: "unbounded" }), bound, {
-    ctx,
-    describe: (waitedMs) =>
-      Effect.succeed(`broadcast: ${answered} of ${names.length} agents answered, waited ${secondsText(waitedMs)}`)
-  }).pipe(Effect.map((agents) => ({ agents })))
-}
+export const waitBroadcast = Effect.fn("toolWait.waitBroadcast")(
+  function*(
+    fleet: Flotta,
+    names: ReadonlyArray<string>,
+    prompt: (name: string) => Effect.Effect<string, Failure>,
+    boundSeconds: number | undefined,
+    ctx: ToolContext
+  ) {
+    const bound = waitBound(boundSeconds)
+    let answered = 0
+    const one = (name: string) =>
+      Effect.gen(function*() {
+        const turnId = yield* prompt(name)
+        const { outcome } = yield* bounded(Effect.either(fleet.watch(name, turnId)), bound)
+        if (Option.isNone(outcome)) return { name, done: false, ok: true, turnId }
+        const reply = outcome.value
+        if (Either.isLeft(reply) && isMissing(reply.left)) return yield* Effect.fail(reply.left)
+        answered++
+        if (Either.isLeft(reply)) return { name, done: true, ok: false, turnId, error: errorView(reply.left) }
+        return { name, done: true, ok: true, turnId, text: reply.right.text, costUsd: reply.right.costUsd }
+      }).pipe(
+        Effect.catchAll((error: Failure) => Effect.succeed({ name, done: true, ok: false, error: errorView(error) }))
+      )
+    return yield* withProgress(Effect.forEach(names, one, { concurrency: "unbounded" }), bound, {
+      ctx,
+      describe: (waitedMs) =>
+        Effect.succeed(`broadcast: ${answered} of ${names.length} agents answered, waited ${secondsText(waitedMs)}`)
+    }).pipe(Effect.map((agents) => ({ agents })))
+  }
+)
