@@ -1,6 +1,7 @@
 /**
  * One idiom: every exported function of a src module that returns an Effect is built with `Effect.fn` (a span
- * named `Module.name`), or `Effect.fnUntraced` on the hot paths that must not pay for a span per call. Read from
+ * named `Module.name`), or `Effect.fnUntraced` where a span of its own is not wanted: the hot paths, and core's inner
+ * steps, whose spans are named where the work happens (`flotta.spawn`: a child's TRACEPARENT is that span). Read from
  * the syntax (no type checker, so it stays fast): a function is taken to return an Effect when its declared return
  * type is `Effect.Effect<…>`, or when its body is (or a `return` of its own gives) an `Effect.*` call or an
  * `Effect.*(…).pipe(…)`.

@@ -193,7 +193,7 @@ export const dependencyBinary = (from: string = import.meta.url): Option.Option<
   })
 }
 
-export const resolve = Effect.fn("ClaudeCli.resolve")(function*(configuredPath?: string) {
+export const resolve = Effect.fnUntraced(function*(configuredPath?: string) {
   if (configuredPath !== undefined && configuredPath.length > 0) {
     return { command: configuredPath, prefixArgs: [], source: "config" } as const
   }

@@ -90,7 +90,7 @@ let requestCounter = 0
 const nextRequestId = () => `flotta_${(++requestCounter).toString(36)}_${Math.random().toString(36).slice(2, 8)}`
 
 /** Starts one process in the current scope; closing the scope stops it (EOF, then SIGTERM, then SIGKILL). */
-export const start = Effect.fn("ClaudeSession.start")(
+export const start = Effect.fnUntraced(
   function*(options: StartOptions & { readonly executable: ClaudeExecutable }) {
     const executor = yield* CommandExecutor.CommandExecutor
     const command = Command.make(options.executable.command, ...options.executable.prefixArgs, ...options.args).pipe(

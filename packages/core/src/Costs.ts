@@ -106,7 +106,7 @@ export const resolveBound = (text: string, now: number): Either.Either<string, s
 }
 
 /** A query's window, resolved against the clock (`by` defaults to `agent`), or `InvalidSpec` naming the field. */
-export const windowOf = Effect.fn("Costs.windowOf")(function*(query: CostQuery = {}) {
+export const windowOf = Effect.fnUntraced(function*(query: CostQuery = {}) {
   const now = yield* Clock.currentTimeMillis
   const by = query.by ?? "agent"
   if (!isCostBy(by)) {

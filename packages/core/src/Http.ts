@@ -99,7 +99,7 @@ const contributions = Effect.map(
 ).pipe(Effect.flatten)
 
 /** The contributed routes for a server: those that answer unknown paths (`root`) first, then the rest. */
-export const mountedOn = Effect.fn("Http.mountedOn")(function*(server: MountedOn) {
+export const mountedOn = Effect.fnUntraced(function*(server: MountedOn) {
   return yield* Effect.map(contributions, (all) => ({
     root: all.flatMap((c) => (c.root === true && c.routes !== undefined ? [c.routes(server)] : [])),
     rest: all.flatMap((c) => (c.root !== true && c.routes !== undefined ? [c.routes(server)] : []))
@@ -107,7 +107,7 @@ export const mountedOn = Effect.fn("Http.mountedOn")(function*(server: MountedOn
 })
 
 /** The contributed panels of a dashboard page, in the order they were contributed. */
-export const panels = Effect.fn("Http.panels")(function*(page: string) {
+export const panels = Effect.fnUntraced(function*(page: string) {
   return yield* Effect.map(
     contributions,
     (all) => all.flatMap((c) => (c.panels ?? []).filter((panel) => panel.page === page))
@@ -151,7 +151,7 @@ export const route =
  * The parts' routes as one app: the first part's `notFound` answers a path that no route takes, and a defect is
  * logged and answered with 500. What `serve` serves, and what an in-process client calls (`HttpApp.toWebHandler`).
  */
-export const toApp = Effect.fn("Http.toApp")(function*(parts: ReadonlyArray<Routes>) {
+export const toApp = Effect.fnUntraced(function*(parts: ReadonlyArray<Routes>) {
   return yield* Effect.map(
     HttpRouter.toHttpApp(HttpRouter.concatAll(...parts.map((part) => part.router))),
     (app) =>
@@ -333,7 +333,7 @@ const reasonOf = (error: unknown, port: number, host: string) =>
  * Serves the parts (`toApp`) on `host:port` until the scope closes, and says where it listens.
  * Closing drops open connections: SSE streams and keep-alive sockets would otherwise hold the close forever.
  */
-export const serve = Effect.fn("Http.serve")(function*<E>(parts: ReadonlyArray<Routes>, options: ServeOptions<E>) {
+export const serve = Effect.fnUntraced(function*<E>(parts: ReadonlyArray<Routes>, options: ServeOptions<E>) {
   const node = http.createServer()
   node.headersTimeout = 30_000
   node.keepAliveTimeout = IDLE_KEPT_MS

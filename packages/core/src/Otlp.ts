@@ -117,7 +117,7 @@ export const parseHeaders = (text: string): Record<string, string> => {
  * `otlp` wins over every variable; without it, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT` (used as
  * they are) win over `OTEL_EXPORTER_OTLP_ENDPOINT` (a base). The section's headers win over the variable's.
  */
-export const resolve = Effect.fn("Otlp.resolve")(function*(section: FileSection | undefined, options: Options = {}) {
+export const resolve = Effect.fnUntraced(function*(section: FileSection | undefined, options: Options = {}) {
   const base = section?.otlp !== undefined
     ? Option.some(yield* checked("telemetry.otlp", section.otlp))
     : yield* env("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(

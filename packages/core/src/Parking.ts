@@ -60,7 +60,7 @@ export const backoff = (
   )
 
 /** Up to `max`, drawn from `Random`: spreads the fleet's agents apart when a limit resets. */
-export const jitter = Effect.fn("Parking.jitter")(function*(max: Duration.DurationInput) {
+export const jitter = Effect.fnUntraced(function*(max: Duration.DurationInput) {
   return yield* Effect.map(Random.nextIntBetween(0, Duration.toMillis(max) + 1), Duration.millis)
 })
 

@@ -30,7 +30,7 @@ import * as Telemetry from "./Telemetry.js"
 export { NAME_PATTERN } from "./AgentView.js"
 
 /** Agent and run names: lower-case, 1 to 63 characters, usable as a directory and a branch name. */
-export const validateName = Effect.fn("Registry.validateName")(function*(name: unknown) {
+export const validateName = Effect.fnUntraced(function*(name: unknown) {
   if (typeof name !== "string") return yield* new InvalidName({ name: String(name), reason: "a name must be a string" })
   if (!NAME_PATTERN.test(name)) {
     return yield* new InvalidName({

@@ -49,7 +49,7 @@ const sessionOf = (error: RunError): string | null =>
   "sessionId" in error && typeof error.sessionId === "string" ? error.sessionId : null
 
 /** Runs a prepared run's attempts (options checked, names reserved) and picks the winner. */
-export const run = Effect.fn("RunAttempts.run")(function*(deps: AttemptDeps, name: string, options: RunOptions) {
+export const run = Effect.fnUntraced(function*(deps: AttemptDeps, name: string, options: RunOptions) {
   return yield* Effect.gen(function*() {
     const n = options.attempts ?? 1
     const pick = options.pick ?? "first"

@@ -109,7 +109,7 @@ export const waiting = Effect.fn("RunInbox.waiting")(function*(dir: string) {
 })
 
 /** The records waiting in `dir` (readable ones), oldest first. */
-export const records = Effect.fn("RunInbox.records")(function*(dir: string) {
+export const records = Effect.fnUntraced(function*(dir: string) {
   return yield* Effect.map(waiting(dir), (all) => all.flatMap((w) => (w._tag === "Record" ? [w.record] : [])))
 })
 

@@ -69,7 +69,7 @@ export const boundFlags = (options: RunOptions): ReadonlyArray<string> => [
 export const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
 
 /** Refuses options a run cannot take, naming the field. */
-export const checkOptions = Effect.fn("RunOptions.checkOptions")(function*(options: RunOptions) {
+export const checkOptions = Effect.fnUntraced(function*(options: RunOptions) {
   if (typeof options.prompt !== "string" || options.prompt.trim().length === 0) {
     return yield* invalid("prompt", "a run needs a non-empty prompt")
   }

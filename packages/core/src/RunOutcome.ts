@@ -126,7 +126,7 @@ export const outcomeOf = (row: RunRow): Exit.Exit<Outcome, RunError | VerifyErro
 }
 
 /** A run's (or verify's) outcome as `store` keeps it: RunNotFound when it has none, TurnPending while it runs. */
-export const storedOutcome = Effect.fn("RunOutcome.storedOutcome")(function*(store: StoreShape, name: string) {
+export const storedOutcome = Effect.fnUntraced(function*(store: StoreShape, name: string) {
   const row = yield* store.run(name)
   if (Option.isNone(row)) return yield* new RunNotFound({ name })
   if (row.value.status === "running") return yield* new TurnPending({ name, turnId: name, status: "running" })
@@ -244,7 +244,7 @@ export const finished = (
  * Runs a run to its end and then posts its `run_finished` entry (`post`, the report log's under its name), however
  * it ended; the worktree it is given is passed on to `onWorktree`.
  */
-export const reportingEnd = Effect.fn("RunOutcome.reportingEnd")(
+export const reportingEnd = Effect.fnUntraced(
   function*<E extends RunError>(
     post: (entry: RunFinished) => Effect.Effect<unknown>,
     run: (onWorktree: (path: string) => void) => Effect.Effect<RunResult, E>,

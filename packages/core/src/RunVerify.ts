@@ -25,7 +25,7 @@ export interface VerifyDeps {
 const invalid = (field: string, reason: string) => new InvalidSpec({ path: field, reason })
 
 /** Checks a verify's options and reserves its name. */
-export const prepare = Effect.fn("RunVerify.prepare")(function*(deps: VerifyDeps, options: VerifyRequest) {
+export const prepare = Effect.fnUntraced(function*(deps: VerifyDeps, options: VerifyRequest) {
   if (typeof options.branch !== "string" || options.branch.length === 0) {
     return yield* invalid("branch", "name the branch (or commit) to verify")
   }
@@ -42,7 +42,7 @@ export const prepare = Effect.fn("RunVerify.prepare")(function*(deps: VerifyDeps
 })
 
 /** Runs the checks of a prepared verify, reporting as it goes; its name is freed at the end. */
-export const run = Effect.fn("RunVerify.run")(
+export const run = Effect.fnUntraced(
   function*(deps: VerifyDeps, name: string, cwd: string, options: Worktrees.VerifyOptions) {
     return yield* Effect.gen(function*() {
       const { reports } = deps

@@ -362,7 +362,7 @@ export const here = (childPath: string): Machine => ({
 })
 
 /** Fails with `SandboxUnavailable` for agent `name` when the sandbox cannot run on `machine`. */
-export const check = Effect.fn("Sandbox.check")(function*(name: string, machine: Machine) {
+export const check = Effect.fnUntraced(function*(name: string, machine: Machine) {
   return yield* Option.match(availability(machine), {
     onNone: () => Effect.void,
     onSome: (problem) => new SandboxUnavailable({ name, ...problem, missing: [...problem.missing] })

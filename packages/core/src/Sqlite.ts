@@ -45,7 +45,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
  * The driver this Node would use, by name, or why none loads (`StoreUnavailable`, with what to run).
  * `location` is what the failure names.
  */
-export const driver = Effect.fn("Sqlite.driver")(function*(location: string, choice: DriverChoice = "auto") {
+export const driver = Effect.fnUntraced(function*(location: string, choice: DriverChoice = "auto") {
   return yield* Effect.try({
     try: () => Driver.load(choice).name,
     catch: (error) => unavailable(location, error)
@@ -95,7 +95,7 @@ export const openSync = (
 }
 
 /** A client for the scope's life: one connection, closed with the scope. */
-export const make = Effect.fn("Sqlite.make")(function*(config: SqliteClientConfig) {
+export const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
   const driver = yield* Effect.try({
     try: () => Driver.load(config.driver),
     catch: (error) => unavailable(config.filename, error)

@@ -149,7 +149,7 @@ export const ownTurns = (row: AgentRow, turns: ReadonlyArray<TurnRow>): Readonly
  * A stored row the engine cannot do without that does not decode (a turn's outcome, a run's diff): the read fails
  * with `StoreUnavailable`, naming the store and the row, instead of the fleet dying on it.
  */
-export const unreadable = Effect.fn("Store.unreadable")(function*(store: Pick<StoreShape, "info">, what: string) {
+export const unreadable = Effect.fnUntraced(function*(store: Pick<StoreShape, "info">, what: string) {
   return yield* Effect.flatMap(store.info, ({ location }) =>
     new StoreUnavailable({
       location,

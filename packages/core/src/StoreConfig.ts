@@ -29,6 +29,6 @@ export const layer = (config: StoreConfig | undefined, options: StoreOptions = {
 }
 
 /** The effect that opens a store, for tools that read it without a fleet (`flotta reports --store`). */
-export const open = Effect.fn("StoreConfig.open")(function*(config: StoreConfig, options: StoreOptions = {}) {
+export const open = Effect.fnUntraced(function*(config: StoreConfig, options: StoreOptions = {}) {
   return yield* Layer.build(layer(config, options)).pipe(Effect.map((context) => Context.get(context, Store)))
 })

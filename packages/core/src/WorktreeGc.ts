@@ -70,7 +70,7 @@ export const gcCommitMessage = (worktree: Worktree) =>
  * to its branch first (kept, and why, when that commit fails or it is on no branch), or with `force` and `discard`
  * removed with its changes dropped. Branches always stay. `gc` is this on git, `Testing.git` in memory.
  */
-export const collect = Effect.fn("WorktreeGc.collect")(
+export const collect = Effect.fnUntraced(
   function*<E, R>(ops: GcOps<E, R>, cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) {
     const repo = yield* ops.repoRoot(cwd)
     const removed: Array<string> = []
@@ -143,7 +143,7 @@ const failedAt = (at: string) =>
   Effect.mapError((e: { readonly reason: string }) => new WorktreeFailed({ path: at, reason: e.reason }))
 
 /** `collect` on git here: see there. */
-export const gc = Effect.fn("WorktreeGc.gc")(
+export const gc = Effect.fnUntraced(
   function*(cwd: string, options: GcOptions & { readonly busy: ReadonlySet<string> }) {
     return yield* collect<NotAGitRepo | WorktreeFailed, CommandExecutor.CommandExecutor | FileSystem.FileSystem>(
       {
@@ -160,7 +160,7 @@ export const gc = Effect.fn("WorktreeGc.gc")(
 )
 
 /** `discard` drops uncommitted work, so it is refused without `force` (`InvalidSpec`, naming it). */
-export const checkOptions = Effect.fn("WorktreeGc.checkOptions")(function*(options: GcOptions) {
+export const checkOptions = Effect.fnUntraced(function*(options: GcOptions) {
   return yield* options.discard === true && options.force !== true
     ? new InvalidSpec({ path: "discard", reason: "it drops uncommitted work, so it needs force: true as well" })
     : Effect.void

@@ -60,7 +60,7 @@ export interface VerifyOptions {
 }
 
 /** Runs git; a non-zero exit is a failure carrying git's own message. */
-export const git = Effect.fn("Worktrees.git")(function*(cwd: string, ...args: ReadonlyArray<string>) {
+export const git = Effect.fnUntraced(function*(cwd: string, ...args: ReadonlyArray<string>) {
   return yield* Proc.run("git", args, { cwd, timeout: "60 seconds" }).pipe(
     Effect.flatMap((outcome) =>
       outcome.exitCode === 0
@@ -71,7 +71,7 @@ export const git = Effect.fn("Worktrees.git")(function*(cwd: string, ...args: Re
 })
 
 /** The top of the repository that contains `cwd`. */
-export const repoRoot = Effect.fn("Worktrees.repoRoot")(function*(cwd: string) {
+export const repoRoot = Effect.fnUntraced(function*(cwd: string) {
   const fs = yield* FileSystem.FileSystem
   const exists = yield* fs.exists(cwd).pipe(Effect.orElseSucceed(() => false))
   if (!exists) return yield* new NotAGitRepo({ cwd })
@@ -98,7 +98,7 @@ const excludeWorktreesDir = (repo: string) =>
 /** Where the worktree of a run named `name` goes. */
 export const pathOf = (repo: string, name: string) => path.join(repo, WORKTREES_DIR, name)
 
-export const create = Effect.fn("Worktrees.create")(function*(repo: string, name: string) {
+export const create = Effect.fnUntraced(function*(repo: string, name: string) {
   const worktreePath = pathOf(repo, name)
   const branch = `worktree-${name}`
   return yield* Effect.gen(function*() {
@@ -130,7 +130,7 @@ const identityFlags = (cwd: string) =>
  * It skips the pre-commit and commit-msg hooks (this saves work, it is no commit of the user's); another hook, a
  * signing key or a lock can still refuse it, and then it fails with git's words.
  */
-export const commitAll = Effect.fn("Worktrees.commitAll")(function*(worktree: Worktree, message: string) {
+export const commitAll = Effect.fnUntraced(function*(worktree: Worktree, message: string) {
   const status = yield* git(worktree.path, "status", "--porcelain")
   if (status.length > 0) {
     yield* git(worktree.path, "add", "-A")
@@ -194,7 +194,7 @@ const MAX_STATUS_BYTES = 1024 * 1024
  * The files a worktree holds uncommitted changes to: tracked edits (staged or not, deletions too) and new files
  * that are not ignored, each by its path from the worktree's top, sorted.
  */
-export const changedFiles = Effect.fn("Worktrees.changedFiles")(function*(worktreePath: string) {
+export const changedFiles = Effect.fnUntraced(function*(worktreePath: string) {
   return yield* gitOut(worktreePath, {}, ["status", "--porcelain", "-z", "--untracked-files=all"], MAX_STATUS_BYTES)
     .pipe(
       Effect.map(({ bytes, total }) => {
@@ -222,7 +222,7 @@ export const parseStatus = (text: string): ReadonlyArray<string> => {
  * What a worktree holds against `base`: what its run committed, what it left uncommitted and its new untracked
  * files (ignored ones left out), read through a throwaway index so the worktree's own is never touched.
  */
-export const diff = Effect.fn("Worktrees.diff")(
+export const diff = Effect.fnUntraced(
   function*(worktree: Worktree, base: string, maxPatchBytes: number = RunDiff.MAX_PATCH_BYTES) {
     return yield* Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
@@ -245,7 +245,7 @@ export const diff = Effect.fn("Worktrees.diff")(
 )
 
 /** Unlocks and removes a worktree; its branch stays. */
-export const remove = Effect.fn("Worktrees.remove")(function*(repo: string, worktreePath: string, force = true) {
+export const remove = Effect.fnUntraced(function*(repo: string, worktreePath: string, force = true) {
   yield* git(repo, "worktree", "unlock", worktreePath).pipe(Effect.ignore)
   yield* git(repo, "worktree", "remove", ...(force ? ["--force"] : []), worktreePath)
   yield* git(repo, "worktree", "prune").pipe(Effect.ignore)
@@ -271,7 +271,7 @@ const parsePorcelain = (text: string): ReadonlyArray<Porcelain> =>
   })
 
 /** The run worktrees of the repository that contains `cwd`. */
-export const list = Effect.fn("Worktrees.list")(function*(cwd: string) {
+export const list = Effect.fnUntraced(function*(cwd: string) {
   return yield* Effect.gen(function*() {
     const repo = yield* repoRoot(cwd)
     const fs = yield* FileSystem.FileSystem
@@ -295,7 +295,7 @@ export const list = Effect.fn("Worktrees.list")(function*(cwd: string) {
 })
 
 /** Runs each shell check in `dir`, in order, every one whatever the others did (`env` added to theirs). */
-export const checksIn = Effect.fn("Worktrees.checksIn")(
+export const checksIn = Effect.fnUntraced(
   function*(
     dir: string,
     checks: ReadonlyArray<string>,
@@ -330,7 +330,7 @@ export const checksIn = Effect.fn("Worktrees.checksIn")(
 )
 
 /** Runs each check in a throwaway worktree of `branch`, removed afterwards whatever happens. */
-export const verify = Effect.fn("Worktrees.verify")(function*(cwd: string, options: VerifyOptions) {
+export const verify = Effect.fnUntraced(function*(cwd: string, options: VerifyOptions) {
   const repo = yield* repoRoot(cwd)
   const commit = yield* git(repo, "rev-parse", "--verify", "--quiet", `${options.branch}^{commit}`).pipe(
     Effect.mapError(() => new BranchNotFound({ cwd: repo, branch: options.branch }))

@@ -5,7 +5,7 @@
  */
 import { Effect, Queue } from "effect"
 
-export const make = Effect.fn("admission.make")(function*(slots: number) {
+export const make = Effect.fnUntraced(function*(slots: number) {
   const tokens = yield* Queue.bounded<void>(slots)
   yield* Queue.offerAll(tokens, Array.from({ length: slots }, () => undefined))
   /** Runs `effect` once a slot is free (the wait is interruptible; the slot is always given back). */

@@ -18,7 +18,7 @@ export interface Closed {
 }
 
 /** The row of the closed agent of that name, when the store has one. */
-export const rowOf = Effect.fn("closedAgent.rowOf")(function*(store: StoreShape, name: string) {
+export const rowOf = Effect.fnUntraced(function*(store: StoreShape, name: string) {
   return yield* Effect.map(store.agent(name), Option.filter((row) => row.status === "closed"))
 })
 
@@ -31,7 +31,7 @@ export const infoOf = (row: AgentRow, turns: ReadonlyArray<TurnRow>): AgentInfo 
 })
 
 /** The closed agent of that name as the store has it, or none (never seen, live, or removed by retention). */
-export const read = Effect.fn("closedAgent.read")(function*(store: StoreShape, name: string, historyLimit: number) {
+export const read = Effect.fnUntraced(function*(store: StoreShape, name: string, historyLimit: number) {
   return yield* Effect.flatMap(
     rowOf(store, name),
     (found) =>
@@ -46,7 +46,7 @@ export const read = Effect.fn("closedAgent.read")(function*(store: StoreShape, n
 })
 
 /** `AgentNotFound` for a name no live agent has; it says when and why the agent was closed, if the store says. */
-export const notFound = Effect.fn("closedAgent.notFound")(
+export const notFound = Effect.fnUntraced(
   function*(store: StoreShape, name: string, live: ReadonlyArray<string>) {
     return yield* Effect.flatMap(rowOf(store, name), (row) =>
       Effect.fail(

@@ -31,7 +31,7 @@ export const forkOptions = (options: AgentOptions): AgentOptions => {
   return kept
 }
 
-export const forkPointOf = Effect.fn("forkPoint.forkPointOf")(function*(source: ForkSource, at: string | undefined) {
+export const forkPointOf = Effect.fnUntraced(function*(source: ForkSource, at: string | undefined) {
   return yield* Effect.suspend((): Effect.Effect<ForkPoint, NoResult | TurnPending | CannotFork> => {
     const { name, options } = source
     const cannot = (turnId: string | null, reason: string) => new CannotFork({ source: name, turnId, reason })

@@ -30,7 +30,7 @@ export interface LiveSlots {
   readonly max: number
 }
 
-export const make = Effect.fn("liveSlots.make")(function*(max: number) {
+export const make = Effect.fnUntraced(function*(max: number) {
   let live = 0
   const members = new Map<string, Member>()
   let changed = Deferred.unsafeMake<void>(FiberId.none)

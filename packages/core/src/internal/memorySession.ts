@@ -25,7 +25,7 @@ export const AUTO_COMPACT_SHARE = 0.9
 export const DEFAULT_CONTEXT_WINDOW = 200_000
 
 /** Compacts the conversation into one summary of its prompts, and says so as the CLI does. */
-export const compact = Effect.fn("memorySession.compact")(
+export const compact = Effect.fnUntraced(
   function*(session: Session, trigger: "manual" | "auto", emit: (frame: TurnFrame) => Effect.Effect<void>) {
     return yield* Effect.suspend(() => {
       const preTokens = tokensOf(session.prompts)

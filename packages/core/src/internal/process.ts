@@ -30,7 +30,7 @@ const tail = (max: number) => {
   }
 }
 
-export const run = Effect.fn("process.run")(function*(command: string, args: ReadonlyArray<string>, options: {
+export const run = Effect.fnUntraced(function*(command: string, args: ReadonlyArray<string>, options: {
   readonly cwd: string
   readonly timeout?: Duration.DurationInput
   readonly env?: Record<string, string>

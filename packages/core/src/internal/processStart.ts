@@ -36,7 +36,7 @@ const ready = (ctx: AgentContext, process: ClaudeProcess) => {
 }
 
 /** Starts a process for the agent's current session (resuming it when it has a conversation). */
-export const startProcess = Effect.fn("processStart.startProcess")(
+export const startProcess = Effect.fnUntraced(
   function*(ctx: AgentContext, deps: AgentDeps, onControlRequest: ControlHandler) {
     const { name, state } = ctx
     const clock = yield* Effect.clock

@@ -44,7 +44,7 @@ const signal = (pid: number, name: NodeJS.Signals) => {
  * Ends a process left behind (SIGTERM, then SIGKILL after `graceMs`) and returns once it is gone. False when
  * it was not running.
  */
-export const end = Effect.fn("processes.end")(function*(pid: number, ticks: string | null, graceMs = 5_000) {
+export const end = Effect.fnUntraced(function*(pid: number, ticks: string | null, graceMs = 5_000) {
   if (!isAlive(pid, ticks)) return false
   signal(pid, "SIGTERM")
   const gone = Effect.suspend(() => (isAlive(pid, ticks) ? Effect.fail("alive" as const) : Effect.void))

@@ -34,7 +34,7 @@ export interface RestoreReport {
 
 const encodeError = Schema.encodeSync(TurnErrorSchema)
 
-export const restore = Effect.fn("restore.restore")(function*(deps: {
+export const restore = Effect.fnUntraced(function*(deps: {
   readonly store: StoreShape
   readonly registry: Registry
   readonly runs: Runs

@@ -133,7 +133,7 @@ export const causeText = (error: unknown): string => {
  * The schema version a store has (0 when it has none yet). The table is looked up first: a statement that
  * fails is remembered by the client's statement cache, so the query itself must never fail.
  */
-export const schemaVersion = Effect.fn("sqlSchema.schemaVersion")(function*(sql: SqlClient, kind: Dialect["kind"]) {
+export const schemaVersion = Effect.fnUntraced(function*(sql: SqlClient, kind: Dialect["kind"]) {
   const exists = kind === "sqlite"
     ? yield* sql`select 1 as one from sqlite_master where type = 'table' and name = ${MIGRATIONS_TABLE}`
     : yield* sql`select 1 as one from information_schema.tables
@@ -149,7 +149,7 @@ export const schemaVersion = Effect.fn("sqlSchema.schemaVersion")(function*(sql:
  * Brings the schema up to this flotta's version through the Migrator. A newer schema is refused before
  * anything is written.
  */
-export const migrate = Effect.fn("sqlSchema.migrate")(
+export const migrate = Effect.fnUntraced(
   function*(sql: SqlClient, kind: Dialect["kind"], location: string) {
     const found = yield* schemaVersion(sql, kind).pipe(
       Effect.mapError((e) =>

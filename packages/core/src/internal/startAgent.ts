@@ -34,7 +34,7 @@ const encodeError = Schema.encodeSync(TurnErrorSchema)
  * store gives back after a restart (`restored`), or a fork of another's conversation (`fork`).
  * Closing the scope stops the process; `shutdown` also fails the agent's turns.
  */
-export const startAgent = Effect.fn("startAgent.startAgent")(
+export const startAgent = Effect.fnUntraced(
   function*(name: string, options: AgentOptions, deps: AgentDeps, restored?: Restored, fork?: ForkOrigin) {
     const { reports, settings } = deps
     const scope = yield* Effect.scope

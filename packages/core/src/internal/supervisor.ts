@@ -60,7 +60,7 @@ export const wakeUp = (sleep: Sleep, reason: string) => {
 }
 
 /** Fails every turn that waits in the queue. */
-export const failWaiting = Effect.fn("supervisor.failWaiting")(function*(ctx: AgentContext, error: AgentClosed) {
+export const failWaiting = Effect.fnUntraced(function*(ctx: AgentContext, error: AgentClosed) {
   return yield* Effect.clockWith((clock) =>
     Effect.sync(() => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -88,7 +88,7 @@ const NO_CONVERSATION = /No conversation found with session ID/
  * with `--resume`, through the same admission as any start. `first` is undefined for an agent that starts asleep
  * (a restart of the host brought it back hibernated).
  */
-export const supervise = Effect.fn("supervisor.supervise")(function*(ctx: AgentContext, first: Running | undefined) {
+export const supervise = Effect.fnUntraced(function*(ctx: AgentContext, first: Running | undefined) {
   const restarts = yield* Schedule.driver(restartPolicy(ctx.settings))
   // The span this fiber was started under (the spawn's), which each restart's span links to.
   const spawnSpan = Option.match(yield* Effect.option(Effect.currentParentSpan), {
